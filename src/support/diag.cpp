@@ -1,0 +1,58 @@
+#include "support/diag.h"
+
+namespace ab {
+
+bool Diagnostics::has_errors() const { return error_count() != 0; }
+
+size_t Diagnostics::error_count() const {
+  size_t n = 0;
+  for (const auto& d : items_) n += d.severity == Severity::Error;
+  return n;
+}
+
+void Diagnostics::append(const Diagnostics& other) {
+  items_.insert(items_.end(), other.items_.begin(), other.items_.end());
+}
+
+static const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::Error: return "error";
+    case Severity::Warning: return "warning";
+    case Severity::Note: return "note";
+  }
+  return "error";
+}
+
+std::string render_diagnostic(const SourceFile* source, const Diagnostic& d) {
+  std::string out = source ? source->name() : std::string("<input>");
+  if (d.loc.known()) out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col);
+  out += ": ";
+  out += severity_name(d.severity);
+  out += ": ";
+  out += d.message;
+  out += "\n";
+  if (source && d.loc.known() && d.loc.line <= source->line_count()) {
+    std::string_view text = source->line(d.loc.line);
+    out += "    ";
+    out += text;
+    out += "\n    ";
+    // Keep tabs from the line's prefix so the caret lines up in a terminal.
+    for (uint32_t i = 1; i < d.loc.col; ++i)
+      out += (i - 1 < text.size() && text[i - 1] == '\t') ? '\t' : ' ';
+    out += '^';
+    uint32_t len = d.loc.len == 0 ? 1 : d.loc.len;
+    uint32_t avail = d.loc.col - 1 < text.size() ? static_cast<uint32_t>(text.size()) - (d.loc.col - 1) : 1;
+    if (len > avail) len = avail == 0 ? 1 : avail;
+    for (uint32_t i = 1; i < len; ++i) out += '~';
+    out += "\n";
+  }
+  return out;
+}
+
+std::string Diagnostics::render() const {
+  std::string out;
+  for (const auto& d : items_) out += render_diagnostic(source_.get(), d);
+  return out;
+}
+
+}  // namespace ab

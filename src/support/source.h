@@ -1,0 +1,37 @@
+// Source text and positions. Every IR node carries a SourceLoc so that any
+// pass, and the VMs at run time, can point at the line that caused a problem.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ab {
+
+// 1-based line and column (columns count bytes); line 0 means "no location".
+struct SourceLoc {
+  uint32_t line = 0;
+  uint32_t col = 0;
+  uint32_t len = 1;  // how many characters the caret underlines
+  bool known() const { return line != 0; }
+};
+
+class SourceFile {
+ public:
+  SourceFile(std::string name, std::string text);
+  const std::string& name() const { return name_; }
+  const std::string& text() const { return text_; }
+  // The text of a 1-based line, without its line ending.
+  std::string_view line(uint32_t line) const;
+  uint32_t line_count() const { return static_cast<uint32_t>(line_starts_.size()); }
+
+ private:
+  std::string name_;
+  std::string text_;
+  std::vector<size_t> line_starts_;
+};
+
+using SourceRef = std::shared_ptr<const SourceFile>;
+
+}  // namespace ab

@@ -1,0 +1,61 @@
+// A batch of tensors of one TensorType, stored contiguously: [batch] + event
+// shape, C order. `bool` is stored as one byte (0 or 1). This is the unit the
+// I/O layer reads and writes and the VMs hold per variable.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "ir/type.h"
+
+namespace ab {
+
+// Owning, 64-byte aligned, zero-initialised bytes.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t bytes) { resize(bytes); }
+  Buffer(const Buffer& o) { *this = o; }
+  Buffer(Buffer&&) noexcept = default;
+  Buffer& operator=(const Buffer& o) {
+    if (this != &o) {
+      resize(o.size_);
+      if (size_) std::memcpy(data_.get(), o.data_.get(), size_);
+    }
+    return *this;
+  }
+  Buffer& operator=(Buffer&&) noexcept = default;
+  void resize(size_t bytes) {
+    if (bytes == size_) return;
+    data_.reset(bytes ? static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64})) : nullptr);
+    if (bytes) std::memset(data_.get(), 0, bytes);
+    size_ = bytes;
+  }
+  std::byte* data() { return data_.get(); }
+  const std::byte* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  std::unique_ptr<std::byte[], Free> data_;
+  size_t size_ = 0;
+};
+
+struct Array {
+  TensorType type;     // dtype and event shape
+  int64_t batch = 0;   // leading dimension
+  Buffer data;
+
+  Array() = default;
+  Array(TensorType t, int64_t b)
+      : type(std::move(t)), batch(b), data(static_cast<size_t>(b * type.num_elements()) * dtype_size(type.dtype)) {}
+  int64_t event_size() const { return type.num_elements(); }
+  size_t byte_size() const { return data.size(); }
+  template <typename T> T* as() { return reinterpret_cast<T*>(data.data()); }
+  template <typename T> const T* as() const { return reinterpret_cast<const T*>(data.data()); }
+};
+
+}  // namespace ab
