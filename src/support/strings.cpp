@@ -26,8 +26,9 @@ std::string closest_match(std::string_view name, const std::vector<std::string>&
     size_t d = edit_distance(name, c);
     if (d < best_d) best_d = d, best = c;
   }
-  // Allow about one edit per three characters, at least one.
-  size_t limit = std::max<size_t>(1, (name.size() + 2) / 3);
+  // About one edit per three characters; none for one- or two-letter names,
+  // where any other short name would look "close".
+  size_t limit = name.size() <= 2 ? 0 : std::max<size_t>(1, (name.size() + 1) / 3);
   return best_d <= limit ? best : std::string();
 }
 

@@ -1,0 +1,145 @@
+#include "cli/commands.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "ir/ops.h"
+#include "ir/printer.h"
+#include "parse/parser.h"
+#include "passes/pipeline.h"
+#include "support/strings.h"
+
+namespace ab::cli {
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kRuntimeError = 1;
+constexpr int kUsageError = 2;
+
+int report(const Diagnostics& d) {
+  std::cerr << d.render();
+  return kUsageError;
+}
+
+int cmd_fmt(const Options& opt) {
+  Result<Module> m = parse_file(opt.program);
+  if (!m) return report(m.diags());
+  std::cout << print_module(*m);
+  return kOk;
+}
+
+std::string param_str(const Param& p) {
+  return p.name.name + ": " + (p.type ? p.type->str() : std::string("?"));
+}
+
+int cmd_check(const Options& opt) {
+  Result<Module> m = load_and_verify(opt.program);
+  if (!m) return report(m.diags());
+  if (m->program) {
+    const Program& p = *m->program;
+    std::cout << "program " << p.entry.name << ": " << p.vars.size() << " variables, " << p.blocks.size() << " blocks\n";
+    return kOk;
+  }
+  // Until type inference lands, signatures show what the annotations say;
+  // '?' marks a type that depends on the inputs.
+  for (const auto& f : m->funcs) {
+    std::string line = "func " + f.name.name + "(";
+    for (size_t i = 0; i < f.params.size(); ++i) line += (i ? ", " : "") + param_str(f.params[i]);
+    line += ") ";
+    line += f.results_declared ? print_results(f.results) : "-> ?";
+    std::cout << line << "\n";
+  }
+  return kOk;
+}
+
+int cmd_ops() {
+  std::string group;
+  for (const auto& p : all_prims()) {
+    if (group != p.group) {
+      group = p.group;
+      std::printf("%s# %s\n", group == all_prims().front().group ? "" : "\n", p.group);
+    }
+    std::string arity = p.min_args == p.max_args ? std::to_string(p.min_args)
+                        : p.max_args < 0          ? std::to_string(p.min_args) + "+"
+                                                  : std::to_string(p.min_args) + "-" + std::to_string(p.max_args);
+    std::string attrs = *p.attrs ? p.attrs : "-";
+    std::printf("%-11s args %-3s attrs %-12s %s\n", p.name, arity.c_str(), attrs.c_str(), p.doc);
+  }
+  std::printf("\n(attributes marked ! are required)\n");
+  return kOk;
+}
+
+int not_built(const char* what, const char* issue) {
+  std::cerr << "autobatch: '" << what << "' is not built yet (it lands with " << issue << ")\n";
+  return kUsageError;
+}
+
+}  // namespace
+
+void register_commands(CLI::App& app, Options& opt) {
+  auto add_program = [&](CLI::App* sub) {
+    sub->add_option("PROG", opt.program, "the .ab program ('-' reads standard input)")->required();
+  };
+  auto add_inputs = [&](CLI::App* sub) {
+    sub->add_option("--inputs", opt.inputs,
+                    "inputs: a JSON file, inline JSON ('{...}' or '[...]'), or NAME=FILE.npy; repeatable");
+    sub->add_option("--entry", opt.entry, "the entry function (default: main, or the only function)");
+  };
+
+  CLI::App* run = app.add_subcommand("run", "run a program on a batch of inputs");
+  add_program(run);
+  add_inputs(run);
+  run->add_option("--vm", opt.vm, "stack (default), stackless or reference")
+      ->check(CLI::IsMember({"stack", "stackless", "reference"}));
+  run->add_option("--schedule", opt.schedule, "block scheduling policy (default min-pc)");
+  run->add_option("--max-stack-depth", opt.max_stack_depth, "bound on stack depth per thread")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--max-steps", opt.max_steps, "stop with an error after this many steps (0: no bound)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--batch", opt.batch, "number of threads when the entry takes no inputs")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--lanes", opt.lanes, "streaming mode: run the inputs on this many lanes")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--trace", opt.trace, "write a JSON Lines trace of every step to FILE");
+  run->add_option("--trace-mask", opt.trace_mask, "mask format in the trace: none, bits or ranges")
+      ->check(CLI::IsMember({"none", "bits", "ranges"}));
+  run->add_flag("--stats", opt.stats, "add execution statistics to the output JSON");
+  run->add_option("--output", opt.output, "write outputs to FILE.json, FILE.npy or DIR/ instead of stdout");
+
+  CLI::App* lower = app.add_subcommand("lower", "print the program after the compiler passes");
+  add_program(lower);
+  add_inputs(lower);
+  std::string pass_help = "print the program after this pass instead: " + pass_names();
+  lower->add_option("--print-after", opt.print_after, pass_help);
+
+  CLI::App* check = app.add_subcommand("check", "parse, verify and infer types; print signatures");
+  add_program(check);
+  add_inputs(check);
+
+  CLI::App* fmt = app.add_subcommand("fmt", "print the program in canonical formatting");
+  add_program(fmt);
+
+  app.add_subcommand("ops", "list the primitive operations");
+}
+
+int dispatch(CLI::App& app, const Options& opt) {
+  if (app.got_subcommand("fmt")) return cmd_fmt(opt);
+  if (app.got_subcommand("check")) return cmd_check(opt);
+  if (app.got_subcommand("ops")) return cmd_ops();
+  if (app.got_subcommand("run")) return not_built("run", "issue 3, the reference interpreter");
+  if (app.got_subcommand("lower")) {
+    if (!opt.print_after.empty() && !find_pass(opt.print_after)) {
+      std::cerr << "autobatch: error: unknown pass '" << opt.print_after << "'" << did_you_mean(opt.print_after, [] {
+        std::vector<std::string> n;
+        for (const auto& p : all_passes()) n.push_back(p.name);
+        return n;
+      }()) << "; passes: " << pass_names() << "\n";
+      return kUsageError;
+    }
+    return not_built("lower", "issue 4, the compiler passes");
+  }
+  (void)kRuntimeError;
+  return kUsageError;
+}
+
+}  // namespace ab::cli

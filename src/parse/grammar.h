@@ -1,0 +1,242 @@
+// The PEGTL grammar of `.ab` files: the source language (SPEC §1) and the
+// lowered forms (SPEC §4). grammar/autobatch.peg is the readable version of
+// this file; keep the two in step.
+//
+// Newlines end instructions, except inside (...) and [...]. A function body
+// is parsed as a flat sequence of lines (labels, instructions, terminators);
+// the tree builder groups them into blocks, which gives clearer messages for
+// a missing terminator than the grammar could.
+#pragma once
+#include <tao/pegtl.hpp>
+
+namespace ab::grammar {
+
+namespace p = tao::pegtl;
+
+// ---- lexical -------------------------------------------------------------
+struct blank : p::one<' ', '\t'> {};
+struct comment : p::seq<p::one<'#'>, p::star<p::not_one<'\n', '\r'>>> {};
+struct sp : p::star<blank> {};
+struct sp1 : p::plus<blank> {};
+// Whitespace that may span lines: inside brackets, and between top-level items.
+struct ws : p::star<p::sor<blank, p::eol, comment>> {};
+
+struct ident_first : p::ranges<'a', 'z', 'A', 'Z', '_'> {};
+struct ident_other : p::ranges<'a', 'z', 'A', 'Z', '0', '9', '_'> {};
+struct ident : p::seq<ident_first, p::star<ident_other>> {};
+
+template <typename Str>
+struct kw : p::seq<Str, p::not_at<ident_other>> {};
+#define AB_KW(name, text) \
+  struct kw_##name : kw<TAO_PEGTL_STRING(text)> {}
+AB_KW(func, "func");
+AB_KW(call, "call");
+AB_KW(branch, "branch");
+AB_KW(goto_, "goto");
+AB_KW(return_, "return");
+AB_KW(pop, "pop");
+AB_KW(true_, "true");
+AB_KW(false_, "false");
+AB_KW(inf, "inf");
+AB_KW(nan, "nan");
+AB_KW(push_goto, "push_goto");
+AB_KW(indirect_goto, "indirect_goto");
+AB_KW(halt, "halt");
+AB_KW(var, "var");
+AB_KW(program, "program");
+AB_KW(bool_, "bool");
+AB_KW(i32, "i32");
+AB_KW(i64, "i64");
+AB_KW(f32, "f32");
+AB_KW(f64, "f64");
+#undef AB_KW
+
+struct dtype : p::sor<kw_bool_, kw_i32, kw_i64, kw_f32, kw_f64> {};
+struct reserved
+    : p::sor<kw_func, kw_call, kw_branch, kw_goto_, kw_return_, kw_pop, kw_true_, kw_false_,
+             kw_inf, kw_nan, kw_push_goto, kw_indirect_goto, kw_halt, dtype> {};
+
+// Names; `.` joins the parts of qualified names in lowered programs.
+struct name : p::seq<p::not_at<reserved>, ident, p::star<p::one<'.'>, ident>> {};
+
+// ---- literals --------------------------------------------------------------
+struct digits : p::plus<p::digit> {};
+struct number
+    : p::seq<p::opt<p::one<'-'>>, digits, p::opt<p::one<'.'>, digits>,
+             p::opt<p::one<'e', 'E'>, p::opt<p::one<'+', '-'>>, digits>, p::not_at<ident_other>> {};
+struct special_float : p::seq<p::opt<p::one<'-'>>, p::sor<kw_inf, kw_nan>> {};
+struct true_lit : kw_true_ {};
+struct false_lit : kw_false_ {};
+struct scalar_lit : p::sor<special_float, number, true_lit, false_lit> {};
+struct tensor_lit;
+struct lit_elem : p::sor<tensor_lit, scalar_lit> {};
+struct tensor_close : p::one<']'> {};
+struct tensor_lit
+    : p::seq<p::one<'['>, ws, p::opt<lit_elem, p::star<ws, p::one<','>, ws, lit_elem>, ws, p::opt<p::one<','>>>,
+             ws, p::must<tensor_close>> {};
+struct literal : p::sor<tensor_lit, scalar_lit> {};
+struct operand : p::sor<literal, name> {};
+
+// ---- types -----------------------------------------------------------------
+struct dim : digits {};
+struct shape_close : p::one<']'> {};
+struct shape : p::seq<p::one<'['>, ws, p::opt<dim, p::star<ws, p::one<','>, ws, dim>>, ws, p::must<shape_close>> {};
+struct type_elem;
+struct type_tensor : p::seq<dtype, p::opt<shape>> {};
+struct type_close : p::one<')'> {};
+struct type_tuple
+    : p::seq<p::one<'('>, ws, p::must<type_elem>, p::star<ws, p::one<','>, ws, p::must<type_elem>>, ws,
+             p::must<type_close>> {};
+struct type : p::sor<type_tuple, type_tensor> {};
+struct type_elem : type {};
+
+// ---- function headers --------------------------------------------------------
+struct colon_type : p::seq<sp, p::one<':'>, sp, p::must<type_elem>> {};
+struct param : p::seq<name, p::opt<colon_type>> {};
+struct param_next : param {};
+struct params_close : p::one<')'> {};
+struct params
+    : p::seq<p::one<'('>, ws, p::opt<param, p::star<ws, p::one<','>, ws, p::must<param_next>>>, ws,
+             p::must<params_close>> {};
+struct results_paren
+    : p::seq<p::one<'('>, ws, p::opt<type, p::star<ws, p::one<','>, ws, p::must<type_elem>>>, ws,
+             p::must<type_close>> {};
+struct result_types : p::sor<results_paren, type> {};
+struct results : p::seq<p::string<'-', '>'>, sp, p::must<result_types>> {};
+
+// ---- instructions ------------------------------------------------------------
+struct bang : p::one<'!'> {};
+struct pat_elem;
+struct pat_name : p::seq<name, p::opt<bang>> {};
+struct pat_tuple
+    : p::seq<p::one<'('>, ws, pat_elem, p::star<ws, p::one<','>, ws, pat_elem>, ws, p::one<')'>> {};
+struct pat_elem : p::sor<pat_tuple, pat_name> {};
+struct pattern : p::seq<pat_elem, p::star<sp, p::one<','>, sp, pat_elem>> {};
+
+// An argument that is itself an operation or call is a common mistake; say so.
+struct nested_probe : p::sor<kw_call, p::seq<name, sp, p::one<'('>>> {};
+struct nested_expr : nested_probe {};  // only raised, never tried
+struct attr_value : p::sor<dtype, literal> {};
+struct arg_attr : p::seq<name, sp, p::one<'='>, sp, p::must<attr_value>> {};
+struct arg : p::sor<p::seq<p::at<nested_probe>, p::raise<nested_expr>>, arg_attr, operand> {};
+struct arg_next : arg {};
+struct args_close : p::one<')'> {};
+struct args : p::seq<ws, p::opt<arg, p::star<ws, p::one<','>, ws, p::must<arg_next>>>, ws> {};
+struct callee : name {};
+struct call_open : p::one<'('> {};
+struct rhs_call : p::seq<kw_call, sp, p::must<callee>, sp, p::must<call_open>, args, p::must<args_close>> {};
+struct op_name : name {};
+struct rhs_prim : p::seq<op_name, sp, p::one<'('>, args, p::must<args_close>> {};
+struct rhs_copy : operand {};
+struct rhs : p::sor<rhs_call, rhs_prim, rhs_copy> {};
+struct instr_assign : p::seq<pattern, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
+struct instr_call : rhs_call {};  // a call whose results, if any, are discarded
+struct popped : name {};
+struct instr_pop : p::seq<kw_pop, sp, p::must<popped>, p::star<sp, p::one<','>, sp, p::must<popped>>> {};
+
+// ---- terminators ---------------------------------------------------------------
+struct label_ref : name {};
+struct comma : p::seq<sp, p::one<','>, sp> {};
+struct comma_req : comma {};  // a ',' that must be there
+struct cond_ref : name {};
+struct term_branch
+    : p::seq<kw_branch, sp, p::must<cond_ref>, p::must<comma_req>, p::must<label_ref>,
+             p::must<comma_req>, p::must<label_ref>> {};
+struct term_goto : p::seq<kw_goto_, sp, p::must<label_ref>> {};
+struct ret_next : operand {};
+struct term_return : p::seq<kw_return_, p::opt<sp1, operand, p::star<comma, p::must<ret_next>>>> {};
+struct term_push_goto : p::seq<kw_push_goto, sp, p::must<label_ref>, p::must<comma_req>, p::must<label_ref>> {};
+struct term_indirect_goto : kw_indirect_goto {};
+struct term_halt : kw_halt {};
+struct terminator
+    : p::sor<term_branch, term_goto, term_return, term_push_goto, term_indirect_goto, term_halt> {};
+
+// ---- bodies ----------------------------------------------------------------------
+struct label_def : p::seq<name, sp, p::one<':'>> {};
+// `x = ...` where x is a reserved word: report it instead of a vague syntax error.
+struct reserved_probe : p::seq<reserved, sp, p::sor<p::one<'='>, p::one<','>>> {};
+struct reserved_name : reserved_probe {};  // only raised, never tried
+struct line_content
+    : p::sor<p::seq<p::at<reserved_probe>, p::raise<reserved_name>>, terminator, instr_pop, label_def,
+             instr_call, instr_assign> {};
+struct line_tail : p::seq<sp, p::opt<comment>, p::sor<p::eol, p::eof, p::at<p::one<'}'>>>> {};
+struct blank_line : p::seq<sp, p::opt<comment>, p::eol> {};
+struct content_line : p::seq<sp, line_content, p::must<line_tail>> {};
+struct body_close : p::one<'}'> {};
+struct body : p::seq<p::one<'{'>, p::star<p::sor<blank_line, content_line>>, sp, p::must<body_close>> {};
+
+// ---- top level ---------------------------------------------------------------------
+struct func_name : name {};
+struct func_def
+    : p::seq<kw_func, sp, p::must<func_name>, sp, p::must<params>, sp, p::opt<results>, ws,
+             p::must<body>> {};
+struct storage : p::sor<kw<TAO_PEGTL_STRING("null")>, kw<TAO_PEGTL_STRING("temporary")>,
+                        kw<TAO_PEGTL_STRING("register")>, kw<TAO_PEGTL_STRING("full")>> {};
+struct var_name : name {};
+struct var_decl : p::seq<kw_var, sp, p::must<var_name>, p::opt<colon_type>, sp, p::must<storage>> {};
+struct prog_var : name {};
+struct prog_var_next : prog_var {};
+struct prog_vars_close : p::one<')'> {};
+struct prog_vars
+    : p::seq<p::one<'('>, ws, p::opt<prog_var, p::star<ws, p::one<','>, ws, p::must<prog_var_next>>>, ws,
+             p::must<prog_vars_close>> {};
+struct prog_inputs : prog_vars {};
+struct prog_outputs : prog_vars {};
+struct arrow : p::string<'-', '>'> {};
+struct program_def
+    : p::seq<kw_program, sp, p::must<func_name>, sp, p::must<prog_inputs>, sp, p::must<arrow>, sp,
+             p::must<prog_outputs>, ws, p::must<body>> {};
+struct top_item : p::sor<func_def, var_decl, program_def> {};
+struct file_end : p::eof {};
+struct file : p::seq<ws, p::star<top_item, ws>, p::must<file_end>> {};
+
+// ---- error messages for the points where the grammar commits ----------------------
+template <typename Rule>
+inline constexpr const char* error_message = nullptr;
+#define AB_ERR(rule, text) \
+  template <>              \
+  inline constexpr const char* error_message<rule> = text
+AB_ERR(tensor_close, "expected ',' or ']' in tensor literal");
+AB_ERR(shape_close, "expected ',' or ']' in shape");
+AB_ERR(type_elem, "expected a type: bool, i32, i64, f32, f64 (with an optional shape such as f64[3]) or a tuple (A, B)");
+AB_ERR(type_close, "expected ',' or ')' in type list");
+AB_ERR(param_next, "expected a parameter name");
+AB_ERR(params_close, "expected ',' or ')' after a parameter");
+AB_ERR(result_types, "expected result types after '->'");
+AB_ERR(nested_expr, "arguments must be variables or literals, not nested expressions; assign the inner operation to a variable first");
+AB_ERR(attr_value, "expected a literal or a dtype after '='");
+AB_ERR(arg_next, "expected an argument (a variable or a literal)");
+AB_ERR(args_close, "expected ',' or ')' in argument list");
+AB_ERR(callee, "expected a function name after 'call'");
+AB_ERR(call_open, "expected '(' after the function name");
+AB_ERR(rhs, "expected an operation, 'call' or an operand after '='");
+AB_ERR(popped, "expected a variable name after 'pop'");
+AB_ERR(label_ref, "expected a label name");
+AB_ERR(comma_req, "expected ','");
+AB_ERR(cond_ref, "expected a condition variable after 'branch' (a bool variable, not a literal)");
+AB_ERR(ret_next, "expected a value to return");
+AB_ERR(reserved_name, "a reserved word cannot be used as a name");
+AB_ERR(line_tail, "unexpected text; expected the end of the line");
+AB_ERR(body_close, "expected a label, an instruction, a terminator, or '}' to close the body");
+AB_ERR(func_name, "expected a name");
+AB_ERR(params, "expected '(' to open the parameter list");
+AB_ERR(body, "expected '{' to open the body");
+AB_ERR(storage, "expected a storage class: null, temporary, register or full");
+AB_ERR(var_name, "expected a variable name after 'var'");
+AB_ERR(prog_var_next, "expected a variable name");
+AB_ERR(prog_vars_close, "expected ',' or ')' in variable list");
+AB_ERR(prog_inputs, "expected '(' and the program's input variables");
+AB_ERR(prog_outputs, "expected '(' and the program's output variables");
+AB_ERR(arrow, "expected '->' and the program's output variables");
+AB_ERR(file_end, "expected 'func' (or, in a lowered program, 'var' or 'program') at the top level");
+#undef AB_ERR
+
+struct errors {
+  template <typename Rule>
+  static constexpr const char* message = error_message<Rule>;
+};
+
+template <typename Rule>
+struct control : p::must_if<errors, p::normal, false>::control<Rule> {};
+
+}  // namespace ab::grammar

@@ -1,0 +1,386 @@
+#include "passes/verify.h"
+
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "support/strings.h"
+
+namespace ab {
+namespace {
+
+bool dotted(const std::string& s) { return s.find('.') != std::string::npos; }
+
+std::string where(const SourceLoc& l) { return "line " + std::to_string(l.line); }
+
+// Checks a primitive's name, arity and attributes.
+void check_prim(const Instr& in, Diagnostics& d) {
+  const PrimInfo* info = find_prim(in.callee.name);
+  if (!info) {
+    d.error(in.callee.loc, "unknown operation '" + in.callee.name + "'" + did_you_mean(in.callee.name, prim_names()) + "; `autobatch ops` lists them");
+    return;
+  }
+  int n = static_cast<int>(in.args.size());
+  if (n < info->min_args || (info->max_args >= 0 && n > info->max_args)) {
+    std::string want = info->min_args == info->max_args ? std::to_string(info->min_args)
+                       : info->max_args < 0 ? "at least " + std::to_string(info->min_args)
+                                            : std::to_string(info->min_args) + " to " + std::to_string(info->max_args);
+    d.error(in.callee.loc, "'" + in.callee.name + "' takes " + want + " argument" + (want == "1" ? "" : "s") + ", but " + std::to_string(n) + (n == 1 ? " was" : " were") + " given");
+  }
+  auto specs = info->attr_specs();
+  std::vector<std::string> keys;
+  for (const auto& s : specs) keys.push_back(s.key);
+  std::set<std::string> seen;
+  for (const auto& a : in.attrs) {
+    if (!seen.insert(a.key).second) d.error(a.loc, "attribute '" + a.key + "' is given twice");
+    const AttrSpec* spec = nullptr;
+    for (const auto& s : specs)
+      if (s.key == a.key) spec = &s;
+    if (!spec) {
+      std::string msg = "'" + in.callee.name + "' has no attribute '" + a.key + "'";
+      std::string dym = did_you_mean(a.key, keys);
+      if (!dym.empty()) msg += dym;
+      else if (keys.empty()) msg += " (it takes none)";
+      else msg += " (it takes: " + join(keys, ", ") + ")";
+      d.error(a.loc, msg);
+      continue;
+    }
+    // Value kinds: dtype for `dtype`, a non-negative integer list for
+    // `shape`, an integer for `axis` and `n`.
+    if (a.key == "dtype") {
+      if (!a.is_dtype) d.error(a.loc, "attribute 'dtype' must be a dtype: bool, i32, i64, f32 or f64");
+    } else if (a.is_dtype) {
+      d.error(a.loc, "attribute '" + a.key + "' must be a literal, not a dtype");
+    } else if (a.key == "shape") {
+      bool ok = a.lit.is_tensor && a.lit.shape.size() == 1 && a.lit.kind == Scalar::Kind::Int;
+      if (a.lit.is_tensor && a.lit.elems.empty() && a.lit.shape.size() == 1) ok = true;
+      for (const auto& e : a.lit.elems) ok = ok && e.kind == Scalar::Kind::Int && e.i >= 0;
+      if (!ok) d.error(a.loc, "attribute 'shape' must be a list of non-negative integers, such as [3] or [2,2] (or [] for a scalar)");
+    } else if (a.lit.is_tensor || a.lit.kind != Scalar::Kind::Int) {
+      d.error(a.loc, "attribute '" + a.key + "' must be an integer");
+    } else if (a.key == "n" && a.lit.elems[0].i < 0) {
+      d.error(a.loc, "attribute 'n' must not be negative");
+    }
+  }
+  for (const auto& s : specs)
+    if (s.required && !seen.count(s.key))
+      d.error(in.callee.loc, "'" + in.callee.name + "' needs the attribute '" + s.key + "=...'");
+}
+
+void check_pattern_names(const Pattern& p, Diagnostics& d, bool lowered) {
+  std::vector<const Pattern*> leaves;
+  p.names(leaves);
+  std::set<std::string> seen;
+  for (const Pattern* l : leaves) {
+    if (!seen.insert(l->name).second) d.error(l->loc, "'" + l->name + "' is bound twice in one pattern");
+    if (!lowered && l->in_place) d.error(l->loc, "in-place update '" + l->name + "!' only appears in lowered programs");
+    if (!lowered && dotted(l->name)) d.error(l->loc, "'" + l->name + "': names with '.' only appear in lowered programs");
+  }
+}
+
+// ---- functions -----------------------------------------------------------
+
+class FunctionVerifier {
+ public:
+  FunctionVerifier(const Module& m, const Function& f, Diagnostics& d) : m_(m), f_(f), d_(d) {}
+
+  void run() {
+    if (dotted(f_.name.name)) d_.error(f_.name.loc, "function name '" + f_.name.name + "' contains '.', which only lowered programs use");
+    std::set<std::string> params;
+    for (const auto& p : f_.params) {
+      if (!params.insert(p.name.name).second) d_.error(p.name.loc, "parameter '" + p.name.name + "' is declared twice in '" + f_.name.name + "'");
+      if (dotted(p.name.name)) d_.error(p.name.loc, "'" + p.name.name + "': names with '.' only appear in lowered programs");
+    }
+    std::map<std::string, const Block*> labels;
+    for (const auto& b : f_.blocks) {
+      if (dotted(b.label.name)) d_.error(b.label.loc, "label '" + b.label.name + "' contains '.', which only lowered programs use");
+      auto [it, fresh] = labels.emplace(b.label.name, &b);
+      if (!fresh) d_.error(b.label.loc, "label '" + b.label.name + "' is defined twice in '" + f_.name.name + "' (first at " + where(it->second->label.loc) + ")");
+      label_names_.push_back(b.label.name);
+    }
+    for (const auto& b : f_.blocks) {
+      for (const auto& in : b.instrs) instr(in);
+      terminator(b.term);
+    }
+    definedness();
+  }
+
+ private:
+  const Module& m_;
+  const Function& f_;
+  Diagnostics& d_;
+  std::vector<std::string> label_names_;
+  std::optional<size_t> first_return_count_;
+  SourceLoc first_return_loc_;
+
+  void label(const NameRef& l) {
+    if (!f_.find_block(l.name))
+      d_.error(l.loc, "unknown label '" + l.name + "'" + did_you_mean(l.name, label_names_));
+  }
+
+  void instr(const Instr& in) {
+    switch (in.kind) {
+      case InstrKind::Pop:
+        d_.error(in.loc, "'pop' only appears in lowered programs");
+        return;
+      case InstrKind::Prim:
+        check_prim(in, d_);
+        break;
+      case InstrKind::Call:
+        call(in);
+        break;
+      case InstrKind::Copy:
+        break;
+    }
+    check_pattern_names(in.out, d_, false);
+  }
+
+  void call(const Instr& in) {
+    const Function* callee = m_.find_func(in.callee.name);
+    if (!callee) {
+      std::vector<std::string> names;
+      for (const auto& f : m_.funcs) names.push_back(f.name.name);
+      d_.error(in.callee.loc, "unknown function '" + in.callee.name + "'" + did_you_mean(in.callee.name, names));
+      return;
+    }
+    if (in.args.size() != callee->params.size())
+      d_.error(in.callee.loc, "'" + callee->name.name + "' takes " + std::to_string(callee->params.size()) + " argument" + (callee->params.size() == 1 ? "" : "s") + ", but " + std::to_string(in.args.size()) + (in.args.size() == 1 ? " was" : " were") + " given");
+    std::optional<size_t> k = result_count(*callee);
+    if (!k) return;
+    bool discarded = in.out.is_tuple && in.out.elems.empty();
+    if (discarded) return;
+    if (*k == 0) {
+      d_.error(in.out.loc, "'" + callee->name.name + "' returns no values, so its call cannot be assigned; write 'call " + callee->name.name + "(...)' alone");
+    } else if (*k >= 2 && in.out.is_tuple && in.out.elems.size() != *k) {
+      d_.error(in.out.loc, "the pattern binds " + std::to_string(in.out.elems.size()) + " values, but '" + callee->name.name + "' returns " + std::to_string(*k));
+    }
+  }
+
+  void terminator(const Terminator& t) {
+    switch (t.kind) {
+      case TermKind::Branch:
+        label(t.target);
+        label(t.target2);
+        break;
+      case TermKind::Goto:
+        label(t.target);
+        break;
+      case TermKind::Return:
+        if (f_.results_declared && t.values.size() != f_.results.size()) {
+          d_.error(t.loc, "'" + f_.name.name + "' declares " + std::to_string(f_.results.size()) + " result" + (f_.results.size() == 1 ? "" : "s") + " but this return gives " + std::to_string(t.values.size()));
+        } else if (!f_.results_declared) {
+          if (!first_return_count_) {
+            first_return_count_ = t.values.size();
+            first_return_loc_ = t.loc;
+          } else if (*first_return_count_ != t.values.size()) {
+            d_.error(t.loc, "this return gives " + std::to_string(t.values.size()) + " value" + (t.values.size() == 1 ? "" : "s") + " but the return at " + where(first_return_loc_) + " gives " + std::to_string(*first_return_count_));
+          }
+        }
+        break;
+      case TermKind::PushGoto:
+      case TermKind::IndirectGoto:
+      case TermKind::Halt:
+        d_.error(t.loc, std::string("'") + term_keyword(t.kind) + "' only appears in lowered programs; functions end with 'return'");
+        break;
+    }
+  }
+
+  // ---- definedness: a forward "must be defined" dataflow ----
+  void definedness() {
+    std::unordered_map<std::string, size_t> index;
+    std::vector<std::string> names;
+    auto id = [&](const std::string& n) {
+      auto [it, fresh] = index.emplace(n, names.size());
+      if (fresh) names.push_back(n);
+      return it->second;
+    };
+    for (const auto& p : f_.params) id(p.name.name);
+    std::vector<std::vector<const Pattern*>> defs(f_.blocks.size());
+    for (size_t bi = 0; bi < f_.blocks.size(); ++bi)
+      for (const auto& in : f_.blocks[bi].instrs) {
+        std::vector<const Pattern*> leaves;
+        in.out.names(leaves);
+        for (const Pattern* l : leaves) id(l->name);
+      }
+    size_t nv = names.size(), nb = f_.blocks.size();
+    if (nb == 0) return;
+    std::map<std::string, size_t> block_index;
+    for (size_t bi = 0; bi < nb; ++bi) block_index.emplace(f_.blocks[bi].label.name, bi);
+    auto succs = [&](size_t bi) {
+      std::vector<size_t> out;
+      const Terminator& t = f_.blocks[bi].term;
+      auto add = [&](const NameRef& l) {
+        auto it = block_index.find(l.name);
+        if (it != block_index.end()) out.push_back(it->second);
+      };
+      if (t.kind == TermKind::Branch) add(t.target), add(t.target2);
+      if (t.kind == TermKind::Goto) add(t.target);
+      return out;
+    };
+    // Reachability from the entry; unreachable blocks are not checked.
+    std::vector<char> reach(nb, 0);
+    std::vector<size_t> work{0};
+    reach[0] = 1;
+    while (!work.empty()) {
+      size_t b = work.back();
+      work.pop_back();
+      for (size_t s : succs(b))
+        if (!reach[s]) reach[s] = 1, work.push_back(s);
+    }
+    std::vector<std::vector<size_t>> preds(nb);
+    for (size_t b = 0; b < nb; ++b)
+      if (reach[b])
+        for (size_t s : succs(b)) preds[s].push_back(b);
+    // in[b] = (params, for the entry) ∩ out[p] over reachable predecessors;
+    // out starts at "everything" and shrinks to the greatest fixpoint.
+    using Bits = std::vector<char>;
+    Bits params(nv, 0), all(nv, 1);
+    for (const auto& p : f_.params) params[index[p.name.name]] = 1;
+    std::vector<Bits> in(nb, all), out(nb, all);
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (size_t b = 0; b < nb; ++b) {
+        if (!reach[b]) continue;
+        Bits i = b == 0 ? params : all;
+        for (size_t p : preds[b])
+          for (size_t v = 0; v < nv; ++v) i[v] = i[v] && out[p][v];
+        Bits o = i;
+        for (const auto& ins : f_.blocks[b].instrs) {
+          std::vector<const Pattern*> leaves;
+          ins.out.names(leaves);
+          for (const Pattern* l : leaves) o[index[l->name]] = 1;
+        }
+        in[b] = std::move(i);
+        if (o != out[b]) out[b] = std::move(o), changed = true;
+      }
+    }
+    // Report the first bad read of each variable.
+    std::set<std::string> reported;
+    auto read = [&](const std::string& n, const SourceLoc& loc, const Bits& defined) {
+      if (reported.count(n)) return;
+      auto it = index.find(n);
+      if (it == index.end()) {
+        reported.insert(n);
+        d_.error(loc, "unknown variable '" + n + "'" + did_you_mean(n, names));
+      } else if (!defined[it->second]) {
+        reported.insert(n);
+        d_.error(loc, "variable '" + n + "' is not defined on every path to this use");
+      }
+    };
+    for (size_t b = 0; b < nb; ++b) {
+      if (!reach[b]) continue;
+      Bits defined = in[b];
+      for (const auto& ins : f_.blocks[b].instrs) {
+        for (const auto& a : ins.args)
+          if (a.is_var) read(a.name, a.loc, defined);
+        std::vector<const Pattern*> leaves;
+        ins.out.names(leaves);
+        for (const Pattern* l : leaves) defined[index[l->name]] = 1;
+      }
+      const Terminator& t = f_.blocks[b].term;
+      if (t.kind == TermKind::Branch) read(t.cond.name, t.cond.loc, defined);
+      for (const auto& v : t.values)
+        if (v.is_var) read(v.name, v.loc, defined);
+    }
+  }
+};
+
+// ---- lowered programs -------------------------------------------------------
+
+void verify_program(const Program& p, Diagnostics& d) {
+  std::map<std::string, const VarDecl*> vars;
+  std::vector<std::string> var_names;
+  for (const auto& v : p.vars) {
+    auto [it, fresh] = vars.emplace(v.name.name, &v);
+    if (!fresh) d.error(v.name.loc, "variable '" + v.name.name + "' is declared twice (first at " + where(it->second->loc) + ")");
+    var_names.push_back(v.name.name);
+  }
+  auto use = [&](const std::string& n, const SourceLoc& loc) {
+    if (!vars.count(n)) d.error(loc, "undeclared variable '" + n + "'" + did_you_mean(n, var_names) + "; lowered programs declare every variable with 'var'");
+  };
+  for (const auto& v : p.inputs) use(v.name, v.loc);
+  for (const auto& v : p.outputs) use(v.name, v.loc);
+  std::map<std::string, const Block*> labels;
+  std::vector<std::string> label_names;
+  for (const auto& b : p.blocks) {
+    auto [it, fresh] = labels.emplace(b.label.name, &b);
+    if (!fresh) d.error(b.label.loc, "label '" + b.label.name + "' is defined twice (first at " + where(it->second->label.loc) + ")");
+    label_names.push_back(b.label.name);
+  }
+  auto label = [&](const NameRef& l) {
+    if (!labels.count(l.name)) d.error(l.loc, "unknown label '" + l.name + "'" + did_you_mean(l.name, label_names));
+  };
+  for (const auto& b : p.blocks) {
+    for (const auto& in : b.instrs) {
+      switch (in.kind) {
+        case InstrKind::Pop:
+          for (const auto& n : in.popped) use(n.name, n.loc);
+          continue;
+        case InstrKind::Call:
+          d.error(in.loc, "'call' does not appear in lowered programs; they call with push_goto");
+          continue;
+        case InstrKind::Prim:
+          check_prim(in, d);
+          break;
+        case InstrKind::Copy:
+          break;
+      }
+      for (const auto& a : in.args)
+        if (a.is_var) use(a.name, a.loc);
+      check_pattern_names(in.out, d, true);
+      std::vector<const Pattern*> leaves;
+      in.out.names(leaves);
+      for (const Pattern* l : leaves) use(l->name, l->loc);
+    }
+    const Terminator& t = b.term;
+    switch (t.kind) {
+      case TermKind::Branch:
+        use(t.cond.name, t.cond.loc);
+        label(t.target);
+        label(t.target2);
+        break;
+      case TermKind::Goto: label(t.target); break;
+      case TermKind::PushGoto:
+        label(t.target);
+        label(t.target2);
+        break;
+      case TermKind::Return:
+        d.error(t.loc, "'return' does not appear in lowered programs; they return with indirect_goto");
+        break;
+      case TermKind::IndirectGoto:
+      case TermKind::Halt: break;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<size_t> result_count(const Function& f) {
+  if (f.results_declared) return f.results.size();
+  std::optional<size_t> k;
+  bool any_return = false;
+  for (const auto& b : f.blocks) {
+    if (b.term.kind != TermKind::Return) continue;
+    any_return = true;
+    if (k && *k != b.term.values.size()) return std::nullopt;
+    k = b.term.values.size();
+  }
+  if (!any_return) return 0;  // a function with no return has no results
+  return k;
+}
+
+void verify_module(const Module& m, Diagnostics& diags) {
+  if (m.program) {
+    verify_program(*m.program, diags);
+    return;
+  }
+  std::map<std::string, const Function*> seen;
+  for (const auto& f : m.funcs) {
+    auto [it, fresh] = seen.emplace(f.name.name, &f);
+    if (!fresh) diags.error(f.name.loc, "function '" + f.name.name + "' is defined twice (first at " + where(it->second->name.loc) + ")");
+  }
+  for (const auto& f : m.funcs) FunctionVerifier(m, f, diags).run();
+}
+
+}  // namespace ab
