@@ -19,16 +19,18 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string closest_match(std::string_view name, const std::vector<std::string>& candidates) {
+  // About one edit per three characters. A one- or two-letter name is close
+  // only to a longer name it misses a letter of ('ad' -> 'add'): any other
+  // short name would look "close" to it.
+  bool short_name = name.size() <= 2;
+  size_t limit = short_name ? 1 : std::max<size_t>(1, (name.size() + 1) / 3);
   std::string best;
   size_t best_d = SIZE_MAX;
   for (const auto& c : candidates) {
-    if (c == name) continue;
+    if (c == name || (short_name && c.size() <= name.size())) continue;
     size_t d = edit_distance(name, c);
     if (d < best_d) best_d = d, best = c;
   }
-  // About one edit per three characters; none for one- or two-letter names,
-  // where any other short name would look "close".
-  size_t limit = name.size() <= 2 ? 0 : std::max<size_t>(1, (name.size() + 1) / 3);
   return best_d <= limit ? best : std::string();
 }
 
