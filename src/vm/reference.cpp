@@ -1,0 +1,334 @@
+#include "vm/reference.h"
+
+#include <cstring>
+#include <map>
+
+#include "passes/verify.h"
+#include "vm/kernel.h"
+
+namespace ab {
+namespace {
+
+// A literal converted to the type inference gave it.
+Value literal_value(const Literal& lit, const Type& t) {
+  Value v = Value::of_type(t);
+  int64_t n = t.tensor.num_elements();
+  int64_t count = static_cast<int64_t>(lit.elems.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const Scalar& s = lit.elems[count == n ? i : 0];
+    double f = s.kind == Scalar::Kind::Float ? s.f : s.kind == Scalar::Kind::Bool ? s.b : static_cast<double>(s.i);
+    int64_t k = s.kind == Scalar::Kind::Int ? s.i : static_cast<int64_t>(s.b);
+    std::byte* p = v.data.data() + i * dtype_size(t.tensor.dtype);
+    switch (t.tensor.dtype) {
+      case DType::Bool: { uint8_t b = s.kind == Scalar::Kind::Bool ? s.b : k != 0; std::memcpy(p, &b, 1); break; }
+      case DType::I32: { int32_t x = static_cast<int32_t>(k); std::memcpy(p, &x, 4); break; }
+      case DType::I64: std::memcpy(p, &k, 8); break;
+      case DType::F32: { float x = static_cast<float>(f); std::memcpy(p, &x, 4); break; }
+      case DType::F64: std::memcpy(p, &f, 8); break;
+    }
+  }
+  return v;
+}
+
+// Everything about one function that does not change from thread to thread.
+struct CompiledFunction {
+  const Function* f = nullptr;
+  std::map<std::string, size_t> slots;  // variable -> index into a frame
+  std::vector<Type> slot_types;
+  std::vector<size_t> param_slots;
+  std::map<std::string, size_t> labels;
+  // [block][instr][arg]: a variable slot, or a constant for a literal.
+  struct Arg {
+    bool is_var = true;
+    size_t slot = 0;
+    Value constant;
+  };
+  std::vector<std::vector<std::vector<Arg>>> args;
+  std::vector<std::vector<Arg>> returns;
+  std::vector<std::vector<PrimAttrs>> attrs;
+  std::vector<std::vector<Type>> result_types;  // a prim's result type
+  std::vector<std::vector<size_t>> callees;     // a call's function index
+  size_t n_results = 0;
+};
+
+struct Frame {
+  size_t func;
+  size_t block = 0;
+  size_t instr = 0;
+  std::vector<Value> vars;
+};
+
+class Interpreter {
+ public:
+  Interpreter(const Module& m, const TypeInfo& types, const RunOptions& opt) : m_(m), opt_(opt) {
+    for (const auto& f : m.funcs) compile(f, types.funcs.at(f.name.name));
+  }
+
+  RunResult run(const std::string& entry, const std::vector<Array>& inputs, int64_t batch) {
+    RunResult res;
+    size_t ei = index_of(entry);
+    const CompiledFunction& ef = fns_[ei];
+    std::vector<std::vector<Value>> results(batch);
+    for (int64_t t = 0; t < batch && !res.error; ++t) {
+      std::vector<Value> args;
+      for (size_t i = 0; i < inputs.size(); ++i) args.push_back(slice(inputs[i], inputs[i].batch == 1 ? 0 : t));
+      thread_ = t;
+      batch_ = batch;
+      res.error = run_thread(ei, std::move(args), results[t]);
+      res.steps = steps_;
+    }
+    if (res.error) return res;
+    // Gather the per-thread results into one Array per result leaf.
+    std::vector<Type> result_types;
+    for (const auto& r : types_of_results(ef)) result_types.push_back(r);
+    std::vector<TensorType> leaves;
+    for (const auto& t : result_types) t.leaves(leaves);
+    for (const auto& lt : leaves) res.outputs.emplace_back(lt, batch);
+    for (int64_t t = 0; t < batch; ++t) {
+      std::vector<Value*> vals;
+      for (auto& v : results[t]) v.leaves(vals);
+      for (size_t i = 0; i < vals.size(); ++i) {
+        size_t bytes = vals[i]->data.size();
+        if (bytes) std::memcpy(res.outputs[i].data.data() + t * bytes, vals[i]->data.data(), bytes);
+      }
+    }
+    return res;
+  }
+
+ private:
+  const Module& m_;
+  RunOptions opt_;
+  std::vector<CompiledFunction> fns_;
+  std::vector<Type> entry_results_;
+  int64_t thread_ = 0, batch_ = 0, steps_ = 0;
+
+  size_t index_of(const std::string& name) const {
+    for (size_t i = 0; i < m_.funcs.size(); ++i)
+      if (m_.funcs[i].name.name == name) return i;
+    return 0;
+  }
+
+  std::vector<Type> types_of_results(const CompiledFunction& cf) const { return result_types_.at(cf.f->name.name); }
+  std::map<std::string, std::vector<Type>> result_types_;
+
+  void compile(const Function& f, const FunctionTypes& ft) {
+    CompiledFunction cf;
+    cf.f = &f;
+    for (const auto& [name, t] : ft.vars) {
+      cf.slots.emplace(name, cf.slot_types.size());
+      cf.slot_types.push_back(t);
+    }
+    auto slot = [&](const std::string& n) -> size_t {
+      auto it = cf.slots.find(n);
+      if (it != cf.slots.end()) return it->second;
+      // A variable of unknown type (unreachable code): give it a slot anyway.
+      cf.slots.emplace(n, cf.slot_types.size());
+      cf.slot_types.push_back(Type::scalar(DType::I64));
+      return cf.slot_types.size() - 1;
+    };
+    for (const auto& p : f.params) cf.param_slots.push_back(slot(p.name.name));
+    for (size_t bi = 0; bi < f.blocks.size(); ++bi) cf.labels.emplace(f.blocks[bi].label.name, bi);
+    std::vector<Type> rts;
+    for (const auto& r : ft.results) rts.push_back(r.value_or(Type::scalar(DType::I64)));
+    result_types_[f.name.name] = rts;
+    cf.n_results = rts.size();
+    cf.args.resize(f.blocks.size());
+    cf.returns.resize(f.blocks.size());
+    cf.attrs.resize(f.blocks.size());
+    cf.result_types.resize(f.blocks.size());
+    cf.callees.resize(f.blocks.size());
+    for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
+      const Block& b = f.blocks[bi];
+      for (size_t ii = 0; ii < b.instrs.size(); ++ii) {
+        const Instr& in = b.instrs[ii];
+        std::vector<CompiledFunction::Arg> args;
+        for (size_t ai = 0; ai < in.args.size(); ++ai) {
+          CompiledFunction::Arg a;
+          a.is_var = in.args[ai].is_var;
+          if (a.is_var) {
+            a.slot = slot(in.args[ai].name);
+          } else {
+            const auto& t = ft.operand_types[bi][ii][ai];
+            a.constant = literal_value(in.args[ai].lit, t.value_or(Type::scalar(DType::I64)));
+          }
+          args.push_back(std::move(a));
+        }
+        cf.args[bi].push_back(std::move(args));
+        cf.attrs[bi].push_back(in.kind == InstrKind::Prim ? resolve_attrs(in) : PrimAttrs{});
+        // The type a primitive produces is its destination's type.
+        cf.result_types[bi].push_back(pattern_type(in.out, cf, slot));
+        size_t callee = 0;
+        if (in.kind == InstrKind::Call) callee = index_of(in.callee.name);
+        cf.callees[bi].push_back(callee);
+      }
+      for (size_t vi = 0; vi < b.term.values.size(); ++vi) {
+        CompiledFunction::Arg a;
+        const Operand& o = b.term.values[vi];
+        a.is_var = o.is_var;
+        if (o.is_var) a.slot = slot(o.name);
+        else a.constant = literal_value(o.lit, ft.return_types[bi][vi].value_or(Type::scalar(DType::I64)));
+        cf.returns[bi].push_back(std::move(a));
+      }
+    }
+    fns_.push_back(std::move(cf));
+  }
+
+  template <typename SlotFn>
+  Type pattern_type(const Pattern& p, CompiledFunction& cf, SlotFn& slot) {
+    if (!p.is_tuple) return cf.slot_types[slot(p.name)];
+    std::vector<Type> elems;
+    for (const auto& e : p.elems) elems.push_back(pattern_type(e, cf, slot));
+    return Type::tuple(std::move(elems));
+  }
+
+  static Value slice(const Array& a, int64_t t) {
+    Value v = Value::tensor(a.type);
+    size_t bytes = v.data.size();
+    if (bytes) std::memcpy(v.data.data(), a.data.data() + t * bytes, bytes);
+    return v;
+  }
+
+  const Value& arg_value(const Frame& fr, const CompiledFunction::Arg& a) const {
+    return a.is_var ? fr.vars[a.slot] : a.constant;
+  }
+
+  void bind(Frame& fr, const CompiledFunction& cf, const Pattern& p, Value v) {
+    if (!p.is_tuple) {
+      fr.vars[cf.slots.at(p.name)] = std::move(v);
+      return;
+    }
+    for (size_t i = 0; i < p.elems.size() && i < v.elems.size(); ++i) bind(fr, cf, p.elems[i], std::move(v.elems[i]));
+  }
+
+  RuntimeError error_at(const Frame& fr, SourceLoc loc, std::string msg) const {
+    const Function& f = *fns_[fr.func].f;
+    return RuntimeError{loc, std::move(msg), thread_, batch_, f.name.name, f.blocks[fr.block].label.name};
+  }
+
+  std::optional<RuntimeError> prim(Frame& fr, const CompiledFunction& cf, const Instr& in) {
+    const auto& args = cf.args[fr.block][fr.instr];
+    const Type& rt = cf.result_types[fr.block][fr.instr];
+    if (in.prim == PrimId::Tuple) {
+      Value v;
+      v.is_tuple = true;
+      for (const auto& a : args) v.elems.push_back(arg_value(fr, a));
+      bind(fr, cf, in.out, std::move(v));
+      return std::nullopt;
+    }
+    Value result = Value::of_type(rt);
+    std::vector<Value*> outs;
+    result.leaves(outs);
+    std::vector<ArgView> views;
+    for (const auto& a : args) {
+      const Value& v = arg_value(fr, a);
+      views.push_back(ArgView{v.data.data(), Access::Dense, nullptr, &v.type});
+    }
+    std::vector<OutView> out_views;
+    for (Value* o : outs) out_views.push_back(OutView{o->data.data(), Access::Dense, nullptr, &o->type});
+    KernelCall call;
+    call.n = 1;
+    call.args = views.data();
+    call.nargs = static_cast<int>(views.size());
+    call.outs = out_views.data();
+    call.nouts = static_cast<int>(out_views.size());
+    call.attrs = &cf.attrs[fr.block][fr.instr];
+    KernelFn fn = kernel_for(in.prim);
+    KernelError err;
+    if (!fn || !fn(call, &err)) return error_at(fr, in.callee.loc, fn ? err.message : "no kernel for '" + in.callee.name + "'");
+    bind(fr, cf, in.out, std::move(result));
+    return std::nullopt;
+  }
+
+  std::optional<RuntimeError> run_thread(size_t entry, std::vector<Value> args, std::vector<Value>& results) {
+    std::vector<Frame> frames;
+    auto enter = [&](size_t fi, std::vector<Value> params) {
+      Frame fr;
+      fr.func = fi;
+      const CompiledFunction& cf = fns_[fi];
+      fr.vars.resize(cf.slot_types.size());
+      for (size_t i = 0; i < params.size() && i < cf.param_slots.size(); ++i) fr.vars[cf.param_slots[i]] = std::move(params[i]);
+      frames.push_back(std::move(fr));
+    };
+    enter(entry, std::move(args));
+    bool block_start = true;
+    while (true) {
+      Frame& fr = frames.back();
+      const CompiledFunction& cf = fns_[fr.func];
+      const Block& b = cf.f->blocks[fr.block];
+      if (block_start) {
+        ++steps_;
+        if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
+          return error_at(fr, b.label.loc, "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+        block_start = false;
+      }
+      if (fr.instr < b.instrs.size()) {
+        const Instr& in = b.instrs[fr.instr];
+        if (in.kind == InstrKind::Copy) {
+          bind(fr, cf, in.out, Value(arg_value(fr, cf.args[fr.block][fr.instr][0])));
+        } else if (in.kind == InstrKind::Prim) {
+          if (auto e = prim(fr, cf, in)) return e;
+        } else if (in.kind == InstrKind::Call) {
+          if (static_cast<int64_t>(frames.size()) >= opt_.max_stack_depth)
+            return error_at(fr, in.callee.loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " frames exceeded calling '" + in.callee.name + "'");
+          std::vector<Value> params;
+          for (const auto& a : cf.args[fr.block][fr.instr]) params.push_back(arg_value(fr, a));
+          size_t callee = cf.callees[fr.block][fr.instr];
+          enter(callee, std::move(params));  // invalidates fr
+          block_start = true;
+          continue;
+        }
+        ++fr.instr;
+        continue;
+      }
+      const Terminator& t = b.term;
+      if (t.kind == TermKind::Branch) {
+        const Value& c = fr.vars[cf.slots.at(t.cond.name)];
+        bool taken = c.data.size() && static_cast<uint8_t>(c.data.data()[0]) != 0;
+        fr.block = cf.labels.at(taken ? t.target.name : t.target2.name);
+        fr.instr = 0;
+        block_start = true;
+        continue;
+      }
+      if (t.kind == TermKind::Goto) {
+        fr.block = cf.labels.at(t.target.name);
+        fr.instr = 0;
+        block_start = true;
+        continue;
+      }
+      // Return: the values go to the caller's call instruction, or out.
+      std::vector<Value> vals;
+      for (const auto& a : cf.returns[fr.block]) vals.push_back(arg_value(fr, a));
+      frames.pop_back();
+      if (frames.empty()) {
+        results = std::move(vals);
+        return std::nullopt;
+      }
+      Frame& caller = frames.back();
+      const CompiledFunction& ccf = fns_[caller.func];
+      const Instr& call = ccf.f->blocks[caller.block].instrs[caller.instr];
+      bool discarded = call.out.is_tuple && call.out.elems.empty();
+      if (!discarded && !vals.empty()) {
+        Value v;
+        if (vals.size() == 1) {
+          v = std::move(vals[0]);
+        } else {
+          v.is_tuple = true;
+          v.elems = std::move(vals);
+        }
+        bind(caller, ccf, call.out, std::move(v));
+      }
+      ++caller.instr;
+      block_start = true;
+    }
+  }
+};
+
+}  // namespace
+
+RunResult run_reference(const Module& m, const TypeInfo& types, const std::string& entry,
+                        const std::vector<Array>& inputs, int64_t batch, const RunOptions& opt) {
+  Interpreter interp(m, types, opt);
+  return interp.run(entry, inputs, batch);
+}
+
+}  // namespace ab

@@ -1,0 +1,24 @@
+// What every VM takes and gives: options, inputs (one Array per entry
+// parameter, batch B or 1 = shared), and outputs (one Array per result
+// leaf, batch B) or a runtime error.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "vm/array.h"
+#include "vm/runtime_error.h"
+
+namespace ab {
+
+struct RunOptions {
+  int64_t max_stack_depth = 100000;  // frames per thread
+  int64_t max_steps = 0;             // 0: no bound
+};
+
+struct RunResult {
+  std::vector<Array> outputs;
+  std::optional<RuntimeError> error;
+  int64_t steps = 0;
+};
+
+}  // namespace ab

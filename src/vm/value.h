@@ -1,0 +1,40 @@
+// One thread's value of any type: a tensor (dtype, event shape, contiguous
+// elements) or a tuple of values. The reference interpreter works on these;
+// the batched VMs store variables as Arrays instead.
+#pragma once
+#include <vector>
+
+#include "ir/type.h"
+#include "vm/array.h"
+
+namespace ab {
+
+struct Value {
+  bool is_tuple = false;
+  TensorType type;
+  Buffer data;
+  std::vector<Value> elems;
+
+  static Value tensor(const TensorType& t) {
+    Value v;
+    v.type = t;
+    v.data.resize(static_cast<size_t>(t.num_elements()) * dtype_size(t.dtype));
+    return v;
+  }
+  static Value of_type(const Type& t) {
+    if (!t.is_tuple) return tensor(t.tensor);
+    Value v;
+    v.is_tuple = true;
+    for (const auto& e : t.elems) v.elems.push_back(of_type(e));
+    return v;
+  }
+  void leaves(std::vector<Value*>& out) {
+    if (!is_tuple) {
+      out.push_back(this);
+      return;
+    }
+    for (auto& e : elems) e.leaves(out);
+  }
+};
+
+}  // namespace ab
