@@ -1,0 +1,272 @@
+// Kernels of the linear-algebra primitives: dot, matvec, matmul, outer,
+// transpose. This is where batching beats per-thread code: when the matrix
+// of matvec/matmul is Shared (one value for every thread) and the other
+// operand is per lane, all n lanes are one GEMM through OpenBLAS instead of
+// n small products. Other layouts run per lane: plain loops for small
+// events, one BLAS call per lane for large float ones. Integer operands
+// (allowed: SPEC §2 says an integer dot wraps) always use wrapping loops.
+//
+// Rounding: per-lane loops accumulate in index order; BLAS paths use
+// blocked sums, so a float result may differ in the last bits between the
+// shared-matrix path and the per-lane path (SPEC §5.3 allows that).
+#include <cblas.h>
+
+#include <climits>
+
+#include "vm/elementwise_impl.h"
+
+namespace ab::kern {
+
+namespace {
+
+// Per-lane sizes above these use one BLAS call per lane instead of loops.
+constexpr int64_t kGemvLaneMin = 64 * 64;
+constexpr int64_t kGemmLaneMin = 32 * 32 * 32;
+
+template <class T>
+inline T mul_add(T acc, T a, T b) {
+  if constexpr (std::is_integral_v<T>) return wrap_add(acc, wrap_mul(a, b));
+  else return acc + a * b;
+}
+
+inline bool blas_size_ok(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims)
+    if (d <= 0 || d > INT_MAX) return false;
+  return true;
+}
+
+inline int bi(int64_t v) { return static_cast<int>(v); }
+
+// Row-major C[M,N] = op(A) * op(B), beta = 0.
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
+                 const double* B, int64_t ldb, double* C, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              bi(M), bi(N), bi(K), 1.0, A, bi(lda), B, bi(ldb), 0.0, C, bi(ldc));
+}
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                 const float* B, int64_t ldb, float* C, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              bi(M), bi(N), bi(K), 1.0f, A, bi(lda), B, bi(ldb), 0.0f, C, bi(ldc));
+}
+inline void gemv(int64_t M, int64_t N, const double* A, const double* x, double* y) {
+  cblas_dgemv(CblasRowMajor, CblasNoTrans, bi(M), bi(N), 1.0, A, bi(N), x, 1, 0.0, y, 1);
+}
+inline void gemv(int64_t M, int64_t N, const float* A, const float* x, float* y) {
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, bi(M), bi(N), 1.0f, A, bi(N), x, 1, 0.0f, y, 1);
+}
+
+// The n lanes of `v` as one dense [n, E] block: the data itself when Dense,
+// else a copy in scratch `slot`.
+template <class T>
+const T* dense_lanes(const ArgView& v, int64_t n, int64_t E, int slot) {
+  if (v.access == Access::Dense) return static_cast<const T*>(v.data);
+  T* s = scratch<T>(slot, n * E);
+  for (int64_t j = 0; j < n; ++j)
+    std::memcpy(s + j * E, lane_in<T>(v, j, E), static_cast<size_t>(E) * sizeof(T));
+  return s;
+}
+
+// Where a [n, E] dense result can be computed: the result itself when it is
+// Dense and aliases no operand, else scratch `slot` (then scatter()).
+template <class T>
+T* dense_target(const OutView& o, const ArgView* operands, int nops, int64_t n, int64_t E,
+                int slot) {
+  bool direct = o.access == Access::Dense;
+  for (int i = 0; i < nops; ++i) direct = direct && !aliases(o, operands[i]);
+  return direct ? static_cast<T*>(o.data) : scratch<T>(slot, n * E);
+}
+
+template <class T>
+void scatter(const OutView& o, const T* src, int64_t n, int64_t E) {
+  if (src == o.data) return;
+  for (int64_t j = 0; j < n; ++j)
+    std::memcpy(lane_out<T>(o, j, E), src + j * E, static_cast<size_t>(E) * sizeof(T));
+}
+
+// ---- per-lane cores (result never aliases the operands) -------------------
+
+template <class T>
+void matvec_lane(const T* A, const T* x, T* y, int64_t m, int64_t k) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (m * k >= kGemvLaneMin && blas_size_ok({m, k})) return gemv(m, k, A, x, y);
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    const T* row = A + i * k;
+    T acc = 0;
+    for (int64_t p = 0; p < k; ++p) acc = mul_add(acc, row[p], x[p]);
+    y[i] = acc;
+  }
+}
+
+template <class T>
+void matmul_lane(const T* A, const T* B, T* C, int64_t m, int64_t k, int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (m * k * n >= kGemmLaneMin && blas_size_ok({m, k, n}))
+      return gemm(false, false, m, n, k, A, k, B, n, C, n);
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    T* c = C + i * n;
+    for (int64_t q = 0; q < n; ++q) c[q] = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const T a = A[i * k + p];
+      const T* b = B + p * n;
+      for (int64_t q = 0; q < n; ++q) c[q] = mul_add(c[q], a, b[q]);
+    }
+  }
+}
+
+// ---- kernels ----------------------------------------------------------------
+
+template <class T>
+bool dot_impl(const KernelCall& c) {
+  const ArgView &vx = c.args[0], &vy = c.args[1];
+  const int64_t k = vx.type->shape[0];
+  for (int64_t j = 0; j < c.n; ++j) {
+    const T* x = lane_in<T>(vx, j, k);
+    const T* y = lane_in<T>(vy, j, k);
+    T acc = 0;
+    for (int64_t p = 0; p < k; ++p) acc = mul_add(acc, x[p], y[p]);
+    *lane_out<T>(c.outs[0], j, 1) = acc;
+  }
+  return true;
+}
+
+template <class T>
+bool matvec_impl(const KernelCall& c) {
+  const ArgView &va = c.args[0], &vx = c.args[1];
+  const OutView& vo = c.outs[0];
+  const int64_t n = c.n, m = va.type->shape[0], k = va.type->shape[1];
+  if (n == 0 || m == 0) return true;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (va.access == Access::Shared && vx.access != Access::Shared && blas_size_ok({n, m, k})) {
+      // Y[n, m] = X[n, k] * A^T: every lane in one GEMM.
+      const T* X = dense_lanes<T>(vx, n, k, 0);
+      T* Y = dense_target<T>(vo, c.args, 2, n, m, 1);
+      gemm(false, true, n, m, k, X, k, static_cast<const T*>(va.data), k, Y, m);
+      scatter(vo, Y, n, m);
+      return true;
+    }
+  }
+  T* y = scratch<T>(2, m);
+  for (int64_t j = 0; j < n; ++j) {
+    matvec_lane(lane_in<T>(va, j, m * k), lane_in<T>(vx, j, k), y, m, k);
+    std::memcpy(lane_out<T>(vo, j, m), y, static_cast<size_t>(m) * sizeof(T));
+  }
+  return true;
+}
+
+template <class T>
+bool matmul_impl(const KernelCall& c) {
+  const ArgView &va = c.args[0], &vb = c.args[1];
+  const OutView& vo = c.outs[0];
+  const int64_t n = c.n, m = va.type->shape[0], k = va.type->shape[1], q = vb.type->shape[1];
+  const int64_t Ea = m * k, Eb = k * q, Ec = m * q;
+  if (n == 0 || Ec == 0) return true;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (va.access == Access::Shared && vb.access != Access::Shared &&
+        blas_size_ok({m, k, n * q})) {
+      // C' = A * B' with B' = [B_0 | B_1 | ...] (k x n*q): pack, one GEMM, unpack.
+      const int64_t wide = n * q;
+      T* Bp = scratch<T>(0, k * wide);
+      for (int64_t j = 0; j < n; ++j) {
+        const T* b = lane_in<T>(vb, j, Eb);
+        for (int64_t p = 0; p < k; ++p)
+          std::memcpy(Bp + p * wide + j * q, b + p * q, static_cast<size_t>(q) * sizeof(T));
+      }
+      T* Cp = scratch<T>(1, m * wide);
+      gemm(false, false, m, wide, k, static_cast<const T*>(va.data), k, Bp, wide, Cp, wide);
+      for (int64_t j = 0; j < n; ++j) {
+        T* out = lane_out<T>(vo, j, Ec);
+        for (int64_t i = 0; i < m; ++i)
+          std::memcpy(out + i * q, Cp + i * wide + j * q, static_cast<size_t>(q) * sizeof(T));
+      }
+      return true;
+    }
+    if (vb.access == Access::Shared && va.access != Access::Shared &&
+        blas_size_ok({n * m, q, k})) {
+      // The lanes' A stacked are one [n*m, k] matrix: C' = A' * B.
+      const T* Ap = dense_lanes<T>(va, n, Ea, 0);
+      T* Cp = dense_target<T>(vo, c.args, 2, n, Ec, 1);
+      gemm(false, false, n * m, q, k, Ap, k, static_cast<const T*>(vb.data), q, Cp, q);
+      scatter(vo, Cp, n, Ec);
+      return true;
+    }
+  }
+  T* tmp = scratch<T>(2, Ec);
+  for (int64_t j = 0; j < n; ++j) {
+    matmul_lane(lane_in<T>(va, j, Ea), lane_in<T>(vb, j, Eb), tmp, m, k, q);
+    std::memcpy(lane_out<T>(vo, j, Ec), tmp, static_cast<size_t>(Ec) * sizeof(T));
+  }
+  return true;
+}
+
+template <class T>
+bool outer_impl(const KernelCall& c) {
+  const ArgView &vx = c.args[0], &vy = c.args[1];
+  const int64_t m = vx.type->shape[0], q = vy.type->shape[0];
+  for (int64_t j = 0; j < c.n; ++j) {
+    const T* x = lane_in<T>(vx, j, m);
+    const T* y = lane_in<T>(vy, j, q);
+    T* out = lane_out<T>(c.outs[0], j, m * q);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < q; ++p) {
+        if constexpr (std::is_integral_v<T>) out[i * q + p] = wrap_mul(x[i], y[p]);
+        else out[i * q + p] = x[i] * y[p];
+      }
+  }
+  return true;
+}
+
+template <class W>
+bool transpose_impl(const KernelCall& c) {
+  const ArgView& va = c.args[0];
+  const OutView& vo = c.outs[0];
+  const int64_t m = va.type->shape[0], q = va.type->shape[1], E = m * q;
+  if (E == 0) return true;
+  const bool in_place = aliases(vo, va);
+  W* tmp = in_place ? scratch<W>(2, E) : nullptr;
+  for (int64_t j = 0; j < c.n; ++j) {
+    const W* a = lane_in<W>(va, j, E);
+    W* out = lane_out<W>(vo, j, E);
+    W* dst = in_place ? tmp : out;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < q; ++p) dst[p * m + i] = a[i * q + p];
+    if (in_place) std::memcpy(out, tmp, static_cast<size_t>(E) * sizeof(W));
+  }
+  return true;
+}
+
+template <template <class> class F>
+bool on_linalg_dtype(const KernelCall& c, KernelError* e) {
+  if (c.n == 0) return true;
+  switch (c.args[0].type->dtype) {
+    case DType::I32: return F<int32_t>::run(c);
+    case DType::I64: return F<int64_t>::run(c);
+    case DType::F32: return F<float>::run(c);
+    case DType::F64: return F<double>::run(c);
+    default: return bad_dtype(c, e);
+  }
+}
+
+template <class T> struct DotK { static bool run(const KernelCall& c) { return dot_impl<T>(c); } };
+template <class T> struct MatvecK { static bool run(const KernelCall& c) { return matvec_impl<T>(c); } };
+template <class T> struct MatmulK { static bool run(const KernelCall& c) { return matmul_impl<T>(c); } };
+template <class T> struct OuterK { static bool run(const KernelCall& c) { return outer_impl<T>(c); } };
+
+}  // namespace
+
+bool kernel_Dot(const KernelCall& c, KernelError* e) { return on_linalg_dtype<DotK>(c, e); }
+bool kernel_Matvec(const KernelCall& c, KernelError* e) { return on_linalg_dtype<MatvecK>(c, e); }
+bool kernel_Matmul(const KernelCall& c, KernelError* e) { return on_linalg_dtype<MatmulK>(c, e); }
+bool kernel_Outer(const KernelCall& c, KernelError* e) { return on_linalg_dtype<OuterK>(c, e); }
+
+bool kernel_Transpose(const KernelCall& c, KernelError*) {
+  if (c.n == 0) return true;
+  switch (dtype_size(c.args[0].type->dtype)) {
+    case 1: return transpose_impl<uint8_t>(c);
+    case 4: return transpose_impl<uint32_t>(c);
+    default: return transpose_impl<uint64_t>(c);
+  }
+}
+
+}  // namespace ab::kern
