@@ -7,6 +7,7 @@
 #include "ir/printer.h"
 #include "parse/parser.h"
 #include "passes/pipeline.h"
+#include "passes/type_inference.h"
 #include "support/strings.h"
 
 namespace ab::cli {
@@ -28,8 +29,31 @@ int cmd_fmt(const Options& opt) {
   return kOk;
 }
 
-std::string param_str(const Param& p) {
-  return p.name.name + ": " + (p.type ? p.type->str() : std::string("?"));
+std::string type_or_unknown(const std::optional<Type>& t) { return t ? t->str() : std::string("?"); }
+
+// Signatures as inference sees them; '?' marks a type that depends on
+// inputs that were not given.
+void print_signatures(const Module& m, const TypeInfo& types) {
+  for (const auto& f : m.funcs) {
+    const FunctionTypes& ft = types.funcs.at(f.name.name);
+    std::string line = "func " + f.name.name + "(";
+    for (size_t i = 0; i < f.params.size(); ++i)
+      line += (i ? ", " : "") + f.params[i].name.name + ": " + type_or_unknown(ft.params[i]);
+    line += ") -> ";
+    if (ft.results.size() == 1 && !(ft.results[0] && ft.results[0]->is_tuple)) {
+      line += type_or_unknown(ft.results[0]);
+    } else {
+      line += ft.results.size() == 1 ? "((" : "(";
+      if (ft.results.size() == 1) {
+        std::string inner = ft.results[0]->str();
+        line += inner.substr(1, inner.size() - 2) + "))";
+      } else {
+        for (size_t i = 0; i < ft.results.size(); ++i) line += (i ? ", " : "") + type_or_unknown(ft.results[i]);
+        line += ")";
+      }
+    }
+    std::cout << line << "\n";
+  }
 }
 
 int cmd_check(const Options& opt) {
@@ -40,15 +64,27 @@ int cmd_check(const Options& opt) {
     std::cout << "program " << p.entry.name << ": " << p.vars.size() << " variables, " << p.blocks.size() << " blocks\n";
     return kOk;
   }
-  // Until type inference lands, signatures show what the annotations say;
-  // '?' marks a type that depends on the inputs.
-  for (const auto& f : m->funcs) {
-    std::string line = "func " + f.name.name + "(";
-    for (size_t i = 0; i < f.params.size(); ++i) line += (i ? ", " : "") + param_str(f.params[i]);
-    line += ") ";
-    line += f.results_declared ? print_results(f.results) : "-> ?";
-    std::cout << line << "\n";
+  Diagnostics d(m->source);
+  const Function* entry = nullptr;
+  if (!opt.entry.empty() || !opt.inputs.empty()) {
+    entry = find_entry(*m, opt.entry, d);
+    if (!entry) return report(d);
+  } else {
+    // Without inputs any function may be the entry; annotations decide what
+    // is known.
+    Diagnostics quiet;
+    entry = find_entry(*m, "", quiet);
+    if (!entry) entry = &m->funcs.front();
   }
+  std::vector<std::optional<Type>> params(entry->params.size());
+  if (!opt.inputs.empty()) {
+    auto loaded = load_entry_inputs(*entry, opt);
+    if (!loaded) return report(loaded.diags());
+    for (size_t i = 0; i < params.size(); ++i) params[i] = Type{false, loaded->values[i].type, {}};
+  }
+  TypeInfo types = infer_types(*m, entry->name.name, params, d);
+  if (d.has_errors()) return report(d);
+  print_signatures(*m, types);
   return kOk;
 }
 

@@ -5,6 +5,7 @@
 
 #include "passes/verify.h"
 #include "vm/kernel.h"
+#include "vm/value.h"
 
 namespace ab {
 namespace {
