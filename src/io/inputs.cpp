@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "io/io_error.h"
@@ -61,7 +62,9 @@ class Loader {
   // arguments are in.
   Result<InputSet> finish(const std::vector<std::string>& input_args, std::optional<int64_t> batch_flag) {
     for (size_t k = 0; k < params_.size(); ++k) {
-      if (values_[k] || is_tuple(k)) continue;
+      // After a source that could not be read at all, or a misspelt name,
+      // "missing" would only repeat the error already reported.
+      if (values_[k] || is_tuple(k) || unreadable_source_ || suggested_.count(params_[k].name)) continue;
       std::string given = input_args.empty() ? "no --inputs were given"
                                              : "inputs given: " + join(described_args(input_args), ", ");
       error("missing input for parameter '" + params_[k].name + "' (" + given + ")");
@@ -133,18 +136,21 @@ class Loader {
 
   void load_json_file(const std::string& path) {
     if (auto text = read_file(path)) load_json_text(*text, path);
+    else unreadable_source_ = true;
   }
 
   void load_json_text(std::string_view text, const std::string& origin) {
     auto parsed = parse_json_text(text, origin);
-    if (!parsed.ok()) return take(parsed.diags());
+    if (!parsed.ok()) {
+      unreadable_source_ = true;
+      return take(parsed.diags());
+    }
     const ojson& doc = *parsed;
     if (doc.is_object()) {
       for (auto it = doc.begin(); it != doc.end(); ++it) {
         auto k = find_param(it.key());
         if (!k) {
-          error(origin + ": unknown input '" + it.key() + "'" + did_you_mean(it.key(), names_) +
-                "; the entry's parameters are " + param_list());
+          unknown_input(origin, it.key());
           continue;
         }
         assign(*k, origin, [&](const std::optional<TensorType>& t) {
@@ -157,6 +163,7 @@ class Loader {
               std::to_string(params_.size()) + " parameter" + (params_.size() == 1 ? "" : "s") +
               " (" + param_list() + "); a top-level JSON list gives the parameters in order — to give "
               "one parameter's batch, write {\"name\": [...]}");
+        unreadable_source_ = true;
         return;
       }
       for (size_t k = 0; k < doc.size(); ++k)
@@ -166,14 +173,14 @@ class Loader {
     } else {
       error(origin + ": expected a JSON object keyed by parameter name or a list in parameter order, found " +
             std::string(doc.is_string() ? "a string" : doc.is_boolean() ? "a boolean" : doc.is_null() ? "null" : "a number"));
+      unreadable_source_ = true;
     }
   }
 
   void load_npy(const std::string& name, const std::string& path) {
     auto k = find_param(name);
     if (!k) {
-      error(name + "=" + path + ": unknown input '" + name + "'" + did_you_mean(name, names_) +
-            "; the entry's parameters are " + param_list());
+      unknown_input(name + "=" + path, name);
       return;
     }
     if (path.empty()) {
@@ -232,6 +239,13 @@ class Loader {
     values_[k] = a.take();
   }
 
+  void unknown_input(const std::string& origin, const std::string& name) {
+    std::string best = closest_match(name, names_);
+    if (!best.empty()) suggested_.insert(best);
+    error(origin + ": unknown input '" + name + "'" + (best.empty() ? "" : " (did you mean '" + best + "'?)") +
+          "; the entry's parameters are " + param_list());
+  }
+
   std::optional<size_t> find_param(const std::string& name) const {
     for (size_t k = 0; k < params_.size(); ++k)
       if (params_[k].name == name) return k;
@@ -251,6 +265,8 @@ class Loader {
   std::vector<std::string> origins_;
   Diagnostics diags_;
   int inline_number_ = 1;
+  bool unreadable_source_ = false;
+  std::set<std::string> suggested_;
 };
 
 }  // namespace

@@ -64,10 +64,6 @@ std::optional<Scalar> leaf_scalar(const ojson& v) {
   }
 }
 
-std::string shape_words(const Shape& s) {
-  return s.empty() ? std::string("a scalar") : "shape " + shape_str(s);
-}
-
 // Walks `v` against `shape` (batch first), collecting the leaves in C order.
 // Returns an error message (without origin) on ragged or wrong nesting.
 class Walker {
@@ -108,7 +104,9 @@ class Walker {
   // first elements set the shape and any other nesting is ragged.
   std::string why_shape() const {
     if (!declared_) return " (ragged nesting)";
-    return " (each thread's value is " + shape_words(Shape(shape_.begin() + 1, shape_.end())) + ")";
+    Shape event(shape_.begin() + 1, shape_.end());
+    return event.empty() ? " (each thread's value is a scalar)"
+                         : " (each thread's value has shape " + shape_str(event) + ")";
   }
   const Shape& shape_;
   bool declared_;

@@ -176,22 +176,20 @@ Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
   if (*fortran)
     return io_error(where + "Fortran-order arrays are not supported; save a C-order array (np.ascontiguousarray)");
 
-  // Count the elements without overflowing: the product must fit the file.
+  // Count the bytes without overflowing; a shape too big for memory cannot
+  // match the file either.
   const size_t item = dtype_size(*dtype);
   const size_t available = bytes.size() - header_start - header_len;
   size_t count = 1;
-  bool any_zero = false;
-  for (int64_t d : *shape) any_zero |= d == 0;
-  if (!any_zero) {
-    for (int64_t d : *shape) {
-      if (static_cast<uint64_t>(d) > available / item / count)
-        return io_error(where + "truncated data: shape " + shape_str(*shape) + " needs more than the " +
-                        std::to_string(available) + " bytes in the file");
-      count *= static_cast<size_t>(d);
-    }
-  } else {
-    count = 0;
+  bool too_big = false;
+  for (int64_t d : *shape) {
+    if (d == 0) count = 0;
+    else if (count != 0 && static_cast<uint64_t>(d) > SIZE_MAX / item / count) too_big = true;
+    else count *= static_cast<size_t>(d);
   }
+  if (too_big && count != 0)
+    return io_error(where + "truncated data: shape " + shape_str(*shape) + " needs more bytes than the " +
+                    std::to_string(available) + " in the file");
   const size_t need = count * item;
   if (available < need)
     return io_error(where + "truncated data: shape " + shape_str(*shape) + " needs " +
