@@ -45,8 +45,8 @@ class Loader {
 
   void load_arg(const std::string& arg, int inline_count) {
     if (is_inline_json(arg)) {
-      std::string origin = inline_count > 1 ? "inline JSON #" + std::to_string(inline_number_++)
-                                            : "inline JSON";
+      std::string origin =
+          inline_count > 1 ? "inline JSON #" + std::to_string(inline_number_++) : "inline JSON";
       load_json_text(arg, origin);
       return;
     }
@@ -60,13 +60,16 @@ class Loader {
 
   // Params with no input, tuple types and batch sizes: checked once all
   // arguments are in.
-  Result<InputSet> finish(const std::vector<std::string>& input_args, std::optional<int64_t> batch_flag) {
+  Result<InputSet> finish(const std::vector<std::string>& input_args,
+                          std::optional<int64_t> batch_flag) {
     for (size_t k = 0; k < params_.size(); ++k) {
       // After a source that could not be read at all, or a misspelt name,
       // "missing" would only repeat the error already reported.
-      if (values_[k] || is_tuple(k) || unreadable_source_ || suggested_.count(params_[k].name)) continue;
-      std::string given = input_args.empty() ? "no --inputs were given"
-                                             : "inputs given: " + join(described_args(input_args), ", ");
+      if (values_[k] || is_tuple(k) || unreadable_source_ || suggested_.count(params_[k].name))
+        continue;
+      std::string given = input_args.empty()
+                              ? "no --inputs were given"
+                              : "inputs given: " + join(described_args(input_args), ", ");
       error("missing input for parameter '" + params_[k].name + "' (" + given + ")");
     }
     if (batch_flag && *batch_flag < 1)
@@ -82,17 +85,18 @@ class Loader {
     if (mismatch) {
       std::vector<std::string> parts;
       for (size_t k : sized)
-        parts.push_back(quote(params_[k].name) + " has " + std::to_string(values_[k]->batch) + " (" +
-                        origins_[k] + ")");
-      return io_error("batch sizes differ: " + join(parts, ", ") +
-                      "; every input must have the same batch size, or 1 to share one value among all threads");
+        parts.push_back(quote(params_[k].name) + " has " + std::to_string(values_[k]->batch) +
+                        " (" + origins_[k] + ")");
+      return io_error(
+          "batch sizes differ: " + join(parts, ", ") +
+          "; every input must have the same batch size, or 1 to share one value among all threads");
     }
     set.batch = sized.empty() ? (batch_flag ? *batch_flag : 1) : values_[sized[0]]->batch;
     if (batch_flag && !sized.empty() && *batch_flag != set.batch) {
       size_t k = sized[0];
-      return io_error("--batch " + std::to_string(*batch_flag) + " disagrees with the inputs: " +
-                      quote(params_[k].name) + " has batch size " + std::to_string(set.batch) + " (" +
-                      origins_[k] + ")");
+      return io_error("--batch " + std::to_string(*batch_flag) +
+                      " disagrees with the inputs: " + quote(params_[k].name) + " has batch size " +
+                      std::to_string(set.batch) + " (" + origins_[k] + ")");
     }
     for (auto& v : values_) set.values.push_back(std::move(*v));
     return set;
@@ -101,7 +105,8 @@ class Loader {
   void check_tuples() {
     for (size_t k = 0; k < params_.size(); ++k)
       if (is_tuple(k))
-        error("parameter '" + params_[k].name + "' has the tuple type " + params_[k].declared->str() +
+        error("parameter '" + params_[k].name + "' has the tuple type " +
+              params_[k].declared->str() +
               "; tuple-typed inputs are not supported: give the entry one parameter per tensor");
   }
 
@@ -116,7 +121,8 @@ class Loader {
     int inline_seen = 0;
     for (const auto& a : args) {
       if (is_inline_json(a))
-        out.push_back(++inline_seen > 1 ? "inline JSON #" + std::to_string(inline_seen) : "inline JSON");
+        out.push_back(++inline_seen > 1 ? "inline JSON #" + std::to_string(inline_seen)
+                                        : "inline JSON");
       else
         out.push_back(a);
     }
@@ -135,8 +141,10 @@ class Loader {
   }
 
   void load_json_file(const std::string& path) {
-    if (auto text = read_file(path)) load_json_text(*text, path);
-    else unreadable_source_ = true;
+    if (auto text = read_file(path))
+      load_json_text(*text, path);
+    else
+      unreadable_source_ = true;
   }
 
   void load_json_text(std::string_view text, const std::string& origin) {
@@ -159,9 +167,10 @@ class Loader {
       }
     } else if (doc.is_array()) {
       if (doc.size() > params_.size()) {
-        error(origin + ": the list gives " + std::to_string(doc.size()) + " inputs but the entry has " +
-              std::to_string(params_.size()) + " parameter" + (params_.size() == 1 ? "" : "s") +
-              " (" + param_list() + "); a top-level JSON list gives the parameters in order — to give "
+        error(origin + ": the list gives " + std::to_string(doc.size()) +
+              " inputs but the entry has " + std::to_string(params_.size()) + " parameter" +
+              (params_.size() == 1 ? "" : "s") + " (" + param_list() +
+              "); a top-level JSON list gives the parameters in order — to give "
               "one parameter's batch, write {\"name\": [...]}");
         unreadable_source_ = true;
         return;
@@ -171,8 +180,13 @@ class Loader {
           return json_to_array(doc[k], t, origin, params_[k].name);
         });
     } else {
-      error(origin + ": expected a JSON object keyed by parameter name or a list in parameter order, found " +
-            std::string(doc.is_string() ? "a string" : doc.is_boolean() ? "a boolean" : doc.is_null() ? "null" : "a number"));
+      error(
+          origin +
+          ": expected a JSON object keyed by parameter name or a list in parameter order, found " +
+          std::string(doc.is_string()    ? "a string"
+                      : doc.is_boolean() ? "a boolean"
+                      : doc.is_null()    ? "null"
+                                         : "a number"));
       unreadable_source_ = true;
     }
   }
@@ -198,12 +212,14 @@ class Loader {
                   std::equal(declared->shape.begin(), declared->shape.end(), file.begin() + 1);
       if (file.empty() && declared->shape.empty()) fits = true;  // 0-d: one thread
       if (!fits)
-        return io_error(where + "the array has shape " + numpy_shape_str(file) + ", expected (batch" +
-                        event_suffix(declared->shape) + "): the first axis is the batch");
+        return io_error(where + "the array has shape " + numpy_shape_str(file) +
+                        ", expected (batch" + event_suffix(declared->shape) +
+                        "): the first axis is the batch");
       Array a = npy_to_array(npy.take());
       std::string why;
       auto converted = convert_dtype(a, declared->dtype, why);
-      if (!converted) return io_error(where + "(the file's dtype is " + npy_descr(a.type.dtype) + ") " + why);
+      if (!converted)
+        return io_error(where + "(the file's dtype is " + npy_descr(a.type.dtype) + ") " + why);
       return std::move(*converted);
     });
   }
@@ -223,7 +239,8 @@ class Loader {
   void assign(size_t k, const std::string& origin, Make make) {
     const ParamSpec& p = params_[k];
     if (values_[k]) {
-      error("duplicate input for parameter '" + p.name + "': given in " + origins_[k] + " and again in " + origin);
+      error("duplicate input for parameter '" + p.name + "': given in " + origins_[k] +
+            " and again in " + origin);
       return;
     }
     if (is_tuple(k)) return;  // reported once by check_tuples
@@ -242,7 +259,8 @@ class Loader {
   void unknown_input(const std::string& origin, const std::string& name) {
     std::string best = closest_match(name, names_);
     if (!best.empty()) suggested_.insert(best);
-    error(origin + ": unknown input '" + name + "'" + (best.empty() ? "" : " (did you mean '" + best + "'?)") +
+    error(origin + ": unknown input '" + name + "'" +
+          (best.empty() ? "" : " (did you mean '" + best + "'?)") +
           "; the entry's parameters are " + param_list());
   }
 

@@ -35,24 +35,36 @@ std::string parse_error_reason(const std::string& what) {
 
 const char* kind_name(const ojson& v) {
   switch (v.type()) {
-    case ojson::value_t::null: return "null";
-    case ojson::value_t::object: return "an object";
-    case ojson::value_t::array: return "a list";
-    case ojson::value_t::string: return "a string";
-    case ojson::value_t::boolean: return "a boolean";
-    case ojson::value_t::binary: return "binary data";
-    case ojson::value_t::discarded: return "nothing";
-    default: return "a number";
+    case ojson::value_t::null:
+      return "null";
+    case ojson::value_t::object:
+      return "an object";
+    case ojson::value_t::array:
+      return "a list";
+    case ojson::value_t::string:
+      return "a string";
+    case ojson::value_t::boolean:
+      return "a boolean";
+    case ojson::value_t::binary:
+      return "binary data";
+    case ojson::value_t::discarded:
+      return "nothing";
+    default:
+      return "a number";
   }
 }
 
 // A JSON leaf as a Scalar, or nullopt if it is not an element at all.
 std::optional<Scalar> leaf_scalar(const ojson& v) {
   switch (v.type()) {
-    case ojson::value_t::boolean: return Scalar::of_bool(v.get<bool>());
-    case ojson::value_t::number_integer: return Scalar::of_int(v.get<int64_t>());
-    case ojson::value_t::number_unsigned: return Scalar::of_uint(v.get<uint64_t>());
-    case ojson::value_t::number_float: return Scalar::of_float(v.get<double>());
+    case ojson::value_t::boolean:
+      return Scalar::of_bool(v.get<bool>());
+    case ojson::value_t::number_integer:
+      return Scalar::of_int(v.get<int64_t>());
+    case ojson::value_t::number_unsigned:
+      return Scalar::of_uint(v.get<uint64_t>());
+    case ojson::value_t::number_float:
+      return Scalar::of_float(v.get<double>());
     case ojson::value_t::string: {
       const auto& s = v.get_ref<const std::string&>();
       if (s == "NaN") return Scalar::of_float(std::numeric_limits<double>::quiet_NaN());
@@ -60,7 +72,8 @@ std::optional<Scalar> leaf_scalar(const ojson& v) {
       if (s == "-Infinity") return Scalar::of_float(-std::numeric_limits<double>::infinity());
       return std::nullopt;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -78,7 +91,8 @@ class Walker {
         leaves.push_back(*s);
         return std::nullopt;
       }
-      if (v.is_array()) return path + " is a list where a number or boolean was expected" + why_shape();
+      if (v.is_array())
+        return path + " is a list where a number or boolean was expected" + why_shape();
       if (v.is_string())
         return path + " is the string " + v.dump() +
                "; the only strings allowed are \"NaN\", \"Infinity\" and \"-Infinity\"";
@@ -149,8 +163,10 @@ Result<ojson> parse_json_text(std::string_view text, const std::string& origin) 
   auto track_keys = [&](int depth, ojson::parse_event_t event, ojson& parsed) {
     if (event == ojson::parse_event_t::key && depth == 1) {
       const auto& key = parsed.get_ref<const std::string&>();
-      if (std::find(seen.begin(), seen.end(), key) != seen.end()) repeated.push_back(key);
-      else seen.push_back(key);
+      if (std::find(seen.begin(), seen.end(), key) != seen.end())
+        repeated.push_back(key);
+      else
+        seen.push_back(key);
     }
     return true;
   };
@@ -167,7 +183,8 @@ Result<ojson> parse_json_text(std::string_view text, const std::string& origin) 
   if (!repeated.empty()) {
     Diagnostics d;
     for (const auto& key : repeated)
-      d.error(SourceLoc{}, origin + ": duplicate input '" + key + "': the key appears more than once");
+      d.error(SourceLoc{},
+              origin + ": duplicate input '" + key + "': the key appears more than once");
     return d;
   }
   return value;
@@ -222,7 +239,8 @@ Result<Array> json_to_array(const ojson& value, const std::optional<TensorType>&
   const size_t size = dtype_size(dtype);
   for (size_t k = 0; k < walker.leaves.size(); ++k) {
     if (auto e = store_scalar(walker.leaves[k], dtype, a.data.data() + k * size))
-      return io_error(where + "element " + param + index_str(shape, static_cast<int64_t>(k)) + ": " + *e);
+      return io_error(where + "element " + param + index_str(shape, static_cast<int64_t>(k)) +
+                      ": " + *e);
   }
   return a;
 }

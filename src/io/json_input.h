@@ -5,11 +5,10 @@
 // must have exactly that event shape and its elements are converted and
 // range-checked as by store_scalar.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "ir/type.h"
 #include "support/result.h"

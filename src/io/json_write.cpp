@@ -40,11 +40,33 @@ void append_int(std::string& out, T v) {
 
 void append_element(std::string& out, DType dtype, const std::byte* p) {
   switch (dtype) {
-    case DType::Bool: out += *reinterpret_cast<const uint8_t*>(p) ? "true" : "false"; return;
-    case DType::I32: { int32_t v; std::memcpy(&v, p, 4); append_int(out, v); return; }
-    case DType::I64: { int64_t v; std::memcpy(&v, p, 8); append_int(out, v); return; }
-    case DType::F32: { float v; std::memcpy(&v, p, 4); append_f32(out, v); return; }
-    case DType::F64: { double v; std::memcpy(&v, p, 8); append_f64(out, v); return; }
+    case DType::Bool:
+      out += *reinterpret_cast<const uint8_t*>(p) ? "true" : "false";
+      return;
+    case DType::I32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      append_int(out, v);
+      return;
+    }
+    case DType::I64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      append_int(out, v);
+      return;
+    }
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      append_f32(out, v);
+      return;
+    }
+    case DType::F64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      append_f64(out, v);
+      return;
+    }
   }
 }
 
@@ -89,8 +111,12 @@ void append_value(std::string& out, const Json& v) {
       out += ']';
       return;
     }
-    case Json::value_t::number_float: append_f64(out, v.template get<double>()); return;
-    default: out += v.dump(); return;
+    case Json::value_t::number_float:
+      append_f64(out, v.template get<double>());
+      return;
+    default:
+      out += v.dump();
+      return;
   }
 }
 

@@ -4,9 +4,8 @@
 // float reads back as a float, and NaN and the infinities as the strings
 // "NaN", "Infinity", "-Infinity" (JSON has no literal for them).
 #pragma once
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "vm/array.h"
 

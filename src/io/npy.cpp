@@ -1,8 +1,8 @@
 #include "io/npy.h"
 
 #include <bit>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -103,7 +103,8 @@ std::optional<DType> dtype_of_descr(std::string_view d) {
 
 uint32_t read_le(std::string_view bytes, size_t at, size_t n) {
   uint32_t v = 0;
-  for (size_t k = 0; k < n; ++k) v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + k])) << (8 * k);
+  for (size_t k = 0; k < n; ++k)
+    v |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + k])) << (8 * k);
   return v;
 }
 
@@ -111,11 +112,16 @@ uint32_t read_le(std::string_view bytes, size_t at, size_t n) {
 
 const char* npy_descr(DType dtype) {
   switch (dtype) {
-    case DType::Bool: return "|b1";
-    case DType::I32: return "<i4";
-    case DType::I64: return "<i8";
-    case DType::F32: return "<f4";
-    case DType::F64: return "<f8";
+    case DType::Bool:
+      return "|b1";
+    case DType::I32:
+      return "<i4";
+    case DType::I64:
+      return "<i8";
+    case DType::F32:
+      return "<f4";
+    case DType::F64:
+      return "<f8";
   }
   return "?";
 }
@@ -152,7 +158,10 @@ Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
     if (!p.eat(':')) return bad("expected ':' after '" + *key + "'");
     if (*key == "descr") {
       descr = p.string();
-      if (!descr) return io_error(where + "dtype is not a simple type string (structured dtypes are not supported; supported: |b1 <i4 <i8 <f4 <f8)");
+      if (!descr)
+        return io_error(where +
+                        "dtype is not a simple type string (structured dtypes are not supported; "
+                        "supported: |b1 <i4 <i8 <f4 <f8)");
     } else if (*key == "fortran_order") {
       fortran = p.boolean();
       if (!fortran) return bad("fortran_order must be True or False");
@@ -169,12 +178,16 @@ Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
   }
   if (!p.at_end()) return bad("unexpected text after the dictionary");
   if (!descr || !fortran || !shape)
-    return io_error(where + "malformed .npy header: it needs the keys 'descr', 'fortran_order' and 'shape'");
+    return io_error(
+        where + "malformed .npy header: it needs the keys 'descr', 'fortran_order' and 'shape'");
   auto dtype = dtype_of_descr(*descr);
   if (!dtype)
-    return io_error(where + "dtype '" + *descr + "' is not supported (supported: |b1 <i4 <i8 <f4 <f8)");
+    return io_error(where + "dtype '" + *descr +
+                    "' is not supported (supported: |b1 <i4 <i8 <f4 <f8)");
   if (*fortran)
-    return io_error(where + "Fortran-order arrays are not supported; save a C-order array (np.ascontiguousarray)");
+    return io_error(
+        where +
+        "Fortran-order arrays are not supported; save a C-order array (np.ascontiguousarray)");
 
   // Count the bytes without overflowing; a shape too big for memory cannot
   // match the file either.
@@ -183,13 +196,16 @@ Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
   size_t count = 1;
   bool too_big = false;
   for (int64_t d : *shape) {
-    if (d == 0) count = 0;
-    else if (count != 0 && static_cast<uint64_t>(d) > SIZE_MAX / item / count) too_big = true;
-    else count *= static_cast<size_t>(d);
+    if (d == 0)
+      count = 0;
+    else if (count != 0 && static_cast<uint64_t>(d) > SIZE_MAX / item / count)
+      too_big = true;
+    else
+      count *= static_cast<size_t>(d);
   }
   if (too_big && count != 0)
-    return io_error(where + "truncated data: shape " + shape_str(*shape) + " needs more bytes than the " +
-                    std::to_string(available) + " in the file");
+    return io_error(where + "truncated data: shape " + shape_str(*shape) +
+                    " needs more bytes than the " + std::to_string(available) + " in the file");
   const size_t need = count * item;
   if (available < need)
     return io_error(where + "truncated data: shape " + shape_str(*shape) + " needs " +
@@ -222,7 +238,8 @@ Result<NpyArray> read_npy_file(const std::string& path) {
 }
 
 std::string encode_npy(DType dtype, const Shape& shape, const std::byte* data) {
-  std::string dict = std::string("{'descr': '") + npy_descr(dtype) + "', 'fortran_order': False, 'shape': (";
+  std::string dict =
+      std::string("{'descr': '") + npy_descr(dtype) + "', 'fortran_order': False, 'shape': (";
   for (size_t k = 0; k < shape.size(); ++k) {
     if (k) dict += ", ";
     dict += std::to_string(shape[k]);
@@ -249,7 +266,8 @@ std::string encode_npy(DType dtype, const Shape& shape, const std::byte* data) {
   out.append(kMagic, kMagicLen);
   out += static_cast<char>(major);
   out += '\0';
-  for (size_t k = 0; k < prefix - kMagicLen - 2; ++k) out += static_cast<char>((header_len >> (8 * k)) & 0xff);
+  for (size_t k = 0; k < prefix - kMagicLen - 2; ++k)
+    out += static_cast<char>((header_len >> (8 * k)) & 0xff);
   out += dict;
   if (data_bytes) out.append(reinterpret_cast<const char*>(data), data_bytes);
   return out;

@@ -12,7 +12,8 @@ namespace ab {
 namespace {
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string render_extra_only(const nlohmann::json& extra) {
@@ -83,8 +84,10 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
       return write_files_atomically(files);
     case Kind::NpyFile:
       if (results.size() != 1)
-        return io_error("--output '" + target.path + "': a .npy file holds exactly one result, but the entry returns " +
-                        std::to_string(results.size()) + "; use --output DIR/ for one .npy file per result");
+        return io_error("--output '" + target.path +
+                        "': a .npy file holds exactly one result, but the entry returns " +
+                        std::to_string(results.size()) +
+                        "; use --output DIR/ for one .npy file per result");
       files.push_back({target.path, encode_npy(results[0], batch)});
       break;
     case Kind::Directory: {
@@ -94,8 +97,9 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
         return io_error("--output '" + target.path + "/': cannot create the directory" +
                         (ec ? ": " + ec.message() : std::string(": a file of that name exists")));
       for (size_t k = 0; k < results.size(); ++k)
-        files.push_back({(std::filesystem::path(target.path) / ("out" + std::to_string(k) + ".npy")).string(),
-                         encode_npy(results[k], batch)});
+        files.push_back(
+            {(std::filesystem::path(target.path) / ("out" + std::to_string(k) + ".npy")).string(),
+             encode_npy(results[k], batch)});
       break;
     }
   }

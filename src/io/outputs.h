@@ -5,10 +5,9 @@
 // invisible in the outputs).
 #pragma once
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "support/result.h"
 #include "vm/array.h"

@@ -10,9 +10,12 @@ namespace ab {
 
 std::string scalar_str(const Scalar& s) {
   switch (s.kind) {
-    case Scalar::Kind::Bool: return s.b ? "true" : "false";
-    case Scalar::Kind::Int: return std::to_string(s.i);
-    case Scalar::Kind::UInt: return std::to_string(s.u);
+    case Scalar::Kind::Bool:
+      return s.b ? "true" : "false";
+    case Scalar::Kind::Int:
+      return std::to_string(s.i);
+    case Scalar::Kind::UInt:
+      return std::to_string(s.u);
     case Scalar::Kind::Float: {
       std::string out;
       append_f64(out, s.f);
@@ -45,7 +48,8 @@ std::optional<std::string> store_integer(const Scalar& s, DType dtype, void* dst
   const int64_t hi = i32 ? INT32_MAX : INT64_MAX;
   int64_t v = 0;
   switch (s.kind) {
-    case Scalar::Kind::Bool: return "expected a number, found the boolean " + scalar_str(s);
+    case Scalar::Kind::Bool:
+      return "expected a number, found the boolean " + scalar_str(s);
     case Scalar::Kind::Int:
       if (s.i < lo || s.i > hi) return scalar_str(s) + " is out of range for " + dtype_name(dtype);
       v = s.i;
@@ -64,17 +68,23 @@ std::optional<std::string> store_integer(const Scalar& s, DType dtype, void* dst
       break;
     }
   }
-  if (i32) put(dst, static_cast<int32_t>(v));
-  else put(dst, v);
+  if (i32)
+    put(dst, static_cast<int32_t>(v));
+  else
+    put(dst, v);
   return std::nullopt;
 }
 
 double as_double(const Scalar& s) {
   switch (s.kind) {
-    case Scalar::Kind::Int: return static_cast<double>(s.i);
-    case Scalar::Kind::UInt: return static_cast<double>(s.u);
-    case Scalar::Kind::Float: return s.f;
-    case Scalar::Kind::Bool: break;
+    case Scalar::Kind::Int:
+      return static_cast<double>(s.i);
+    case Scalar::Kind::UInt:
+      return static_cast<double>(s.u);
+    case Scalar::Kind::Float:
+      return s.f;
+    case Scalar::Kind::Bool:
+      break;
   }
   return 0;
 }
@@ -84,13 +94,16 @@ double as_double(const Scalar& s) {
 std::optional<std::string> store_scalar(const Scalar& s, DType dtype, void* dst) {
   switch (dtype) {
     case DType::Bool:
-      if (s.kind != Scalar::Kind::Bool) return "expected a boolean, found the number " + scalar_str(s);
+      if (s.kind != Scalar::Kind::Bool)
+        return "expected a boolean, found the number " + scalar_str(s);
       put<uint8_t>(dst, s.b ? 1 : 0);
       return std::nullopt;
     case DType::I32:
-    case DType::I64: return store_integer(s, dtype, dst);
+    case DType::I64:
+      return store_integer(s, dtype, dst);
     case DType::F32:
-    case DType::F64: break;
+    case DType::F64:
+      break;
   }
   if (s.kind == Scalar::Kind::Bool) return "expected a number, found the boolean " + scalar_str(s);
   double v = as_double(s);
@@ -113,11 +126,28 @@ std::optional<std::string> store_scalar(const Scalar& s, DType dtype, void* dst)
 Scalar load_scalar(DType dtype, const std::byte* data, int64_t index) {
   const std::byte* p = data + static_cast<size_t>(index) * dtype_size(dtype);
   switch (dtype) {
-    case DType::Bool: return Scalar::of_bool(*reinterpret_cast<const uint8_t*>(p) != 0);
-    case DType::I32: { int32_t v; std::memcpy(&v, p, 4); return Scalar::of_int(v); }
-    case DType::I64: { int64_t v; std::memcpy(&v, p, 8); return Scalar::of_int(v); }
-    case DType::F32: { float v; std::memcpy(&v, p, 4); return Scalar::of_float(v); }
-    case DType::F64: { double v; std::memcpy(&v, p, 8); return Scalar::of_float(v); }
+    case DType::Bool:
+      return Scalar::of_bool(*reinterpret_cast<const uint8_t*>(p) != 0);
+    case DType::I32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return Scalar::of_int(v);
+    }
+    case DType::I64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return Scalar::of_int(v);
+    }
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return Scalar::of_float(v);
+    }
+    case DType::F64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return Scalar::of_float(v);
+    }
   }
   return Scalar{};
 }

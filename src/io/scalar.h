@@ -19,10 +19,30 @@ struct Scalar {
   uint64_t u = 0;  // Kind::UInt: JSON integers above INT64_MAX
   double f = 0;    // Kind::Float
 
-  static Scalar of_bool(bool v) { Scalar s; s.kind = Kind::Bool; s.b = v; return s; }
-  static Scalar of_int(int64_t v) { Scalar s; s.kind = Kind::Int; s.i = v; return s; }
-  static Scalar of_uint(uint64_t v) { Scalar s; s.kind = Kind::UInt; s.u = v; return s; }
-  static Scalar of_float(double v) { Scalar s; s.kind = Kind::Float; s.f = v; return s; }
+  static Scalar of_bool(bool v) {
+    Scalar s;
+    s.kind = Kind::Bool;
+    s.b = v;
+    return s;
+  }
+  static Scalar of_int(int64_t v) {
+    Scalar s;
+    s.kind = Kind::Int;
+    s.i = v;
+    return s;
+  }
+  static Scalar of_uint(uint64_t v) {
+    Scalar s;
+    s.kind = Kind::UInt;
+    s.u = v;
+    return s;
+  }
+  static Scalar of_float(double v) {
+    Scalar s;
+    s.kind = Kind::Float;
+    s.f = v;
+    return s;
+  }
 };
 
 // The value as a user wrote it: "true", "3", "2.5", "NaN".

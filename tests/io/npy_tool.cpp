@@ -4,8 +4,9 @@
 // write.
 //
 //   npy_tool copy IN.npy OUT.npy           read with our reader, write with our writer
-//   npy_tool input IN.npy [TYPE]           load as parameter x (declared TYPE, e.g. f64[3]); print outputs JSON
-//   npy_tool fromjson JSON TYPE... OUT     load inline JSON for parameters p0, p1, ... and write them to OUT
+//   npy_tool input IN.npy [TYPE]           load as parameter x (declared TYPE, e.g. f64[3]); print
+//   outputs JSON npy_tool fromjson JSON TYPE... OUT     load inline JSON for parameters p0, p1, ...
+//   and write them to OUT
 //                                          (FILE.npy, DIR/ or FILE.json) as the outputs of a run
 //
 // Exit status: 0 on success, 1 with the error messages on stderr.
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
   if (args.size() == 3 && args[0] == "copy") {
     auto npy = read_npy_file(args[1]);
     if (!npy.ok()) return fail(npy.diags());
-    auto written = write_files_atomically({{args[2], encode_npy(npy->dtype, npy->shape, npy->data.data())}});
+    auto written =
+        write_files_atomically({{args[2], encode_npy(npy->dtype, npy->shape, npy->data.data())}});
     return written.ok() ? 0 : fail(written.diags());
   }
   if ((args.size() == 2 || args.size() == 3) && args[0] == "input") {

@@ -335,7 +335,8 @@ TEST_CASE("inputs: missing, unknown and duplicate inputs") {
     CHECK(e.find("missing input for parameter 'b'") != std::string::npos);
     CHECK(e.find("inline JSON") != std::string::npos);
     auto none = errors(load({}, {untyped("n")}));
-    CHECK(none.find("missing input for parameter 'n' (no --inputs were given)") != std::string::npos);
+    CHECK(none.find("missing input for parameter 'n' (no --inputs were given)") !=
+          std::string::npos);
   }
   SUBCASE("unknown, with a suggestion") {
     auto e = errors(load({R"({"nn": [1], "n": [2]})"}, {untyped("n"), untyped("other")}));
@@ -352,8 +353,8 @@ TEST_CASE("inputs: missing, unknown and duplicate inputs") {
   }
   SUBCASE("duplicate across --inputs") {
     auto e = errors(load({R"({"n": 1})", R"({"n": 2})"}, {untyped("n")}));
-    CHECK(e.find("duplicate input for parameter 'n': given in inline JSON #1 and again in inline JSON #2") !=
-          std::string::npos);
+    CHECK(e.find("duplicate input for parameter 'n': given in inline JSON #1 and again in inline "
+                 "JSON #2") != std::string::npos);
   }
 }
 
@@ -416,8 +417,10 @@ TEST_CASE("inputs: JSON file and NAME=FILE.npy mixed") {
   std::string json = dir / "data.json";
   write_file(json, R"({"n": [1, 2, 3]})");
   std::string npy = dir / "a.npy";
-  write_file(npy, encode_npy(DType::F64, {3, 2}, reinterpret_cast<const std::byte*>(
-                                                        std::vector<double>{1, 2, 3, 4, 5, 6}.data())));
+  write_file(
+      npy,
+      encode_npy(DType::F64, {3, 2},
+                 reinterpret_cast<const std::byte*>(std::vector<double>{1, 2, 3, 4, 5, 6}.data())));
   auto r = load({json, "A=" + npy}, {untyped("n"), untyped("A")});
   REQUIRE(r.ok());
   CHECK(r->batch == 3);
@@ -435,7 +438,8 @@ TEST_CASE("inputs: JSON file and NAME=FILE.npy mixed") {
 
 TEST_CASE("inputs: .npy with a declared type converts as JSON does") {
   TempDir dir;
-  std::string i8 = dir / "i8.npy", f8 = dir / "f8.npy", f8bad = dir / "f8bad.npy", b1 = dir / "b1.npy";
+  std::string i8 = dir / "i8.npy", f8 = dir / "f8.npy", f8bad = dir / "f8bad.npy",
+              b1 = dir / "b1.npy";
   std::vector<int64_t> ints{1, -2, 3};
   std::vector<double> integral{4, 5}, frac{1, 2.5};
   uint8_t flags[2] = {1, 0};
@@ -461,8 +465,9 @@ TEST_CASE("inputs: .npy with a declared type converts as JSON does") {
   CHECK(eb.find("expected a number") != std::string::npos);
 
   auto shape = errors(load({"v=" + i8}, {typed("v", DType::I64, {3})}));
-  CHECK(shape.find(i8 + ": parameter 'v' (i64[3]): the array has shape (3,), expected (batch, 3)") !=
-        std::string::npos);
+  CHECK(
+      shape.find(i8 + ": parameter 'v' (i64[3]): the array has shape (3,), expected (batch, 3)") !=
+      std::string::npos);
 }
 
 TEST_CASE("inputs: a 0-d .npy is one thread") {
@@ -505,7 +510,7 @@ TEST_CASE("npy: every dtype round-trips through our writer and reader") {
     CAPTURE(dtype_name(dtype));
     std::string file = encode_npy(dtype, {2, 3}, reinterpret_cast<const std::byte*>(data.data()));
     CHECK((file.size() - data.size()) % 64 == 0);  // data aligned to 64 bytes
-    CHECK(file[6] == 1);                    // version 1.0
+    CHECK(file[6] == 1);                           // version 1.0
     auto r = parse_npy(file, "t.npy");
     REQUIRE(r.ok());
     CHECK(r->dtype == dtype);
@@ -515,7 +520,9 @@ TEST_CASE("npy: every dtype round-trips through our writer and reader") {
 }
 
 TEST_CASE("npy: header shapes") {
-  auto zero_d = parse_npy(encode_npy(DType::I64, {}, reinterpret_cast<const std::byte*>(bytes_of<int64_t>({7}).data())), "z");
+  auto zero_d = parse_npy(
+      encode_npy(DType::I64, {}, reinterpret_cast<const std::byte*>(bytes_of<int64_t>({7}).data())),
+      "z");
   REQUIRE(zero_d.ok());
   CHECK(zero_d->shape.empty());
   Array a = npy_to_array(zero_d.take());
@@ -527,7 +534,8 @@ TEST_CASE("npy: header shapes") {
   CHECK(empty->shape == Shape{0, 4});
   CHECK(npy_to_array(empty.take()).batch == 0);
 
-  std::string one = encode_npy(DType::F32, {3}, reinterpret_cast<const std::byte*>(bytes_of<float>({1, 2, 3}).data()));
+  std::string one = encode_npy(
+      DType::F32, {3}, reinterpret_cast<const std::byte*>(bytes_of<float>({1, 2, 3}).data()));
   CHECK(one.find("'shape': (3,)") != std::string::npos);
   CHECK(one.find("'descr': '<f4'") != std::string::npos);
 }
@@ -535,14 +543,17 @@ TEST_CASE("npy: header shapes") {
 TEST_CASE("npy: versions 2.0 and 3.0, and Python-2 style headers") {
   std::string data = bytes_of<double>({1.5, 2.5});
   for (int major : {2, 3}) {
-    auto r = parse_npy(raw_npy(major, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", data), "v");
+    auto r = parse_npy(
+        raw_npy(major, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", data), "v");
     REQUIRE(r.ok());
     CHECK(r->shape == Shape{2});
   }
-  auto py2 = parse_npy(raw_npy(1, "{'descr': '<f8', 'shape': (2L,), 'fortran_order': False}", data), "v");
+  auto py2 =
+      parse_npy(raw_npy(1, "{'descr': '<f8', 'shape': (2L,), 'fortran_order': False}", data), "v");
   REQUIRE(py2.ok());
   CHECK(py2->shape == Shape{2});
-  auto dq = parse_npy(raw_npy(1, "{\"descr\": \"<f8\", \"fortran_order\": False, \"shape\": (1, 2)}", data), "v");
+  auto dq = parse_npy(
+      raw_npy(1, "{\"descr\": \"<f8\", \"fortran_order\": False, \"shape\": (1, 2)}", data), "v");
   CHECK(dq.ok());
 }
 
@@ -565,8 +576,10 @@ TEST_CASE("npy: malformed files are errors that say what is wrong") {
   CHECK(err("").find("a.npy: not a .npy file") != std::string::npos);
   CHECK(err("PK\x03\x04garbage").find("not a .npy file") != std::string::npos);
   CHECK(err(std::string("\x93NUMPY", 6)).find("truncated .npy header") != std::string::npos);
-  CHECK(err(std::string("\x93NUMPY\x01\x00\x05", 9)).find("truncated .npy header") != std::string::npos);
-  CHECK(err(std::string("\x93NUMPY\x01\x00\xff\x00{", 11)).find("truncated .npy header") != std::string::npos);
+  CHECK(err(std::string("\x93NUMPY\x01\x00\x05", 9)).find("truncated .npy header") !=
+        std::string::npos);
+  CHECK(err(std::string("\x93NUMPY\x01\x00\xff\x00{", 11)).find("truncated .npy header") !=
+        std::string::npos);
 
   std::string v4 = raw_npy(1, good_dict, data);
   v4[6] = 4;
@@ -586,21 +599,28 @@ TEST_CASE("npy: malformed files are errors that say what is wrong") {
             .find("unexpected key 'x'") != std::string::npos);
   CHECK(err(raw_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (-2,), }", data))
             .find("shape must be a tuple of non-negative integers") != std::string::npos);
-  CHECK(err(raw_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,), }", data))
-            .find("malformed") != std::string::npos);
+  CHECK(
+      err(raw_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,), }",
+                  data))
+          .find("malformed") != std::string::npos);
   CHECK(err(raw_npy(1, "not a dict", data)).find("malformed .npy header") != std::string::npos);
   CHECK(err(raw_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", data))
-            .find("truncated data: shape [3] needs 24 bytes, the file has 16") != std::string::npos);
+            .find("truncated data: shape [3] needs 24 bytes, the file has 16") !=
+        std::string::npos);
   CHECK(err(raw_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", data))
             .find("unexpected 8 bytes after the data") != std::string::npos);
   // A shape whose element count overflows 64 bits must not wrap around.
-  CHECK(err(raw_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }", data))
-            .find("truncated data") != std::string::npos);
+  CHECK(
+      err(raw_npy(
+              1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }",
+              data))
+          .find("truncated data") != std::string::npos);
 }
 
 TEST_CASE("npy: every truncation and every corrupted header byte is handled") {
-  std::string file = encode_npy(DType::I32, {2, 2}, reinterpret_cast<const std::byte*>(
-                                                          bytes_of<int32_t>({1, 2, 3, 4}).data()));
+  std::string file =
+      encode_npy(DType::I32, {2, 2},
+                 reinterpret_cast<const std::byte*>(bytes_of<int32_t>({1, 2, 3, 4}).data()));
   for (size_t n = 0; n < file.size(); ++n) CHECK_FALSE(parse_npy(file.substr(0, n), "t").ok());
   for (size_t at = 0; at < 64; ++at) {
     for (int bits : {0x01, 0x80, 0xff}) {
@@ -613,7 +633,9 @@ TEST_CASE("npy: every truncation and every corrupted header byte is handled") {
 }
 
 TEST_CASE("npy: bool bytes are normalised to 0 and 1") {
-  auto r = parse_npy(raw_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x00\x02\xff", 3)), "b");
+  auto r = parse_npy(raw_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
+                             std::string("\x00\x02\xff", 3)),
+                     "b");
   REQUIRE(r.ok());
   const auto* b = reinterpret_cast<const uint8_t*>(r->data.data());
   CHECK((b[0] == 0 && b[1] == 1 && b[2] == 1));
@@ -628,10 +650,12 @@ TEST_CASE("outputs: the SPEC example") {
 }
 
 TEST_CASE("outputs: number formats") {
-  Array f64 = make_array(DType::F64, {}, 8,
-                         bytes_of<double>({0.1, 1.0, -0.0, 1e30, 1.0 / 3, NAN, INFINITY, -INFINITY}));
-  CHECK(render_outputs_json({f64}, 8) ==
-        R"({"outputs": [[0.1, 1.0, -0.0, 1e+30, 0.3333333333333333, "NaN", "Infinity", "-Infinity"]]})");
+  Array f64 =
+      make_array(DType::F64, {}, 8,
+                 bytes_of<double>({0.1, 1.0, -0.0, 1e30, 1.0 / 3, NAN, INFINITY, -INFINITY}));
+  CHECK(
+      render_outputs_json({f64}, 8) ==
+      R"({"outputs": [[0.1, 1.0, -0.0, 1e+30, 0.3333333333333333, "NaN", "Infinity", "-Infinity"]]})");
   Array f32 = make_array(DType::F32, {}, 4, bytes_of<float>({0.1f, 1.0f / 3, 16777216.0f, NAN}));
   CHECK(render_outputs_json({f32}, 4) == R"({"outputs": [[0.1, 0.33333334, 16777216.0, "NaN"]]})");
   Array i32 = make_array(DType::I32, {}, 2, bytes_of<int32_t>({INT32_MIN, 7}));
@@ -723,7 +747,8 @@ TEST_CASE("outputs: a .npy file holds exactly one result") {
   Array a = make_array(DType::I64, {}, 1, bytes_of<int64_t>({1}));
   std::ostringstream out;
   auto e = errors(write_outputs({a, a}, 1, *parse_output_target(dir / "r.npy"), nullptr, out));
-  CHECK(e.find("a .npy file holds exactly one result, but the entry returns 2") != std::string::npos);
+  CHECK(e.find("a .npy file holds exactly one result, but the entry returns 2") !=
+        std::string::npos);
   CHECK(dir.entries().empty());
 }
 
@@ -752,19 +777,22 @@ TEST_CASE("outputs: a failing write leaves nothing behind") {
   }
   SUBCASE("one file of a directory cannot be written: none is") {
     fs::create_directories(dir / "d/out1.npy");
-    auto e = errors(write_outputs({big, big}, big.batch, *parse_output_target(dir / "d/"), nullptr, out));
+    auto e = errors(
+        write_outputs({big, big}, big.batch, *parse_output_target(dir / "d/"), nullptr, out));
     CHECK(e.find("out1.npy") != std::string::npos);
     CHECK_FALSE(fs::exists(dir / "d/out0.npy"));
     CHECK(std::distance(fs::directory_iterator(dir / "d"), fs::directory_iterator{}) == 1);
   }
   SUBCASE("the target directory does not exist") {
-    auto e = errors(write_outputs({big}, big.batch, *parse_output_target(dir / "nope/r.json"), nullptr, out));
+    auto e = errors(
+        write_outputs({big}, big.batch, *parse_output_target(dir / "nope/r.json"), nullptr, out));
     CHECK(e.find("nope/r.json") != std::string::npos);
     CHECK(dir.entries().empty());
   }
   SUBCASE("the output directory is a file") {
     write_file(dir / "f", "x");
-    auto e = errors(write_outputs({big}, big.batch, *parse_output_target(dir / "f/"), nullptr, out));
+    auto e =
+        errors(write_outputs({big}, big.batch, *parse_output_target(dir / "f/"), nullptr, out));
     CHECK(e.find("cannot create the directory") != std::string::npos);
   }
 }
