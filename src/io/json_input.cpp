@@ -200,8 +200,12 @@ Result<Array> json_to_array(const ojson& value, const std::optional<TensorType>&
   if (declared) {
     if (!value.is_array() && declared->shape.empty()) {
       shape = {};
+    } else if (!value.is_array()) {
+      return io_error(where + param + " is " + kind_name(value) + ", but a value of shape " +
+                      shape_str(declared->shape) +
+                      " is a list with the batch first: [[...]] for one thread");
     } else {
-      shape = {value.is_array() ? static_cast<int64_t>(value.size()) : 1};
+      shape = {static_cast<int64_t>(value.size())};
       shape.insert(shape.end(), declared->shape.begin(), declared->shape.end());
     }
   } else {
