@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -47,9 +48,11 @@ class Loader {
     if (is_inline_json(arg)) {
       std::string origin =
           inline_count > 1 ? "inline JSON #" + std::to_string(inline_number_++) : "inline JSON";
+      given_.push_back(origin);
       load_json_text(arg, origin);
       return;
     }
+    given_.push_back(arg);
     size_t eq = arg.find('=');
     if (eq != std::string::npos && is_identifier(std::string_view(arg).substr(0, eq))) {
       load_npy(arg.substr(0, eq), arg.substr(eq + 1));
@@ -67,9 +70,8 @@ class Loader {
       // "missing" would only repeat the error already reported.
       if (values_[k] || is_tuple(k) || unreadable_source_ || suggested_.count(params_[k].name))
         continue;
-      std::string given = input_args.empty()
-                              ? "no --inputs were given"
-                              : "inputs given: " + join(described_args(input_args), ", ");
+      std::string given =
+          input_args.empty() ? "no --inputs were given" : "inputs given: " + join(given_, ", ");
       error("missing input for parameter '" + params_[k].name + "' (" + given + ")");
     }
     if (batch_flag && *batch_flag < 1)
@@ -116,20 +118,12 @@ class Loader {
   void error(std::string message) { diags_.error(SourceLoc{}, std::move(message)); }
   void take(const Diagnostics& d) { diags_.append(d); }
 
-  std::vector<std::string> described_args(const std::vector<std::string>& args) const {
-    std::vector<std::string> out;
-    int inline_seen = 0;
-    for (const auto& a : args) {
-      if (is_inline_json(a))
-        out.push_back(++inline_seen > 1 ? "inline JSON #" + std::to_string(inline_seen)
-                                        : "inline JSON");
-      else
-        out.push_back(a);
-    }
-    return out;
-  }
-
   std::optional<std::string> read_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      error(path + ": cannot read the inputs file: it is a directory");
+      return std::nullopt;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       error(path + ": cannot read the inputs file: " + std::strerror(errno));
@@ -282,6 +276,7 @@ class Loader {
   std::vector<std::optional<Array>> values_;
   std::vector<std::string> origins_;
   Diagnostics diags_;
+  std::vector<std::string> given_;  // every --inputs, as messages name it
   int inline_number_ = 1;
   bool unreadable_source_ = false;
   std::set<std::string> suggested_;

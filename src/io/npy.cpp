@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -228,6 +229,9 @@ Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
 }
 
 Result<NpyArray> read_npy_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return io_error(path + ": cannot open the file: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) return io_error(path + ": cannot open the file: " + std::strerror(errno));
   std::ostringstream ss;

@@ -394,6 +394,11 @@ TEST_CASE("inputs: a missing file is named") {
   auto e = errors(load({"/nonexistent/data.json"}, {untyped("n")}));
   CHECK(e.find("/nonexistent/data.json: cannot read the inputs file") != std::string::npos);
   // NAME=PATH only when NAME is an identifier; otherwise a JSON file path.
+  TempDir dir;
+  auto d = errors(load({dir.path.string()}, {untyped("n")}));
+  CHECK(d.find(": cannot read the inputs file: it is a directory") != std::string::npos);
+  auto dn = errors(load({"n=" + dir.path.string()}, {untyped("n")}));
+  CHECK(dn.find(": cannot open the file: it is a directory") != std::string::npos);
   auto e2 = errors(load({"1a=b.npy"}, {untyped("n")}));
   CHECK(e2.find("1a=b.npy: cannot read the inputs file") != std::string::npos);
 }
