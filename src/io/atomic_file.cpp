@@ -1,0 +1,86 @@
+#include "io/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "io/io_error.h"
+
+namespace ab {
+
+namespace {
+
+std::string temp_path_for(const std::string& target) {
+  static std::atomic<unsigned> counter{0};
+  std::filesystem::path p(target);
+  std::string name = "." + p.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(counter++);
+  return (p.parent_path() / name).string();
+}
+
+// Writes `contents` to a new file at `path`; returns errno text on failure
+// (the caller removes the file).
+std::optional<std::string> write_new_file(const std::string& path, const std::string& contents) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) return std::strerror(errno);
+  const char* p = contents.data();
+  size_t left = contents.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string why = std::strerror(errno);
+      ::close(fd);
+      return why;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  // Flush to disk before the rename makes the file visible under its name.
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    return why;
+  }
+  if (::close(fd) != 0) return std::strerror(errno);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> write_files_atomically(const std::vector<PendingFile>& files) {
+  std::vector<std::string> temps;
+  auto remove_temps = [&] {
+    for (const auto& t : temps) ::unlink(t.c_str());
+  };
+  for (const auto& f : files) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(f.path, ec)) {
+      remove_temps();
+      return io_error("cannot write '" + f.path + "': it is a directory");
+    }
+    temps.push_back(temp_path_for(f.path));
+    if (auto why = write_new_file(temps.back(), f.contents)) {
+      remove_temps();
+      return io_error("cannot write '" + f.path + "': " + *why);
+    }
+  }
+  std::vector<std::string> written;
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (std::rename(temps[k].c_str(), files[k].path.c_str()) != 0) {
+      std::string why = std::strerror(errno);
+      for (size_t j = k; j < temps.size(); ++j) ::unlink(temps[j].c_str());
+      for (const auto& w : written) ::unlink(w.c_str());
+      return io_error("cannot write '" + files[k].path + "': " + why);
+    }
+    written.push_back(files[k].path);
+  }
+  return written;
+}
+
+}  // namespace ab

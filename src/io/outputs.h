@@ -1,0 +1,45 @@
+// The results of a run, as JSON ({"outputs": [R1, R2, ...]}) or as .npy
+// files, on stdout or in files written whole or not at all (SPEC section 3).
+// Results are the entry's result leaves in order; each has batch `batch`, or
+// 1 when it is shared by all threads (then it is repeated: sharing is
+// invisible in the outputs).
+#pragma once
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "support/result.h"
+#include "vm/array.h"
+
+namespace ab {
+
+// Where --output sends the results.
+struct OutputTarget {
+  enum class Kind { Stdout, JsonFile, NpyFile, Directory };
+  Kind kind = Kind::Stdout;
+  std::string path;  // empty for Stdout; for Directory, without the trailing '/'
+};
+
+// Classifies an --output value: "" or "-" is stdout, "X.json" a JSON file,
+// "X.npy" one .npy file, "X/" a directory of out0.npy, out1.npy, ...
+// Anything else is an error (the message explains the forms), so the CLI
+// can reject a bad --output before running the program.
+Result<OutputTarget> parse_output_target(const std::string& arg);
+
+// {"outputs": [...]} and, after it, the members of `extra` if it is an
+// object (the VM adds "stats"). One line, no trailing newline.
+std::string render_outputs_json(const std::vector<Array>& results, int64_t batch,
+                                const nlohmann::json& extra = nullptr);
+
+// Writes the results to `target`. Stdout and JSON files get the rendered
+// JSON and a newline. A .npy file needs exactly one result. A directory is
+// created if missing and gets out<i>.npy per result; for .npy targets, the
+// members of `extra` (if any) are printed to `out` as a JSON object so that
+// --stats still shows. Returns the paths of the files written.
+Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results, int64_t batch,
+                                               const OutputTarget& target,
+                                               const nlohmann::json& extra = nullptr,
+                                               std::ostream& out = std::cout);
+
+}  // namespace ab
