@@ -7,7 +7,10 @@
 #include "ir/printer.h"
 #include "parse/parser.h"
 #include "passes/pipeline.h"
+#include "io/inputs.h"
+#include "io/outputs.h"
 #include "passes/type_inference.h"
+#include "vm/reference.h"
 #include "support/strings.h"
 
 namespace ab::cli {
@@ -27,6 +30,14 @@ int cmd_fmt(const Options& opt) {
   if (!m) return report(m.diags());
   std::cout << print_module(*m);
   return kOk;
+}
+
+// The entry's inputs from every --inputs (and --batch), typed by the
+// entry's annotations where it has them.
+Result<InputSet> load_entry_inputs(const Function& entry, const Options& opt) {
+  std::vector<ParamSpec> specs;
+  for (const auto& p : entry.params) specs.push_back({p.name.name, p.type});
+  return load_inputs(opt.inputs, specs, opt.batch);
 }
 
 std::string type_or_unknown(const std::optional<Type>& t) { return t ? t->str() : std::string("?"); }
@@ -110,6 +121,36 @@ int not_built(const char* what, const char* issue) {
   return kUsageError;
 }
 
+int cmd_run(const Options& opt) {
+  Result<OutputTarget> target = parse_output_target(opt.output);
+  if (!target) return report(target.diags());
+  Result<Module> m = load_and_verify(opt.program);
+  if (!m) return report(m.diags());
+  if (m->program) return not_built("run on a lowered program", "issue 4, the compiler passes");
+  Diagnostics d(m->source);
+  const Function* entry = find_entry(*m, opt.entry, d);
+  if (!entry) return report(d);
+  Result<InputSet> inputs = load_entry_inputs(*entry, opt);
+  if (!inputs) return report(inputs.diags());
+  std::vector<std::optional<Type>> params;
+  for (const auto& a : inputs->values) params.push_back(Type{false, a.type, {}});
+  TypeInfo types = infer_types(*m, entry->name.name, params, d);
+  if (d.has_errors()) return report(d);
+  if (opt.vm != "reference")
+    std::cerr << "autobatch: note: the " << opt.vm << " VM is not built yet (issue 5); running the reference interpreter, which gives the same outputs\n";
+  RunOptions ro;
+  ro.max_stack_depth = opt.max_stack_depth;
+  ro.max_steps = opt.max_steps;
+  RunResult r = run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, ro);
+  if (r.error) {
+    std::cerr << render_runtime_error(m->source.get(), *r.error);
+    return kRuntimeError;
+  }
+  Result<std::vector<std::string>> written = write_outputs(r.outputs, inputs->batch, *target);
+  if (!written) return report(written.diags());
+  return kOk;
+}
+
 }  // namespace
 
 void register_commands(CLI::App& app, Options& opt) {
@@ -162,7 +203,7 @@ int dispatch(CLI::App& app, const Options& opt) {
   if (app.got_subcommand("fmt")) return cmd_fmt(opt);
   if (app.got_subcommand("check")) return cmd_check(opt);
   if (app.got_subcommand("ops")) return cmd_ops();
-  if (app.got_subcommand("run")) return not_built("run", "issue 3, the reference interpreter");
+  if (app.got_subcommand("run")) return cmd_run(opt);
   if (app.got_subcommand("lower")) {
     if (!opt.print_after.empty() && !find_pass(opt.print_after)) {
       std::cerr << "autobatch: error: unknown pass '" << opt.print_after << "'" << did_you_mean(opt.print_after, [] {
@@ -174,7 +215,6 @@ int dispatch(CLI::App& app, const Options& opt) {
     }
     return not_built("lower", "issue 4, the compiler passes");
   }
-  (void)kRuntimeError;
   return kUsageError;
 }
 

@@ -54,22 +54,22 @@ const char* kind_name(const ojson& v) {
   }
 }
 
-// A JSON leaf as a Scalar, or nullopt if it is not an element at all.
-std::optional<Scalar> leaf_scalar(const ojson& v) {
+// A JSON leaf as a InputScalar, or nullopt if it is not an element at all.
+std::optional<InputScalar> leaf_scalar(const ojson& v) {
   switch (v.type()) {
     case ojson::value_t::boolean:
-      return Scalar::of_bool(v.get<bool>());
+      return InputScalar::of_bool(v.get<bool>());
     case ojson::value_t::number_integer:
-      return Scalar::of_int(v.get<int64_t>());
+      return InputScalar::of_int(v.get<int64_t>());
     case ojson::value_t::number_unsigned:
-      return Scalar::of_uint(v.get<uint64_t>());
+      return InputScalar::of_uint(v.get<uint64_t>());
     case ojson::value_t::number_float:
-      return Scalar::of_float(v.get<double>());
+      return InputScalar::of_float(v.get<double>());
     case ojson::value_t::string: {
       const auto& s = v.get_ref<const std::string&>();
-      if (s == "NaN") return Scalar::of_float(std::numeric_limits<double>::quiet_NaN());
-      if (s == "Infinity") return Scalar::of_float(std::numeric_limits<double>::infinity());
-      if (s == "-Infinity") return Scalar::of_float(-std::numeric_limits<double>::infinity());
+      if (s == "NaN") return InputScalar::of_float(std::numeric_limits<double>::quiet_NaN());
+      if (s == "Infinity") return InputScalar::of_float(std::numeric_limits<double>::infinity());
+      if (s == "-Infinity") return InputScalar::of_float(-std::numeric_limits<double>::infinity());
       return std::nullopt;
     }
     default:
@@ -82,7 +82,7 @@ std::optional<Scalar> leaf_scalar(const ojson& v) {
 class Walker {
  public:
   Walker(const Shape& shape, bool declared) : shape_(shape), declared_(declared) {}
-  std::vector<Scalar> leaves;
+  std::vector<InputScalar> leaves;
 
   std::optional<std::string> walk(const ojson& v, size_t dim, std::string& path) {
     if (dim == shape_.size()) {
@@ -138,12 +138,12 @@ Shape nesting_shape(const ojson& v) {
   return s;
 }
 
-std::optional<DType> infer_dtype(const std::vector<Scalar>& leaves, std::string& why) {
+std::optional<DType> infer_dtype(const std::vector<InputScalar>& leaves, std::string& why) {
   bool any_bool = false, any_number = false, any_float = false;
   for (const auto& s : leaves) {
-    any_bool |= s.kind == Scalar::Kind::Bool;
-    any_number |= s.kind != Scalar::Kind::Bool;
-    any_float |= s.kind == Scalar::Kind::Float;
+    any_bool |= s.kind == InputScalar::Kind::Bool;
+    any_number |= s.kind != InputScalar::Kind::Bool;
+    any_float |= s.kind == InputScalar::Kind::Float;
   }
   if (any_bool && any_number) {
     why = "mixes booleans and numbers";

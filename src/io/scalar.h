@@ -11,7 +11,7 @@
 
 namespace ab {
 
-struct Scalar {
+struct InputScalar {
   enum class Kind : uint8_t { Bool, Int, UInt, Float };
   Kind kind = Kind::Int;
   bool b = false;
@@ -19,26 +19,26 @@ struct Scalar {
   uint64_t u = 0;  // Kind::UInt: JSON integers above INT64_MAX
   double f = 0;    // Kind::Float
 
-  static Scalar of_bool(bool v) {
-    Scalar s;
+  static InputScalar of_bool(bool v) {
+    InputScalar s;
     s.kind = Kind::Bool;
     s.b = v;
     return s;
   }
-  static Scalar of_int(int64_t v) {
-    Scalar s;
+  static InputScalar of_int(int64_t v) {
+    InputScalar s;
     s.kind = Kind::Int;
     s.i = v;
     return s;
   }
-  static Scalar of_uint(uint64_t v) {
-    Scalar s;
+  static InputScalar of_uint(uint64_t v) {
+    InputScalar s;
     s.kind = Kind::UInt;
     s.u = v;
     return s;
   }
-  static Scalar of_float(double v) {
-    Scalar s;
+  static InputScalar of_float(double v) {
+    InputScalar s;
     s.kind = Kind::Float;
     s.f = v;
     return s;
@@ -46,16 +46,16 @@ struct Scalar {
 };
 
 // The value as a user wrote it: "true", "3", "2.5", "NaN".
-std::string scalar_str(const Scalar& s);
+std::string input_scalar_str(const InputScalar& s);
 
 // Converts `s` to `dtype` and stores it at `dst` (dtype_size(dtype) bytes).
 // Returns why not when the value does not fit: booleans and numbers never
 // convert into each other; an integer dtype needs an integral, finite,
 // in-range value; f32 needs a value within float's range.
-std::optional<std::string> store_scalar(const Scalar& s, DType dtype, void* dst);
+std::optional<std::string> store_scalar(const InputScalar& s, DType dtype, void* dst);
 
-// Element `index` of a contiguous buffer of `dtype`, as a Scalar.
-Scalar load_scalar(DType dtype, const std::byte* data, int64_t index);
+// Element `index` of a contiguous buffer of `dtype`, as a InputScalar.
+InputScalar load_scalar(DType dtype, const std::byte* data, int64_t index);
 
 // "[2][0]": the position of flat element `index` in an array of `shape`.
 std::string index_str(const Shape& shape, int64_t index);

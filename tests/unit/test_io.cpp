@@ -820,18 +820,18 @@ TEST_CASE("scalar: store_scalar edges") {
   int64_t i64 = 0;
   int32_t i32 = 0;
   float f = 0;
-  CHECK_FALSE(store_scalar(Scalar::of_float(-9223372036854775808.0), DType::I64, &i64));
+  CHECK_FALSE(store_scalar(InputScalar::of_float(-9223372036854775808.0), DType::I64, &i64));
   CHECK(i64 == INT64_MIN);
-  CHECK(store_scalar(Scalar::of_float(9223372036854775808.0), DType::I64, &i64));
-  CHECK(store_scalar(Scalar::of_float(INFINITY), DType::I64, &i64));
-  CHECK_FALSE(store_scalar(Scalar::of_float(-2147483648.0), DType::I32, &i32));
-  CHECK(store_scalar(Scalar::of_float(2147483648.0), DType::I32, &i32));
-  CHECK(store_scalar(Scalar::of_uint(9223372036854775808ull), DType::I64, &i64));
-  CHECK_FALSE(store_scalar(Scalar::of_float(-1e39), DType::F32, &f) == std::nullopt);
-  CHECK(store_scalar(Scalar::of_float(3.4028235677973366e38), DType::F32, &f));  // rounds to inf
-  CHECK_FALSE(store_scalar(Scalar::of_float(3.4028235677973362e38), DType::F32, &f));
+  CHECK(store_scalar(InputScalar::of_float(9223372036854775808.0), DType::I64, &i64));
+  CHECK(store_scalar(InputScalar::of_float(INFINITY), DType::I64, &i64));
+  CHECK_FALSE(store_scalar(InputScalar::of_float(-2147483648.0), DType::I32, &i32));
+  CHECK(store_scalar(InputScalar::of_float(2147483648.0), DType::I32, &i32));
+  CHECK(store_scalar(InputScalar::of_uint(9223372036854775808ull), DType::I64, &i64));
+  CHECK_FALSE(store_scalar(InputScalar::of_float(-1e39), DType::F32, &f) == std::nullopt);
+  CHECK(store_scalar(InputScalar::of_float(3.4028235677973366e38), DType::F32, &f));  // rounds to inf
+  CHECK_FALSE(store_scalar(InputScalar::of_float(3.4028235677973362e38), DType::F32, &f));
   CHECK(f == FLT_MAX);
-  CHECK_FALSE(store_scalar(Scalar::of_float(-INFINITY), DType::F32, &f));
+  CHECK_FALSE(store_scalar(InputScalar::of_float(-INFINITY), DType::F32, &f));
   CHECK(f == -INFINITY);
   CHECK(index_str({2, 3}, 5) == "[1][2]");
 }
