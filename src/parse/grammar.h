@@ -92,11 +92,17 @@ struct type_elem : type {};
 
 // ---- function headers --------------------------------------------------------
 struct colon_type : p::seq<sp, p::one<':'>, sp, p::must<type_elem>> {};
+// `x = ...`, `f(x: ...)` and the like where x is a reserved word: say so
+// instead of giving a vague syntax error.
+struct reserved_probe : p::seq<reserved, sp, p::one<'=', ',', ':', ')'>> {};
+struct reserved_name : reserved_probe {};  // only raised, never tried
+struct reserved_here : p::seq<p::at<reserved_probe>, p::raise<reserved_name>> {};
 struct param : p::seq<name, p::opt<colon_type>> {};
 struct param_next : param {};
 struct params_close : p::one<')'> {};
 struct params
-    : p::seq<p::one<'('>, ws, p::opt<param, p::star<ws, p::one<','>, ws, p::must<param_next>>>, ws,
+    : p::seq<p::one<'('>, ws, p::opt<reserved_here>,
+             p::opt<param, p::star<ws, p::one<','>, ws, p::opt<reserved_here>, p::must<param_next>>>, ws,
              p::must<params_close>> {};
 struct results_paren
     : p::seq<p::one<'('>, ws, p::opt<type, p::star<ws, p::one<','>, ws, p::must<type_elem>>>, ws,
@@ -153,12 +159,8 @@ struct terminator
 
 // ---- bodies ----------------------------------------------------------------------
 struct label_def : p::seq<name, sp, p::one<':'>> {};
-// `x = ...` where x is a reserved word: report it instead of a vague syntax error.
-struct reserved_probe : p::seq<reserved, sp, p::sor<p::one<'='>, p::one<','>>> {};
-struct reserved_name : reserved_probe {};  // only raised, never tried
 struct line_content
-    : p::sor<p::seq<p::at<reserved_probe>, p::raise<reserved_name>>, terminator, instr_pop, label_def,
-             instr_call, instr_assign> {};
+    : p::sor<reserved_here, terminator, instr_pop, label_def, instr_call, instr_assign> {};
 struct line_tail : p::seq<sp, p::opt<comment>, p::sor<p::eol, p::eof, p::at<p::one<'}'>>>> {};
 struct blank_line : p::seq<sp, p::opt<comment>, p::eol> {};
 struct content_line : p::seq<sp, line_content, p::must<line_tail>> {};

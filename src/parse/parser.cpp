@@ -302,7 +302,7 @@ class Builder {
     bool open = false;
     for (const auto& c : body.children) {
       if (c->is_type<g::label_def>()) {
-        if (open)
+        if (open && out.back().label.name != "<unlabelled>")
           diags_.error(loc_of(*c), "block '" + out.back().label.name + "' does not end with a terminator (branch, goto or return) before label '" + c->children[0]->string() + "'");
         Block b;
         b.label = name_ref(*c->children[0]);
@@ -313,7 +313,8 @@ class Builder {
           diags_.error(loc_of(*c), "expected a label to start the first block of '" + owner + "'");
         else
           diags_.error(loc_of(*c), "this follows the terminator of block '" + out.back().label.name + "'; start a new block with a label");
-        // Keep going so later errors are reported too.
+        // Keep going so later errors are reported too; the block made up
+        // here to hold the stray line reports nothing of its own.
         Block b;
         b.label.name = "<unlabelled>";
         b.label.loc = loc_of(*c);
@@ -332,7 +333,7 @@ class Builder {
         out.back().instrs.push_back(instr(*c));
       }
     }
-    if (open)
+    if (open && out.back().label.name != "<unlabelled>")
       diags_.error(out.back().label.loc, "block '" + out.back().label.name + "' does not end with a terminator (branch, goto or return)");
     if (out.empty()) diags_.error(loc_of(body), "'" + owner + "' has no blocks");
     return out;
@@ -413,7 +414,8 @@ Result<Module> parse_module(SourceRef source) {
     std::string msg(e.message());
     // The generic PEGTL message names internal rules; make it readable.
     if (msg.rfind("parse error matching", 0) == 0) msg = "syntax error";
-    diags.error(loc, "syntax error: " + msg);
+    bool at_end = pos.byte >= source->text().size();
+    diags.error(loc, std::string("syntax error: ") + (at_end ? "unexpected end of file: " : "") + msg);
     return diags;
   }
 }

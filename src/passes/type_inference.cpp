@@ -59,6 +59,7 @@ struct IType {
   Strength strength = Strength::Weak;
   Shape shape;
   std::vector<IType> elems;
+  bool tainted = false;  // follows from a reported conflict: further conflicts stay quiet
   bool known() const { return state == State::Known; }
   bool is_leaf() const { return known() && !is_tuple; }
   bool operator==(const IType&) const = default;
@@ -138,8 +139,16 @@ bool join_dtype(DType& ad, Strength& as, DType bd, Strength bs) {
   return true;
 }
 
+bool any_taint(const IType& t) {
+  if (t.tainted) return true;
+  for (const auto& e : t.elems)
+    if (any_taint(e)) return true;
+  return false;
+}
+
 // a := a ⊔ b; false on a conflict (a is then unspecified).
 bool join(IType& a, const IType& b) {
+  a.tainted = a.tainted || b.tainted;
   if (b.state == IType::State::Unknown || a.state == IType::State::Error) return true;
   if (b.state == IType::State::Error) {
     a = b;
@@ -354,7 +363,10 @@ class Inference {
       if (t.state == IType::State::Unknown) return;
       IType before = nodes_[s.node];
       IType j = before;
-      if (!join(j, t)) j.state = IType::State::Error;
+      if (!join(j, t)) {
+        j = before;
+        j.tainted = true;
+      }
       if (j != before) {
         nodes_[s.node] = j;
         changed_ = true;
@@ -363,11 +375,20 @@ class Inference {
       return;
     }
     if (!t.known() || !t.is_tuple || t.elems.size() != s.elems.size()) {
-      if (t.state == IType::State::Error)
-        for (const auto& e : s.elems) write(e, t, loc);
+      if (t.tainted)
+        for (const auto& e : s.elems) taint(e);
       return;
     }
     for (size_t i = 0; i < s.elems.size(); ++i) write(s.elems[i], t.elems[i], loc);
+  }
+
+  void taint(const Slot& s) {
+    if (s.is_tuple) {
+      for (const auto& e : s.elems) taint(e);
+    } else if (!nodes_[s.node].tainted) {
+      nodes_[s.node].tainted = true;
+      changed_ = true;
+    }
   }
 
   // Both places get the join of their types; `what` explains a conflict.
@@ -375,9 +396,10 @@ class Inference {
     IType ta = read(a), tb = read(b);
     IType j = ta;
     if (!join(j, tb)) {
-      error(loc, what(ta, tb));
-      j = IType{};
-      j.state = IType::State::Error;
+      if (!any_taint(ta) && !any_taint(tb)) error(loc, what(ta, tb));
+      taint(a);
+      taint(b);
+      return;
     }
     write(a, j, loc);
     write(b, j, loc);
@@ -388,9 +410,9 @@ class Inference {
     IType td = read(dest);
     IType j = td;
     if (!join(j, value)) {
-      error(loc, what(td, value));
-      j = IType{};
-      j.state = IType::State::Error;
+      if (!any_taint(td) && !any_taint(value)) error(loc, what(td, value));
+      taint(dest);
+      return;
     }
     write(dest, j, loc);
   }
@@ -426,7 +448,15 @@ class Inference {
     }
   }
 
-  static std::string var_or_value(const Operand& o) { return o.is_var ? "'" + o.name + "'" : "the literal"; }
+  static std::string var_or_value(const Operand& o) { return o.is_var ? "'" + o.name + "'" : "a literal"; }
+
+  // "; convert it with cast(n, dtype=f64)" for a variable; for bool, a comparison.
+  static std::string convert_hint(const std::string& quoted, const IType& t, DType want) {
+    if (t.strength == Strength::Weak || quoted.size() < 3 || quoted.front() != '\'') return "";
+    std::string n = quoted.substr(1, quoted.size() - 2);
+    if (want == DType::Bool) return "; compare it instead, e.g. ne(" + n + ", 0)";
+    return "; convert it with cast(" + n + ", dtype=" + dtype_name(want) + ")";
+  }
 
   void instr(size_t fi, const Instr& in, const std::vector<int>& ops) {
     const Function& f = m_.funcs[fi];
@@ -454,6 +484,8 @@ class Inference {
         bool discarded = in.out.is_tuple && in.out.elems.empty();
         if (!discarded && !results_[ci].empty()) {
           equate(pattern_slot(fi, in.out), results_slot(ci), in.loc, [&](const IType& a, const IType& r) {
+            if (in.out.is_tuple && r.known() && !r.is_tuple)
+              return "'" + callee->name.name + "' returns one value (" + describe(r) + "), but the pattern " + print_target(in.out) + " takes a tuple of " + std::to_string(in.out.elems.size());
             return "'" + callee->name.name + "' returns " + describe(r) + ", which does not fit " + print_target(in.out) + " of type " + describe(a);
           });
         }
@@ -490,36 +522,56 @@ class Inference {
     bool follows = false;
     for (const Group& g : groups_of(info->id)) {
       std::optional<std::pair<DType, Strength>> acc = g.extra;
-      bool conflict = false;
+      bool conflict = false, quiet = false;
       std::string first_desc = g.extra ? std::string(g.needs) : "";
-      auto add = [&](const IType& t, const std::string& desc) {
+      std::string first_name;
+      IType first_t;
+      auto add = [&](const IType& t, const std::string& name, bool is_dest) {
         if (!t.is_leaf() || conflict) return;
+        std::string desc = is_dest ? "the result " + name : name;
         if (!acc) {
           acc = {t.dtype, t.strength};
           first_desc = desc + " (" + describe(t) + ")";
+          first_name = name;
+          first_t = t;
           return;
         }
         DType d = acc->first;
         Strength s = acc->second;
-        if (!join_dtype(d, s, t.dtype, t.strength)) {
-          conflict = true;
-          std::string name = desc;
-          if (g.extra && !g.operands.empty())
-            error(in.callee.loc, "'" + in.callee.name + "' needs " + g.needs + ", but " + name + " is " + describe(t) + cast_hint(t, g.extra->first));
-          else
-            error(in.callee.loc, "operands of '" + in.callee.name + "' have different dtypes: " + first_desc + " and " + name + " (" + describe(t) + ")" + cast_hint(t, acc->first));
+        if (join_dtype(d, s, t.dtype, t.strength)) {
+          acc = {d, s};
           return;
         }
-        acc = {d, s};
+        conflict = true;
+        quiet = quiet || t.tainted || first_t.tainted;
+        if (quiet) return;
+        if (g.extra && first_name.empty()) {
+          error(in.callee.loc, "'" + in.callee.name + "' needs " + g.needs + ", but " + desc + " is " + describe(t) + convert_hint(name, t, g.extra->first));
+        } else if (t.strength == Strength::Weak || first_t.strength == Strength::Weak) {
+          // A literal next to a variable of a dtype it cannot take.
+          const IType& var = t.strength == Strength::Weak ? first_t : t;
+          const IType& lit = t.strength == Strength::Weak ? t : first_t;
+          const std::string& var_name = t.strength == Strength::Weak ? first_name : name;
+          error(in.callee.loc, "'" + in.callee.name + "' mixes " + var_name + " (" + describe(var) + ") with " + std::string(lit.dtype == DType::F64 ? "a float literal" : lit.dtype == DType::Bool ? "a bool literal" : "an integer literal") + convert_hint(var_name, var, lit.dtype));
+        } else if (is_dest) {
+          error(in.callee.loc, "'" + in.callee.name + "' gives " + describe(first_t) + " here, but the result " + name + " is " + describe(t) + " elsewhere (a variable has one type in its whole function; use a new name, or cast)");
+        } else {
+          // Suggest converting the integer side to the float side's dtype.
+          bool first_float = is_float(first_t.dtype) && !is_float(t.dtype);
+          const std::string& victim = first_float ? name : first_name;
+          DType to = first_float ? first_t.dtype : t.dtype;
+          const IType& vt = first_float ? t : first_t;
+          error(in.callee.loc, "operands of '" + in.callee.name + "' have different dtypes: " + first_desc + " and " + desc + " (" + describe(t) + ")" + convert_hint(victim, vt, to));
+        }
       };
       for (int o : g.operands)
-        if (o < static_cast<int>(ops.size())) add(nodes_[ops[o]], var_or_value(in.args[o]));
+        if (o < static_cast<int>(ops.size())) add(nodes_[ops[o]], var_or_value(in.args[o]), false);
       IType dest_t = read(dest);
-      if (g.with_dest) add(dest_t, print_target(in.out));
+      if (g.with_dest) add(dest_t, print_target(in.out), true);
       if (conflict) {
-        IType err;
-        err.state = IType::State::Error;
-        write(dest, err, in.loc);
+        taint(dest);
+        for (int o : g.operands)
+          if (o < static_cast<int>(ops.size())) taint(node_slot(ops[o]));
         return;
       }
       if (!acc) continue;
@@ -547,14 +599,10 @@ class Inference {
       return;
     }
     IType result = from_type(*r.type, follows ? result_strength : Strength::Strong);
+    for (int o : ops) result.tainted = result.tainted || any_taint(nodes_[o]);
     assign(dest, result, in.loc, [&](const IType& a, const IType& b) {
       return "'" + in.callee.name + "' gives " + describe(b) + " here, but " + print_target(in.out) + " is " + describe(a) + " elsewhere (a variable has one type in its whole function)";
     });
-  }
-
-  static std::string cast_hint(const IType& t, DType want) {
-    if (t.strength == Strength::Weak) return "";
-    return "; convert with cast(x, dtype=" + std::string(dtype_name(want)) + ")";
   }
 
   void terminator(size_t fi, const Terminator& t, const std::vector<int>& values) {
@@ -618,7 +666,8 @@ class Inference {
           for (const Pattern* l : leaves) defs.emplace(l->name, std::make_pair(l->loc, &in));
         }
       for (const auto& [var, def] : defs) {
-        if (nodes_[var_node(fi, var)].state != IType::State::Unknown) continue;
+        const IType& t = nodes_[var_node(fi, var)];
+        if (t.state != IType::State::Unknown || t.tainted) continue;
         std::string msg = "cannot determine the type of '" + var + "' in '" + name + "'";
         if (def.second && def.second->kind == InstrKind::Call)
           msg += ": it comes from '" + def.second->callee.name + "', whose results never get a type (does its recursion reach a base case?)";

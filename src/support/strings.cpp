@@ -27,7 +27,8 @@ std::string closest_match(std::string_view name, const std::vector<std::string>&
   std::string best;
   size_t best_d = SIZE_MAX;
   for (const auto& c : candidates) {
-    if (c == name || (short_name && c.size() <= name.size())) continue;
+    bool prefix = c.rfind(name, 0) == 0 || name.rfind(c, 0) == 0;
+    if (c == name || (short_name && !prefix)) continue;
     size_t d = edit_distance(name, c);
     if (d < best_d) best_d = d, best = c;
   }

@@ -193,7 +193,7 @@ TEST_CASE("syntax errors name the position and what was expected") {
   CHECK(parse_error("func f(x {\n").find("t.ab:1:10: error: syntax error: expected ',' or ')' after a parameter") != std::string::npos);
   CHECK(parse_error("func f() {\ne:\n  a = call g(sub(x, 1))\n  return\n}\n").find("t.ab:3:14: error: syntax error: arguments must be variables or literals") != std::string::npos);
   CHECK(parse_error("func f() {\ne:\n  a = add(x, 1\n  return\n}\n").find("t.ab:4:3: error: syntax error: expected ',' or ')' in argument list") != std::string::npos);
-  CHECK(parse_error("func f() {\ne:\n  a = 1\n").find("t.ab:4:1: error: syntax error: expected a label") != std::string::npos);
+  CHECK(parse_error("func f() {\ne:\n  a = 1\n").find("t.ab:4:1: error: syntax error: unexpected end of file: expected a label") != std::string::npos);
   CHECK(parse_error("func f() {\ne:\n  a = 1 2\n  return\n}\n").find("t.ab:3:9: error: syntax error: unexpected text") != std::string::npos);
   CHECK(parse_error("func f() {\ne:\n  return = 1\n  return\n}\n").find("t.ab:3:3: error: syntax error: a reserved word cannot be used as a name") != std::string::npos);
   CHECK(parse_error("func f(x: int) {\ne:\n  return\n}\n").find("t.ab:1:11: error: syntax error: expected a type") != std::string::npos);
