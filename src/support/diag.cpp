@@ -24,7 +24,8 @@ static const char* severity_name(Severity s) {
 }
 
 std::string render_diagnostic(const SourceFile* source, const Diagnostic& d) {
-  std::string out = source ? source->name() : std::string("<input>");
+  // Without a source file (input and flag errors), the tool names itself.
+  std::string out = source ? source->name() : std::string("autobatch");
   if (d.loc.known()) out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col);
   out += ": ";
   out += severity_name(d.severity);
