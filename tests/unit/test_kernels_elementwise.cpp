@@ -277,3 +277,23 @@ TEST_CASE("zero-size events and zero lanes") {
                                      shared(tt(DType::I64), std::vector<int64_t>{0})});
   CHECK(z.ok);
 }
+
+TEST_CASE("div and mod by a shared power of two (shift path) agree with the general path") {
+  std::vector<int64_t> a = {7, -7, 0, -1, 1, I64_MIN, I64_MAX, -8, 8, -9};
+  for (int64_t d : {int64_t(1), int64_t(2), int64_t(8), int64_t(1) << 62}) {
+    CAPTURE(d);
+    std::vector<int64_t> ds(a.size(), d);
+    auto fast_div = run(PrimId::Div, static_cast<int64_t>(a.size()), {dense(tt(DType::I64), a), shared(tt(DType::I64), std::vector<int64_t>{d})});
+    auto fast_mod = run(PrimId::Mod, static_cast<int64_t>(a.size()), {dense(tt(DType::I64), a), shared(tt(DType::I64), std::vector<int64_t>{d})});
+    CHECK(fast_div.out<int64_t>() == binary<int64_t>(PrimId::Div, DType::I64, a, ds));
+    CHECK(fast_mod.out<int64_t>() == binary<int64_t>(PrimId::Mod, DType::I64, a, ds));
+  }
+  std::vector<int32_t> a32 = {7, -7, I32_MIN, I32_MAX, -1};
+  auto d32 = run(PrimId::Div, 5, {dense(tt(DType::I32), a32), shared(tt(DType::I32), std::vector<int32_t>{4})});
+  CHECK(d32.out<int32_t>() == std::vector<int32_t>{1, -2, I32_MIN / 4, I32_MAX / 4, -1});
+  auto m32 = run(PrimId::Mod, 5, {gather(tt(DType::I32), a32, {4, 3, 2, 1, 0}), shared(tt(DType::I32), std::vector<int32_t>{4})});
+  CHECK(m32.out<int32_t>() == std::vector<int32_t>{3, 3, 0, 1, 3});
+  // negative powers of two and zero still take the general path
+  CHECK(run(PrimId::Div, 1, {dense(tt(DType::I64), std::vector<int64_t>{-7}), shared(tt(DType::I64), std::vector<int64_t>{-2})}).out<int64_t>()[0] == 3);
+  CHECK_FALSE(run(PrimId::Mod, 1, {dense(tt(DType::I64), std::vector<int64_t>{-7}), shared(tt(DType::I64), std::vector<int64_t>{0})}).ok);
+}
