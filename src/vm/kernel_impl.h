@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -112,7 +113,7 @@ struct Bcast {
 };
 // Builds the map for operand shape `in` into result shape `out`; a table, if
 // needed, goes into scratch `slot`.
-Bcast make_bcast(const Shape& in, const Shape& out, int slot);
+Bcast make_bcast(std::span<const int64_t> in, std::span<const int64_t> out, int slot);
 
 // ---- C++ types of dtypes ---------------------------------------------------
 

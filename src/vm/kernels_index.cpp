@@ -59,7 +59,7 @@ bool set_impl(const KernelCall& c, KernelError* err) {
   const int64_t E = vx.type->num_elements();
   const int64_t row = d ? E / d : 0;
   const int64_t Ev = vv.type->num_elements();
-  const Shape row_shape(vx.type->shape.begin() + 1, vx.type->shape.end());
+  const std::span<const int64_t> row_shape(vx.type->shape.data() + 1, vx.type->shape.size() - 1);
   const Bcast bv = make_bcast(vv.type->shape, row_shape, 0);
   for (int64_t j = 0; j < c.n; ++j) {
     I raw = load_index<I>(vi, j);

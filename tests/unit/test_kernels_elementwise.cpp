@@ -297,3 +297,32 @@ TEST_CASE("div and mod by a shared power of two (shift path) agree with the gene
   CHECK(run(PrimId::Div, 1, {dense(tt(DType::I64), std::vector<int64_t>{-7}), shared(tt(DType::I64), std::vector<int64_t>{-2})}).out<int64_t>()[0] == 3);
   CHECK_FALSE(run(PrimId::Mod, 1, {dense(tt(DType::I64), std::vector<int64_t>{-7}), shared(tt(DType::I64), std::vector<int64_t>{0})}).ok);
 }
+
+TEST_CASE("broadcasting of rank-3 and rank-2 events against an index-by-index reference") {
+  // a: [2,1,3], b: [4,1] -> [2,4,3]; two lanes, a gathered, b dense
+  std::vector<int64_t> a(2 * 6), b(2 * 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int64_t>(i * 10);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<int64_t>(i);
+  auto r = run(PrimId::Sub, 2, {gather(tt(DType::I64, {2, 1, 3}), a, {1, 0}), dense(tt(DType::I64, {4, 1}), b)});
+  REQUIRE(r.ok);
+  CHECK(r.types[0] == tt(DType::I64, {2, 4, 3}));
+  auto got = r.out<int64_t>();
+  for (int64_t lane = 0; lane < 2; ++lane) {
+    int64_t slot = lane == 0 ? 1 : 0;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t k = 0; k < 3; ++k) {
+          int64_t want = a[slot * 6 + i * 3 + k] - b[lane * 4 + j];
+          CHECK(got[lane * 24 + i * 12 + j * 3 + k] == want);
+        }
+  }
+}
+
+TEST_CASE("set with a value broadcast along an inner dimension") {
+  // x: [2,2,3], x[1] = v with v: [2,1]
+  std::vector<double> x(12, 0.0);
+  auto r = run(PrimId::Set, 1, {dense(tt(DType::F64, {2, 2, 3}), x), shared(tt(DType::I64), std::vector<int64_t>{1}),
+                                shared(tt(DType::F64, {2, 1}), std::vector<double>{5, 6})});
+  REQUIRE(r.ok);
+  CHECK(r.out<double>() == std::vector<double>{0, 0, 0, 0, 0, 0, 5, 5, 5, 6, 6, 6});
+}
