@@ -16,8 +16,10 @@ struct AddOp {
   using R = T;
   static constexpr bool kChecked = false;
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return wrap_add(a, b);
-    else return a + b;
+    if constexpr (std::is_integral_v<T>)
+      return wrap_add(a, b);
+    else
+      return a + b;
   }
 };
 
@@ -26,8 +28,10 @@ struct SubOp {
   using R = T;
   static constexpr bool kChecked = false;
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return wrap_sub(a, b);
-    else return a - b;
+    if constexpr (std::is_integral_v<T>)
+      return wrap_sub(a, b);
+    else
+      return a - b;
   }
 };
 
@@ -36,8 +40,10 @@ struct MulOp {
   using R = T;
   static constexpr bool kChecked = false;
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return wrap_mul(a, b);
-    else return a * b;
+    if constexpr (std::is_integral_v<T>)
+      return wrap_mul(a, b);
+    else
+      return a * b;
   }
 };
 
@@ -90,8 +96,10 @@ struct MinOp {
   using R = T;
   static constexpr bool kChecked = false;
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return a < b ? a : b;
-    else return (a <= b || a != a) ? a : b;
+    if constexpr (std::is_integral_v<T>)
+      return a < b ? a : b;
+    else
+      return (a <= b || a != a) ? a : b;
   }
 };
 
@@ -100,8 +108,10 @@ struct MaxOp {
   using R = T;
   static constexpr bool kChecked = false;
   static T apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) return a > b ? a : b;
-    else return (a >= b || a != a) ? a : b;
+    if constexpr (std::is_integral_v<T>)
+      return a > b ? a : b;
+    else
+      return (a >= b || a != a) ? a : b;
   }
 };
 
@@ -133,8 +143,10 @@ struct NegOp {
   using R = T;
   static constexpr bool kChecked = false;
   static T apply(T a) {
-    if constexpr (std::is_integral_v<T>) return wrap_neg(a);
-    else return -a;
+    if constexpr (std::is_integral_v<T>)
+      return wrap_neg(a);
+    else
+      return -a;
   }
 };
 
@@ -144,8 +156,10 @@ struct AbsOp {
   using R = T;
   static constexpr bool kChecked = false;
   static T apply(T a) {
-    if constexpr (std::is_integral_v<T>) return a < 0 ? wrap_neg(a) : a;
-    else return std::fabs(a);
+    if constexpr (std::is_integral_v<T>)
+      return a < 0 ? wrap_neg(a) : a;
+    else
+      return std::fabs(a);
   }
 };
 
@@ -188,8 +202,10 @@ bool div_or_mod(const KernelCall& c, KernelError* e) {
     if (c.args[0].type->dtype == DType::I32 && shared_pow2_divisor<int32_t>(c))
       return Pick<Pow2DivMod<int32_t, kMod>>::template run<1>(c, e);
   }
-  if constexpr (kMod) return on_numeric<Binary, ModOp>(c, e);
-  else return on_numeric<Binary, DivOp>(c, e);
+  if constexpr (kMod)
+    return on_numeric<Binary, ModOp>(c, e);
+  else
+    return on_numeric<Binary, DivOp>(c, e);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ std::vector<double> naive_matvec(const double* A, const double* x, int64_t m, in
   return y;
 }
 
-std::vector<double> naive_matmul(const double* A, const double* B, int64_t m, int64_t k, int64_t n) {
+std::vector<double> naive_matmul(const double* A, const double* B, int64_t m, int64_t k,
+                                 int64_t n) {
   std::vector<double> C(m * n, 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t q = 0; q < n; ++q)
@@ -54,7 +55,8 @@ TEST_CASE("matvec with a shared matrix is one GEMM and matches the naive loop") 
     want.insert(want.end(), y.begin(), y.end());
   }
   SUBCASE("dense lanes") {
-    auto r = run(PrimId::Matvec, n, {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), X)});
+    auto r =
+        run(PrimId::Matvec, n, {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), X)});
     REQUIRE(r.ok);
     check_close(r.out<double>(), want, 1e-12);
   }
@@ -65,20 +67,23 @@ TEST_CASE("matvec with a shared matrix is one GEMM and matches the naive loop") 
       idx.push_back(static_cast<uint32_t>(n + 1 - j));
       std::copy(X.begin() + j * k, X.begin() + (j + 1) * k, storage.begin() + idx.back() * k);
     }
-    auto r = run(PrimId::Matvec, n, {shared(tt(DType::F64, {m, k}), A), gather(tt(DType::F64, {k}), storage, idx)});
+    auto r = run(PrimId::Matvec, n,
+                 {shared(tt(DType::F64, {m, k}), A), gather(tt(DType::F64, {k}), storage, idx)});
     REQUIRE(r.ok);
     check_close(r.out<double>(), want, 1e-12);
   }
   SUBCASE("f32") {
     std::vector<float> A32(A.begin(), A.end()), X32(X.begin(), X.end());
-    auto r = run(PrimId::Matvec, n, {shared(tt(DType::F32, {m, k}), A32), dense(tt(DType::F32, {k}), X32)});
+    auto r = run(PrimId::Matvec, n,
+                 {shared(tt(DType::F32, {m, k}), A32), dense(tt(DType::F32, {k}), X32)});
     REQUIRE(r.ok);
     check_close(r.out<float>(), want, 1e-5);
   }
   SUBCASE("per-lane matrices, shared vector") {
     std::vector<double> As;
     for (int64_t j = 0; j < n; ++j) As.insert(As.end(), A.begin(), A.end());
-    auto r = run(PrimId::Matvec, n, {dense(tt(DType::F64, {m, k}), As), dense(tt(DType::F64, {k}), X)});
+    auto r =
+        run(PrimId::Matvec, n, {dense(tt(DType::F64, {m, k}), As), dense(tt(DType::F64, {k}), X)});
     check_close(r.out<double>(), want, 1e-12);
   }
 }
@@ -128,7 +133,8 @@ TEST_CASE("matvec: large per-lane matrices use per-lane BLAS") {
   const int64_t m = 70, k = 80, n = 2;
   auto A = values(n * m * k, 0.5);
   auto X = values(n * k, 1.5);
-  auto r = run(PrimId::Matvec, n, {dense(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), X)});
+  auto r =
+      run(PrimId::Matvec, n, {dense(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), X)});
   std::vector<double> want;
   for (int64_t j = 0; j < n; ++j) {
     auto y = naive_matvec(A.data() + j * m * k, X.data() + j * k, m, k);
@@ -151,21 +157,27 @@ TEST_CASE("matmul: shared A, shared B, per-lane both, large, in place") {
     }
     return want;
   };
-  auto r1 = run(PrimId::Matmul, n, {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k, q}), Bs)});
+  auto r1 = run(PrimId::Matmul, n,
+                {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k, q}), Bs)});
   check_close(r1.out<double>(), expect(true, false), 1e-12);
-  auto r2 = run(PrimId::Matmul, n, {dense(tt(DType::F64, {m, k}), As), shared(tt(DType::F64, {k, q}), B)});
+  auto r2 = run(PrimId::Matmul, n,
+                {dense(tt(DType::F64, {m, k}), As), shared(tt(DType::F64, {k, q}), B)});
   check_close(r2.out<double>(), expect(false, true), 1e-12);
-  auto r3 = run(PrimId::Matmul, n, {dense(tt(DType::F64, {m, k}), As), dense(tt(DType::F64, {k, q}), Bs)});
+  auto r3 = run(PrimId::Matmul, n,
+                {dense(tt(DType::F64, {m, k}), As), dense(tt(DType::F64, {k, q}), Bs)});
   check_close(r3.out<double>(), expect(false, false), 1e-12);
-  auto r4 = run(PrimId::Matmul, n, {shared(tt(DType::F64, {m, k}), A), shared(tt(DType::F64, {k, q}), B)});
+  auto r4 = run(PrimId::Matmul, n,
+                {shared(tt(DType::F64, {m, k}), A), shared(tt(DType::F64, {k, q}), B)});
   check_close(r4.out<double>(), expect(true, true), 1e-12);
   std::vector<float> A32(A.begin(), A.end()), Bs32(Bs.begin(), Bs.end());
-  auto r5 = run(PrimId::Matmul, n, {shared(tt(DType::F32, {m, k}), A32), dense(tt(DType::F32, {k, q}), Bs32)});
+  auto r5 = run(PrimId::Matmul, n,
+                {shared(tt(DType::F32, {m, k}), A32), dense(tt(DType::F32, {k, q}), Bs32)});
   check_close(r5.out<float>(), expect(true, false), 1e-5);
 
   const int64_t L = 40;  // 40^3 > the per-lane BLAS threshold
   auto A6 = values(2 * L * L, 0.4), BB = values(2 * L * L, 0.8);
-  auto r6 = run(PrimId::Matmul, 2, {dense(tt(DType::F64, {L, L}), A6), dense(tt(DType::F64, {L, L}), BB)});
+  auto r6 = run(PrimId::Matmul, 2,
+                {dense(tt(DType::F64, {L, L}), A6), dense(tt(DType::F64, {L, L}), BB)});
   std::vector<double> want6;
   for (int j = 0; j < 2; ++j) {
     auto c = naive_matmul(A6.data() + j * L * L, BB.data() + j * L * L, L, L, L);
@@ -195,7 +207,8 @@ TEST_CASE("matmul: shared A, shared B, per-lane both, large, in place") {
     std::vector<double> want;
     for (int64_t j = 0; j < n; ++j) {
       const double* lane = orig.data() + j * k * k;
-      auto c = which == 0 ? naive_matmul(S.data(), lane, k, k, k) : naive_matmul(lane, S.data(), k, k, k);
+      auto c = which == 0 ? naive_matmul(S.data(), lane, k, k, k)
+                          : naive_matmul(lane, S.data(), k, k, k);
       want.insert(want.end(), c.begin(), c.end());
     }
     check_close(V, want, 1e-12);
@@ -203,23 +216,30 @@ TEST_CASE("matmul: shared A, shared B, per-lane both, large, in place") {
 }
 
 TEST_CASE("dot, outer, transpose; integers wrap") {
-  auto d = run(PrimId::Dot, 2, {dense(tt(DType::F64, {3}), std::vector<double>{1, 2, 3, 4, 5, 6}),
-                                shared(tt(DType::F64, {3}), std::vector<double>{1, 0, -1})});
+  auto d = run(PrimId::Dot, 2,
+               {dense(tt(DType::F64, {3}), std::vector<double>{1, 2, 3, 4, 5, 6}),
+                shared(tt(DType::F64, {3}), std::vector<double>{1, 0, -1})});
   CHECK(d.out<double>() == std::vector<double>{-2, -2});
   const int64_t big = std::numeric_limits<int64_t>::max();
-  auto di = run(PrimId::Dot, 1, {dense(tt(DType::I64, {2}), std::vector<int64_t>{big, 1}),
-                                 dense(tt(DType::I64, {2}), std::vector<int64_t>{2, 2})});
+  auto di = run(PrimId::Dot, 1,
+                {dense(tt(DType::I64, {2}), std::vector<int64_t>{big, 1}),
+                 dense(tt(DType::I64, {2}), std::vector<int64_t>{2, 2})});
   CHECK(di.out<int64_t>()[0] == 0);  // 2*MAX + 2 wraps to 0
-  auto mvi = run(PrimId::Matvec, 1, {shared(tt(DType::I32, {2, 2}), std::vector<int32_t>{1, 2, 3, 4}),
-                                     dense(tt(DType::I32, {2}), std::vector<int32_t>{5, 6})});
+  auto mvi = run(PrimId::Matvec, 1,
+                 {shared(tt(DType::I32, {2, 2}), std::vector<int32_t>{1, 2, 3, 4}),
+                  dense(tt(DType::I32, {2}), std::vector<int32_t>{5, 6})});
   CHECK(mvi.out<int32_t>() == std::vector<int32_t>{17, 39});
-  auto mmi = run(PrimId::Matmul, 1, {shared(tt(DType::I64, {1, 2}), std::vector<int64_t>{1, 2}),
-                                     dense(tt(DType::I64, {2, 2}), std::vector<int64_t>{1, 2, 3, 4})});
+  auto mmi = run(PrimId::Matmul, 1,
+                 {shared(tt(DType::I64, {1, 2}), std::vector<int64_t>{1, 2}),
+                  dense(tt(DType::I64, {2, 2}), std::vector<int64_t>{1, 2, 3, 4})});
   CHECK(mmi.out<int64_t>() == std::vector<int64_t>{7, 10});
-  auto o = run(PrimId::Outer, 1, {dense(tt(DType::F64, {2}), std::vector<double>{1, 2}),
-                                  dense(tt(DType::F64, {3}), std::vector<double>{1, 10, 100})});
+  auto o = run(PrimId::Outer, 1,
+               {dense(tt(DType::F64, {2}), std::vector<double>{1, 2}),
+                dense(tt(DType::F64, {3}), std::vector<double>{1, 10, 100})});
   CHECK(o.out<double>() == std::vector<double>{1, 10, 100, 2, 20, 200});
-  auto t = run(PrimId::Transpose, 2, {dense(tt(DType::I32, {2, 3}), std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})});
+  auto t = run(
+      PrimId::Transpose, 2,
+      {dense(tt(DType::I32, {2, 3}), std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})});
   CHECK(t.out<int32_t>() == std::vector<int32_t>{1, 4, 2, 5, 3, 6, 7, 10, 8, 11, 9, 12});
   // transpose in place (square)
   const TensorType sq = tt(DType::F64, {2, 2});
@@ -234,13 +254,16 @@ TEST_CASE("dot, outer, transpose; integers wrap") {
 }
 
 TEST_CASE("linear algebra with empty dimensions") {
-  auto mv = run(PrimId::Matvec, 2, {shared(tt(DType::F64, {3, 0}), std::vector<double>{}),
-                                    dense(tt(DType::F64, {0}), std::vector<double>{})});
+  auto mv = run(PrimId::Matvec, 2,
+                {shared(tt(DType::F64, {3, 0}), std::vector<double>{}),
+                 dense(tt(DType::F64, {0}), std::vector<double>{})});
   CHECK(mv.out<double>() == std::vector<double>(6, 0.0));
-  auto mm = run(PrimId::Matmul, 2, {shared(tt(DType::F64, {2, 0}), std::vector<double>{}),
-                                    dense(tt(DType::F64, {0, 2}), std::vector<double>{})});
+  auto mm = run(PrimId::Matmul, 2,
+                {shared(tt(DType::F64, {2, 0}), std::vector<double>{}),
+                 dense(tt(DType::F64, {0, 2}), std::vector<double>{})});
   CHECK(mm.out<double>() == std::vector<double>(8, 0.0));
-  auto d = run(PrimId::Dot, 1, {dense(tt(DType::F64, {0}), std::vector<double>{}),
-                                dense(tt(DType::F64, {0}), std::vector<double>{})});
+  auto d = run(PrimId::Dot, 1,
+               {dense(tt(DType::F64, {0}), std::vector<double>{}),
+                dense(tt(DType::F64, {0}), std::vector<double>{})});
   CHECK(d.out<double>() == std::vector<double>{0});
 }

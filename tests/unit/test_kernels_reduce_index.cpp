@@ -19,7 +19,8 @@ const double NaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
 TEST_CASE("reductions over all event dims, per lane") {
-  auto x = dense(tt(DType::I64, {2, 3}), std::vector<int64_t>{1, 2, 3, 4, 5, 6, -1, -2, -3, 0, 0, 7});
+  auto x =
+      dense(tt(DType::I64, {2, 3}), std::vector<int64_t>{1, 2, 3, 4, 5, 6, -1, -2, -3, 0, 0, 7});
   CHECK(run(PrimId::Sum, 2, {x}).out<int64_t>() == std::vector<int64_t>{21, 1});
   CHECK(run(PrimId::Prod, 2, {x}).out<int64_t>() == std::vector<int64_t>{720, 0});
   CHECK(run(PrimId::ReduceMax, 2, {x}).out<int64_t>() == std::vector<int64_t>{6, 7});
@@ -59,7 +60,8 @@ TEST_CASE("reductions along an axis, negative axis from the end") {
   auto sm = run(PrimId::ReduceMax, 1, {x}, axis(-1));
   CHECK(sm.types[0] == tt(DType::I64, {2, 3}));
   CHECK(sm.out<int64_t>() == std::vector<int64_t>{1, 3, 5, 7, 9, 11});
-  auto m = run(PrimId::Mean, 1, {shared(tt(DType::F32, {2, 2}), std::vector<float>{1, 2, 3, 5})}, axis(-2));
+  auto m = run(PrimId::Mean, 1, {shared(tt(DType::F32, {2, 2}), std::vector<float>{1, 2, 3, 5})},
+               axis(-2));
   CHECK(m.out<float>() == std::vector<float>{2, 3.5f});
 }
 
@@ -89,39 +91,47 @@ TEST_CASE("get: rows, negative indices wrap, out of range fails at the right lan
   CHECK(neg.err.lane == 1);
   CHECK(neg.err.message == "index -5 is out of range for 'get' on a dimension of size 4");
   // matrix rows per lane, i32 index, bool and f32 widths
-  auto m = dense(tt(DType::I32, {2, 3}), std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  auto m =
+      dense(tt(DType::I32, {2, 3}), std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
   auto rows = run(PrimId::Get, 2, {m, dense(tt(DType::I32), std::vector<int32_t>{1, 0})});
   CHECK(rows.types[0] == tt(DType::I32, {3}));
   CHECK(rows.out<int32_t>() == std::vector<int32_t>{4, 5, 6, 7, 8, 9});
-  auto bsel = run(PrimId::Get, 1, {shared(tt(DType::Bool, {2}), std::vector<uint8_t>{0, 1}),
-                                   shared(tt(DType::I64), std::vector<int64_t>{-1})});
+  auto bsel = run(PrimId::Get, 1,
+                  {shared(tt(DType::Bool, {2}), std::vector<uint8_t>{0, 1}),
+                   shared(tt(DType::I64), std::vector<int64_t>{-1})});
   CHECK(bsel.out<uint8_t>() == std::vector<uint8_t>{1});
-  auto empty = run(PrimId::Get, 1, {shared(tt(DType::F64, {0}), std::vector<double>{}),
-                                    shared(tt(DType::I64), std::vector<int64_t>{0})});
+  auto empty = run(PrimId::Get, 1,
+                   {shared(tt(DType::F64, {0}), std::vector<double>{}),
+                    shared(tt(DType::I64), std::vector<int64_t>{0})});
   CHECK_FALSE(empty.ok);
-  auto zero_rows = run(PrimId::Get, 2, {dense(tt(DType::F64, {3, 0}), std::vector<double>{}),
-                                        dense(tt(DType::I64), std::vector<int64_t>{2, -3})});
+  auto zero_rows = run(PrimId::Get, 2,
+                       {dense(tt(DType::F64, {3, 0}), std::vector<double>{}),
+                        dense(tt(DType::I64), std::vector<int64_t>{2, -3})});
   CHECK(zero_rows.ok);
 }
 
 TEST_CASE("set: copy with one row replaced; negative index; out of range") {
   auto x = dense(tt(DType::I64, {3}), std::vector<int64_t>{1, 2, 3, 4, 5, 6});
-  auto r = run(PrimId::Set, 2, {x, dense(tt(DType::I64), std::vector<int64_t>{0, -1}),
-                                dense(tt(DType::I64), std::vector<int64_t>{-7, -8})});
+  auto r = run(PrimId::Set, 2,
+               {x, dense(tt(DType::I64), std::vector<int64_t>{0, -1}),
+                dense(tt(DType::I64), std::vector<int64_t>{-7, -8})});
   REQUIRE(r.ok);
   CHECK(r.out<int64_t>() == std::vector<int64_t>{-7, 2, 3, 4, 5, -8});
-  auto bad = run(PrimId::Set, 2, {x, dense(tt(DType::I32), std::vector<int32_t>{2, 3}),
-                                  shared(tt(DType::I64), std::vector<int64_t>{0})});
+  auto bad = run(PrimId::Set, 2,
+                 {x, dense(tt(DType::I32), std::vector<int32_t>{2, 3}),
+                  shared(tt(DType::I64), std::vector<int64_t>{0})});
   CHECK_FALSE(bad.ok);
   CHECK(bad.err.lane == 1);
   CHECK(bad.err.message == "index 3 is out of range for 'set' on a dimension of size 3");
   // rows of a matrix, value broadcast from a scalar and from a [1] row
   auto m = shared(tt(DType::F32, {2, 2}), std::vector<float>{1, 2, 3, 4});
-  auto rb = run(PrimId::Set, 1, {m, shared(tt(DType::I64), std::vector<int64_t>{1}),
-                                 shared(tt(DType::F32), std::vector<float>{9})});
+  auto rb = run(PrimId::Set, 1,
+                {m, shared(tt(DType::I64), std::vector<int64_t>{1}),
+                 shared(tt(DType::F32), std::vector<float>{9})});
   CHECK(rb.out<float>() == std::vector<float>{1, 2, 9, 9});
-  auto rr = run(PrimId::Set, 1, {m, shared(tt(DType::I64), std::vector<int64_t>{0}),
-                                 shared(tt(DType::F32, {2}), std::vector<float>{7, 8})});
+  auto rr = run(PrimId::Set, 1,
+                {m, shared(tt(DType::I64), std::vector<int64_t>{0}),
+                 shared(tt(DType::F32, {2}), std::vector<float>{7, 8})});
   CHECK(rr.out<float>() == std::vector<float>{7, 8, 3, 4});
 }
 
@@ -149,11 +159,15 @@ TEST_CASE("size, reshape, zeros, fill, iota") {
 
   PrimAttrs shape;
   shape.shape = Shape{3, -1};
-  auto rs = run(PrimId::Reshape, 2, {gather(tt(DType::F64, {2, 3}), std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 0})}, shape);
+  auto rs = run(PrimId::Reshape, 2,
+                {gather(tt(DType::F64, {2, 3}),
+                        std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 0})},
+                shape);
   CHECK(rs.types[0] == tt(DType::F64, {3, 2}));
   CHECK(rs.out<double>() == std::vector<double>{7, 8, 9, 10, 11, 12, 1, 2, 3, 4, 5, 6});
   shape.shape = Shape{2};
-  auto rd = run(PrimId::Reshape, 2, {dense(tt(DType::I32, {1, 2}), std::vector<int32_t>{1, 2, 3, 4})}, shape);
+  auto rd = run(PrimId::Reshape, 2,
+                {dense(tt(DType::I32, {1, 2}), std::vector<int32_t>{1, 2, 3, 4})}, shape);
   CHECK(rd.out<int32_t>() == std::vector<int32_t>{1, 2, 3, 4});
 
   PrimAttrs z;

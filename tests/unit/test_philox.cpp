@@ -130,7 +130,8 @@ TEST_CASE("random kernels: same key, same numbers, whatever the lane or layout")
   std::vector<int64_t> keys = {5, 6, 5};
   auto r = run(PrimId::Uniform, 3, {dense(tt(DType::I64), keys)}, attrs);
   auto u = r.out<double>();
-  CHECK(std::vector<double>(u.begin(), u.begin() + 3) == std::vector<double>(u.begin() + 6, u.end()));
+  CHECK(std::vector<double>(u.begin(), u.begin() + 3) ==
+        std::vector<double>(u.begin() + 6, u.end()));
   std::vector<double> direct(3);
   random_uniform(6, direct.data(), 3);
   CHECK(std::vector<double>(u.begin() + 3, u.begin() + 6) == direct);
