@@ -17,11 +17,16 @@ std::string q(PrimId op) { return std::string("'") + prim_info(op).name + "'"; }
 DType suggested_common(DType a, DType b) {
   auto rank = [](DType d) {
     switch (d) {
-      case DType::Bool: return 0;
-      case DType::I32: return 1;
-      case DType::I64: return 2;
-      case DType::F32: return 3;
-      case DType::F64: return 4;
+      case DType::Bool:
+        return 0;
+      case DType::I32:
+        return 1;
+      case DType::I64:
+        return 2;
+      case DType::F32:
+        return 3;
+      case DType::F64:
+        return 4;
     }
     return 0;
   };
@@ -33,7 +38,8 @@ std::string cast_hint(DType to) { return std::string("cast(x, dtype=") + dtype_n
 std::optional<std::string> check_same_dtype(PrimId op, const TensorType& a, const TensorType& b) {
   if (a.dtype == b.dtype) return std::nullopt;
   return "operands of " + q(op) + " have different dtypes " + dtype_name(a.dtype) + " and " +
-         dtype_name(b.dtype) + "; convert one with " + cast_hint(suggested_common(a.dtype, b.dtype));
+         dtype_name(b.dtype) + "; convert one with " +
+         cast_hint(suggested_common(a.dtype, b.dtype));
 }
 
 std::optional<std::string> check_numeric(PrimId op, const TensorType& t) {
@@ -98,26 +104,55 @@ enum class Kind {
 
 Kind kind_of(PrimId op) {
   switch (op) {
-    case PrimId::Add: case PrimId::Sub: case PrimId::Mul: case PrimId::Div: case PrimId::Mod:
-    case PrimId::Min: case PrimId::Max: case PrimId::Pow:
+    case PrimId::Add:
+    case PrimId::Sub:
+    case PrimId::Mul:
+    case PrimId::Div:
+    case PrimId::Mod:
+    case PrimId::Min:
+    case PrimId::Max:
+    case PrimId::Pow:
       return Kind::Arith2;
-    case PrimId::Neg: case PrimId::Abs:
+    case PrimId::Neg:
+    case PrimId::Abs:
       return Kind::Arith1;
-    case PrimId::Exp: case PrimId::Log: case PrimId::Log1p: case PrimId::Expm1:
-    case PrimId::Sqrt: case PrimId::Sin: case PrimId::Cos: case PrimId::Tan: case PrimId::Tanh:
-    case PrimId::Sigmoid: case PrimId::Floor: case PrimId::Ceil: case PrimId::Round:
+    case PrimId::Exp:
+    case PrimId::Log:
+    case PrimId::Log1p:
+    case PrimId::Expm1:
+    case PrimId::Sqrt:
+    case PrimId::Sin:
+    case PrimId::Cos:
+    case PrimId::Tan:
+    case PrimId::Tanh:
+    case PrimId::Sigmoid:
+    case PrimId::Floor:
+    case PrimId::Ceil:
+    case PrimId::Round:
       return Kind::Float1;
-    case PrimId::IsNan: case PrimId::IsFinite:
+    case PrimId::IsNan:
+    case PrimId::IsFinite:
       return Kind::FloatPred;
-    case PrimId::Eq: case PrimId::Ne: case PrimId::Lt: case PrimId::Le: case PrimId::Gt:
+    case PrimId::Eq:
+    case PrimId::Ne:
+    case PrimId::Lt:
+    case PrimId::Le:
+    case PrimId::Gt:
     case PrimId::Ge:
       return Kind::Compare;
-    case PrimId::And: case PrimId::Or: case PrimId::Xor:
+    case PrimId::And:
+    case PrimId::Or:
+    case PrimId::Xor:
       return Kind::Logic2;
     case PrimId::Not:
       return Kind::Logic1;
-    case PrimId::Sum: case PrimId::Prod: case PrimId::ReduceMax: case PrimId::ReduceMin:
-    case PrimId::Mean: case PrimId::Any: case PrimId::All:
+    case PrimId::Sum:
+    case PrimId::Prod:
+    case PrimId::ReduceMax:
+    case PrimId::ReduceMin:
+    case PrimId::Mean:
+    case PrimId::Any:
+    case PrimId::All:
       return Kind::Reduce;
     default:
       return Kind::Other;
@@ -143,8 +178,7 @@ PrimTypeResult reduce_type(PrimId op, const TensorType& x, const PrimAttrs& attr
     if (!k)
       return fail(q(op) + " has axis=" + std::to_string(*attrs.axis) + " out of range for " +
                   tstr(x) + " (rank " + std::to_string(rank) + "; valid: " +
-                  (rank ? std::to_string(-rank) + ".." + std::to_string(rank - 1) : "none") +
-                  ")");
+                  (rank ? std::to_string(-rank) + ".." + std::to_string(rank - 1) : "none") + ")");
     out = x.shape;
     reduced = out[static_cast<size_t>(*k)];
     out.erase(out.begin() + *k);
@@ -162,7 +196,7 @@ std::optional<std::string> check_rank(PrimId op, const TensorType& t, size_t ran
 }
 
 std::optional<std::string> check_linalg_dtypes(PrimId op, const TensorType& a,
-                                                const TensorType& b) {
+                                               const TensorType& b) {
   if (auto e = check_numeric(op, a)) return e;
   if (auto e = check_numeric(op, b)) return e;
   return check_same_dtype(op, a, b);
@@ -213,9 +247,12 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
     int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
     int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
     int64_t d;
-    if (da == db || db == 1) d = da;
-    else if (da == 1) d = db;
-    else return std::nullopt;
+    if (da == db || db == 1)
+      d = da;
+    else if (da == 1)
+      d = db;
+    else
+      return std::nullopt;
     out[r - 1 - i] = d;
   }
   return out;
@@ -230,11 +267,10 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
   const PrimInfo& info = prim_info(op);
   int nargs = static_cast<int>(args.size());
   if (nargs < info.min_args || (info.max_args >= 0 && nargs > info.max_args)) {
-    std::string want = info.min_args == info.max_args
-                           ? std::to_string(info.min_args)
-                           : info.max_args < 0 ? "at least " + std::to_string(info.min_args)
-                                               : std::to_string(info.min_args) + " to " +
-                                                     std::to_string(info.max_args);
+    std::string want = info.min_args == info.max_args ? std::to_string(info.min_args)
+                       : info.max_args < 0
+                           ? "at least " + std::to_string(info.min_args)
+                           : std::to_string(info.min_args) + " to " + std::to_string(info.max_args);
     return fail(q(op) + " takes " + want + " operand" + (want == "1" ? "" : "s") + ", got " +
                 std::to_string(nargs));
   }
@@ -354,10 +390,14 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
       }
       return ok(Type::tensor_of(t[0].dtype, std::move(s)));
     }
-    case PrimId::Dot: case PrimId::Matvec: case PrimId::Matmul: case PrimId::Outer:
+    case PrimId::Dot:
+    case PrimId::Matvec:
+    case PrimId::Matmul:
+    case PrimId::Outer:
     case PrimId::Transpose:
       return linalg_type(op, t);
-    case PrimId::Uniform: case PrimId::Normal: {
+    case PrimId::Uniform:
+    case PrimId::Normal: {
       if (t[0].dtype != DType::I64 || !t[0].shape.empty())
         return fail("the key of " + q(op) + " must be an i64 scalar, got " + tstr(t[0]));
       Shape s = attrs.shape.value_or(Shape{});

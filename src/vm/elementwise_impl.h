@@ -144,28 +144,37 @@ struct Binary {
 };
 
 inline bool bad_dtype(const KernelCall& c, KernelError* err) {
-  return fail(err, 0, std::string("internal: no kernel for dtype ") +
-                          dtype_name(c.nargs ? c.args[0].type->dtype : DType::F64));
+  return fail(err, 0,
+              std::string("internal: no kernel for dtype ") +
+                  dtype_name(c.nargs ? c.args[0].type->dtype : DType::F64));
 }
 
 // Dispatch on the first operand's dtype to Skel<Op<T>, T>.
 template <template <class, class> class Skel, template <class> class Op>
 bool on_numeric(const KernelCall& c, KernelError* err) {
   switch (c.args[0].type->dtype) {
-    case DType::I32: return Skel<Op<int32_t>, int32_t>::run(c, err);
-    case DType::I64: return Skel<Op<int64_t>, int64_t>::run(c, err);
-    case DType::F32: return Skel<Op<float>, float>::run(c, err);
-    case DType::F64: return Skel<Op<double>, double>::run(c, err);
-    default: return bad_dtype(c, err);
+    case DType::I32:
+      return Skel<Op<int32_t>, int32_t>::run(c, err);
+    case DType::I64:
+      return Skel<Op<int64_t>, int64_t>::run(c, err);
+    case DType::F32:
+      return Skel<Op<float>, float>::run(c, err);
+    case DType::F64:
+      return Skel<Op<double>, double>::run(c, err);
+    default:
+      return bad_dtype(c, err);
   }
 }
 
 template <template <class, class> class Skel, template <class> class Op>
 bool on_float(const KernelCall& c, KernelError* err) {
   switch (c.args[0].type->dtype) {
-    case DType::F32: return Skel<Op<float>, float>::run(c, err);
-    case DType::F64: return Skel<Op<double>, double>::run(c, err);
-    default: return bad_dtype(c, err);
+    case DType::F32:
+      return Skel<Op<float>, float>::run(c, err);
+    case DType::F64:
+      return Skel<Op<double>, double>::run(c, err);
+    default:
+      return bad_dtype(c, err);
   }
 }
 

@@ -1,5 +1,6 @@
 // The kernel registry (one entry per line of ops.def) and the helpers the
 // kernels share: scratch memory, broadcast maps, number formatting.
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <new>
@@ -48,21 +49,33 @@ void* scratch_bytes(int slot, size_t bytes) {
   return s.data.get();
 }
 
-Bcast make_bcast(const Shape& in, const Shape& out, int slot) {
-  if (in == out) return {1, nullptr};
-  if (num_elements(in) == 1) return {0, nullptr};
+Bcast make_bcast(std::span<const int64_t> in, std::span<const int64_t> out, int slot) {
+  if (std::equal(in.begin(), in.end(), out.begin(), out.end())) return {1, nullptr};
+  int64_t in_elems = 1, total = 1;
+  for (int64_t d : in) in_elems *= d;
+  for (int64_t d : out) total *= d;
+  if (in_elems == 1) return {0, nullptr};
   const size_t R = out.size(), r = in.size();
-  // Strides of `in` seen through the result's dimensions: 0 where broadcast.
-  std::vector<int64_t> stride(R, 0);
+  // Per result dimension: the operand's stride (0 where broadcast) and the
+  // odometer digit. Ranks are small; only absurd ones use the heap.
+  constexpr size_t kInline = 16;
+  int64_t inline_buf[2 * kInline];
+  std::vector<int64_t> heap_buf;
+  int64_t* stride = inline_buf;
+  if (R > kInline) {
+    heap_buf.assign(2 * R, 0);
+    stride = heap_buf.data();
+  }
+  int64_t* counter = stride + std::max(R, kInline);
+  std::fill(stride, stride + R, 0);
+  std::fill(counter, counter + R, 0);
   int64_t s = 1;
   for (size_t i = r; i-- > 0;) {
     size_t d = i + (R - r);
     if (in[i] != 1) stride[d] = s;
     s *= in[i];
   }
-  int64_t total = num_elements(out);
   int64_t* table = scratch<int64_t>(slot, total);
-  std::vector<int64_t> counter(R, 0);
   int64_t off = 0;
   for (int64_t k = 0; k < total; ++k) {
     table[k] = off;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -112,24 +113,45 @@ struct Bcast {
 };
 // Builds the map for operand shape `in` into result shape `out`; a table, if
 // needed, goes into scratch `slot`.
-Bcast make_bcast(const Shape& in, const Shape& out, int slot);
+Bcast make_bcast(std::span<const int64_t> in, std::span<const int64_t> out, int slot);
 
 // ---- C++ types of dtypes ---------------------------------------------------
 
-template <DType D> struct CType;
-template <> struct CType<DType::Bool> { using type = Bool8; };
-template <> struct CType<DType::I32> { using type = int32_t; };
-template <> struct CType<DType::I64> { using type = int64_t; };
-template <> struct CType<DType::F32> { using type = float; };
-template <> struct CType<DType::F64> { using type = double; };
+template <DType D>
+struct CType;
+template <>
+struct CType<DType::Bool> {
+  using type = Bool8;
+};
+template <>
+struct CType<DType::I32> {
+  using type = int32_t;
+};
+template <>
+struct CType<DType::I64> {
+  using type = int64_t;
+};
+template <>
+struct CType<DType::F32> {
+  using type = float;
+};
+template <>
+struct CType<DType::F64> {
+  using type = double;
+};
 
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, Bool8>) return DType::Bool;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
-  else if constexpr (std::is_same_v<T, float>) return DType::F32;
-  else return DType::F64;
+  if constexpr (std::is_same_v<T, Bool8>)
+    return DType::Bool;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::I32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::I64;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::F32;
+  else
+    return DType::F64;
 }
 
 // ---- wrapping integer arithmetic (two's complement, no UB) ----------------
@@ -172,9 +194,12 @@ struct Pick {
       return Impl::template scalar<Fixed..., Access::Dense>(c, e);
     } else {
       switch (c.args[I].access) {
-        case Access::Dense: return Pick<Impl, Fixed..., Access::Dense>::template run<N>(c, e);
-        case Access::Shared: return Pick<Impl, Fixed..., Access::Shared>::template run<N>(c, e);
-        case Access::Gather: break;
+        case Access::Dense:
+          return Pick<Impl, Fixed..., Access::Dense>::template run<N>(c, e);
+        case Access::Shared:
+          return Pick<Impl, Fixed..., Access::Shared>::template run<N>(c, e);
+        case Access::Gather:
+          break;
       }
       return Pick<Impl, Fixed..., Access::Gather>::template run<N>(c, e);
     }

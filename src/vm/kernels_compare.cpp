@@ -7,11 +7,11 @@ namespace ab::kern {
 
 namespace {
 
-#define AB_CMP_OP(Name, expr)                     \
-  template <class T>                              \
-  struct Name {                                   \
-    using R = Bool8;                              \
-    static constexpr bool kChecked = false;       \
+#define AB_CMP_OP(Name, expr)                               \
+  template <class T>                                        \
+  struct Name {                                             \
+    using R = Bool8;                                        \
+    static constexpr bool kChecked = false;                 \
     static Bool8 apply(T a, T b) { return (expr) ? 1 : 0; } \
   };
 AB_CMP_OP(EqOp, a == b)
@@ -100,16 +100,27 @@ bool kernel_Le(const KernelCall& c, KernelError* e) { return on_any<Binary, LeOp
 bool kernel_Gt(const KernelCall& c, KernelError* e) { return on_any<Binary, GtOp>(c, e); }
 bool kernel_Ge(const KernelCall& c, KernelError* e) { return on_any<Binary, GeOp>(c, e); }
 
-bool kernel_And(const KernelCall& c, KernelError* e) { return Binary<AndOp<Bool8>, Bool8>::run(c, e); }
-bool kernel_Or(const KernelCall& c, KernelError* e) { return Binary<OrOp<Bool8>, Bool8>::run(c, e); }
-bool kernel_Xor(const KernelCall& c, KernelError* e) { return Binary<XorOp<Bool8>, Bool8>::run(c, e); }
-bool kernel_Not(const KernelCall& c, KernelError* e) { return Unary<NotOp<Bool8>, Bool8>::run(c, e); }
+bool kernel_And(const KernelCall& c, KernelError* e) {
+  return Binary<AndOp<Bool8>, Bool8>::run(c, e);
+}
+bool kernel_Or(const KernelCall& c, KernelError* e) {
+  return Binary<OrOp<Bool8>, Bool8>::run(c, e);
+}
+bool kernel_Xor(const KernelCall& c, KernelError* e) {
+  return Binary<XorOp<Bool8>, Bool8>::run(c, e);
+}
+bool kernel_Not(const KernelCall& c, KernelError* e) {
+  return Unary<NotOp<Bool8>, Bool8>::run(c, e);
+}
 
 bool kernel_Select(const KernelCall& c, KernelError* e) {
   switch (dtype_size(c.args[1].type->dtype)) {
-    case 1: return Select<uint8_t>::run(c, e);
-    case 4: return Select<uint32_t>::run(c, e);
-    case 8: return Select<uint64_t>::run(c, e);
+    case 1:
+      return Select<uint8_t>::run(c, e);
+    case 4:
+      return Select<uint32_t>::run(c, e);
+    case 8:
+      return Select<uint64_t>::run(c, e);
   }
   return bad_dtype(c, e);
 }

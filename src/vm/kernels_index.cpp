@@ -43,8 +43,10 @@ bool get_impl(const KernelCall& c, KernelError* err) {
     if (r < 0) return fail(err, j, index_error("get", raw, d));
     const W* src = lane_in<W>(vx, j, d * row) + r * row;
     W* dst = lane_out<W>(vo, j, row);
-    if (row == 1) *dst = *src;
-    else if (row) std::memcpy(dst, src, static_cast<size_t>(row) * sizeof(W));
+    if (row == 1)
+      *dst = *src;
+    else if (row)
+      std::memcpy(dst, src, static_cast<size_t>(row) * sizeof(W));
   }
   return true;
 }
@@ -59,7 +61,7 @@ bool set_impl(const KernelCall& c, KernelError* err) {
   const int64_t E = vx.type->num_elements();
   const int64_t row = d ? E / d : 0;
   const int64_t Ev = vv.type->num_elements();
-  const Shape row_shape(vx.type->shape.begin() + 1, vx.type->shape.end());
+  const std::span<const int64_t> row_shape(vx.type->shape.data() + 1, vx.type->shape.size() - 1);
   const Bcast bv = make_bcast(vv.type->shape, row_shape, 0);
   for (int64_t j = 0; j < c.n; ++j) {
     I raw = load_index<I>(vi, j);
@@ -67,7 +69,8 @@ bool set_impl(const KernelCall& c, KernelError* err) {
     if (r < 0) return fail(err, j, index_error("set", raw, d));
     const W* src = lane_in<W>(vx, j, E);
     W* dst = lane_out<W>(vo, j, E);
-    if (dst != src && E) std::memcpy(dst, src, static_cast<size_t>(E) * sizeof(W));  // in place: no copy
+    if (dst != src && E)
+      std::memcpy(dst, src, static_cast<size_t>(E) * sizeof(W));  // in place: no copy
     const W* pv = lane_in<W>(vv, j, Ev);
     W* out_row = dst + r * row;
     if (!bv.table && bv.stride == 1) {
@@ -83,18 +86,24 @@ bool set_impl(const KernelCall& c, KernelError* err) {
 template <class I>
 bool get_width(const KernelCall& c, KernelError* e) {
   switch (dtype_size(c.args[0].type->dtype)) {
-    case 1: return get_impl<I, uint8_t>(c, e);
-    case 4: return get_impl<I, uint32_t>(c, e);
-    default: return get_impl<I, uint64_t>(c, e);
+    case 1:
+      return get_impl<I, uint8_t>(c, e);
+    case 4:
+      return get_impl<I, uint32_t>(c, e);
+    default:
+      return get_impl<I, uint64_t>(c, e);
   }
 }
 
 template <class I>
 bool set_width(const KernelCall& c, KernelError* e) {
   switch (dtype_size(c.args[0].type->dtype)) {
-    case 1: return set_impl<I, uint8_t>(c, e);
-    case 4: return set_impl<I, uint32_t>(c, e);
-    default: return set_impl<I, uint64_t>(c, e);
+    case 1:
+      return set_impl<I, uint8_t>(c, e);
+    case 4:
+      return set_impl<I, uint32_t>(c, e);
+    default:
+      return set_impl<I, uint64_t>(c, e);
   }
 }
 
@@ -155,9 +164,15 @@ bool kernel_Zeros(const KernelCall& c, KernelError*) {
 
 bool kernel_Fill(const KernelCall& c, KernelError*) {
   switch (dtype_size(c.args[0].type->dtype)) {
-    case 1: fill_lanes<uint8_t>(c); break;
-    case 4: fill_lanes<uint32_t>(c); break;
-    default: fill_lanes<uint64_t>(c); break;
+    case 1:
+      fill_lanes<uint8_t>(c);
+      break;
+    case 4:
+      fill_lanes<uint32_t>(c);
+      break;
+    default:
+      fill_lanes<uint64_t>(c);
+      break;
   }
   return true;
 }

@@ -25,8 +25,10 @@ constexpr int64_t kGemmLaneMin = 32 * 32 * 32;
 
 template <class T>
 inline T mul_add(T acc, T a, T b) {
-  if constexpr (std::is_integral_v<T>) return wrap_add(acc, wrap_mul(a, b));
-  else return acc + a * b;
+  if constexpr (std::is_integral_v<T>)
+    return wrap_add(acc, wrap_mul(a, b));
+  else
+    return acc + a * b;
 }
 
 inline bool blas_size_ok(std::initializer_list<int64_t> dims) {
@@ -40,13 +42,13 @@ inline int bi(int64_t v) { return static_cast<int>(v); }
 // Row-major C[M,N] = op(A) * op(B), beta = 0.
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
                  const double* B, int64_t ldb, double* C, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              bi(M), bi(N), bi(K), 1.0, A, bi(lda), B, bi(ldb), 0.0, C, bi(ldc));
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, bi(M),
+              bi(N), bi(K), 1.0, A, bi(lda), B, bi(ldb), 0.0, C, bi(ldc));
 }
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                  const float* B, int64_t ldb, float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              bi(M), bi(N), bi(K), 1.0f, A, bi(lda), B, bi(ldb), 0.0f, C, bi(ldc));
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, bi(M),
+              bi(N), bi(K), 1.0f, A, bi(lda), B, bi(ldb), 0.0f, C, bi(ldc));
 }
 inline void gemv(int64_t M, int64_t N, const double* A, const double* x, double* y) {
   cblas_dgemv(CblasRowMajor, CblasNoTrans, bi(M), bi(N), 1.0, A, bi(N), x, 1, 0.0, y, 1);
@@ -163,8 +165,7 @@ bool matmul_impl(const KernelCall& c) {
   const int64_t Ea = m * k, Eb = k * q, Ec = m * q;
   if (n == 0 || Ec == 0) return true;
   if constexpr (std::is_floating_point_v<T>) {
-    if (va.access == Access::Shared && vb.access != Access::Shared &&
-        blas_size_ok({m, k, n * q})) {
+    if (va.access == Access::Shared && vb.access != Access::Shared && blas_size_ok({m, k, n * q})) {
       // C' = A * B' with B' = [B_0 | B_1 | ...] (k x n*q): pack, one GEMM, unpack.
       const int64_t wide = n * q;
       T* Bp = scratch<T>(0, k * wide);
@@ -182,8 +183,7 @@ bool matmul_impl(const KernelCall& c) {
       }
       return true;
     }
-    if (vb.access == Access::Shared && va.access != Access::Shared &&
-        blas_size_ok({n * m, q, k})) {
+    if (vb.access == Access::Shared && va.access != Access::Shared && blas_size_ok({n * m, q, k})) {
       // The lanes' A stacked are one [n*m, k] matrix: C' = A' * B.
       const T* Ap = dense_lanes<T>(va, n, Ea, 0);
       T* Cp = dense_target<T>(vo, c.args, 2, n, Ec, 1);
@@ -210,8 +210,10 @@ bool outer_impl(const KernelCall& c) {
     T* out = lane_out<T>(c.outs[0], j, m * q);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t p = 0; p < q; ++p) {
-        if constexpr (std::is_integral_v<T>) out[i * q + p] = wrap_mul(x[i], y[p]);
-        else out[i * q + p] = x[i] * y[p];
+        if constexpr (std::is_integral_v<T>)
+          out[i * q + p] = wrap_mul(x[i], y[p]);
+        else
+          out[i * q + p] = x[i] * y[p];
       }
   }
   return true;
@@ -240,18 +242,35 @@ template <template <class> class F>
 bool on_linalg_dtype(const KernelCall& c, KernelError* e) {
   if (c.n == 0) return true;
   switch (c.args[0].type->dtype) {
-    case DType::I32: return F<int32_t>::run(c);
-    case DType::I64: return F<int64_t>::run(c);
-    case DType::F32: return F<float>::run(c);
-    case DType::F64: return F<double>::run(c);
-    default: return bad_dtype(c, e);
+    case DType::I32:
+      return F<int32_t>::run(c);
+    case DType::I64:
+      return F<int64_t>::run(c);
+    case DType::F32:
+      return F<float>::run(c);
+    case DType::F64:
+      return F<double>::run(c);
+    default:
+      return bad_dtype(c, e);
   }
 }
 
-template <class T> struct DotK { static bool run(const KernelCall& c) { return dot_impl<T>(c); } };
-template <class T> struct MatvecK { static bool run(const KernelCall& c) { return matvec_impl<T>(c); } };
-template <class T> struct MatmulK { static bool run(const KernelCall& c) { return matmul_impl<T>(c); } };
-template <class T> struct OuterK { static bool run(const KernelCall& c) { return outer_impl<T>(c); } };
+template <class T>
+struct DotK {
+  static bool run(const KernelCall& c) { return dot_impl<T>(c); }
+};
+template <class T>
+struct MatvecK {
+  static bool run(const KernelCall& c) { return matvec_impl<T>(c); }
+};
+template <class T>
+struct MatmulK {
+  static bool run(const KernelCall& c) { return matmul_impl<T>(c); }
+};
+template <class T>
+struct OuterK {
+  static bool run(const KernelCall& c) { return outer_impl<T>(c); }
+};
 
 }  // namespace
 
@@ -263,9 +282,12 @@ bool kernel_Outer(const KernelCall& c, KernelError* e) { return on_linalg_dtype<
 bool kernel_Transpose(const KernelCall& c, KernelError*) {
   if (c.n == 0) return true;
   switch (dtype_size(c.args[0].type->dtype)) {
-    case 1: return transpose_impl<uint8_t>(c);
-    case 4: return transpose_impl<uint32_t>(c);
-    default: return transpose_impl<uint64_t>(c);
+    case 1:
+      return transpose_impl<uint8_t>(c);
+    case 4:
+      return transpose_impl<uint32_t>(c);
+    default:
+      return transpose_impl<uint64_t>(c);
   }
 }
 

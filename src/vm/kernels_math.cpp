@@ -11,12 +11,12 @@ namespace ab::kern {
 
 namespace {
 
-#define AB_FLOAT_OP(Name, expr)                      \
-  template <class T>                                 \
-  struct Name {                                      \
-    using R = T;                                     \
-    static constexpr bool kChecked = false;          \
-    static T apply(T x) { return expr; }             \
+#define AB_FLOAT_OP(Name, expr)             \
+  template <class T>                        \
+  struct Name {                             \
+    using R = T;                            \
+    static constexpr bool kChecked = false; \
+    static T apply(T x) { return expr; }    \
   };
 AB_FLOAT_OP(ExpOp, std::exp(x))
 AB_FLOAT_OP(LogOp, std::log(x))
@@ -68,29 +68,37 @@ struct CastOp {
   // for NaN.
   static bool ok(From x) {
     double d = static_cast<double>(x);
-    if constexpr (std::is_same_v<To, int32_t>) return d > -2147483649.0 && d < 2147483648.0;
-    else return d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+    if constexpr (std::is_same_v<To, int32_t>)
+      return d > -2147483649.0 && d < 2147483648.0;
+    else
+      return d >= -9223372036854775808.0 && d < 9223372036854775808.0;
   }
   static std::string message(From x) {
     std::string to = dtype_name(dtype_of<To>());
     if (std::isnan(x)) return "cannot cast nan to " + to;
-    return "cannot cast " + format_number(static_cast<double>(x)) + " to " + to +
-           ": out of range";
+    return "cannot cast " + format_number(static_cast<double>(x)) + " to " + to + ": out of range";
   }
   static To apply(From x) {
-    if constexpr (kToBool) return x != 0 ? 1 : 0;
-    else return static_cast<To>(x);
+    if constexpr (kToBool)
+      return x != 0 ? 1 : 0;
+    else
+      return static_cast<To>(x);
   }
 };
 
 template <class From>
 bool cast_from(const KernelCall& c, KernelError* e) {
   switch (c.outs[0].type->dtype) {
-    case DType::Bool: return Unary<CastOp<From, Bool8>, From>::run(c, e);
-    case DType::I32: return Unary<CastOp<From, int32_t>, From>::run(c, e);
-    case DType::I64: return Unary<CastOp<From, int64_t>, From>::run(c, e);
-    case DType::F32: return Unary<CastOp<From, float>, From>::run(c, e);
-    case DType::F64: return Unary<CastOp<From, double>, From>::run(c, e);
+    case DType::Bool:
+      return Unary<CastOp<From, Bool8>, From>::run(c, e);
+    case DType::I32:
+      return Unary<CastOp<From, int32_t>, From>::run(c, e);
+    case DType::I64:
+      return Unary<CastOp<From, int64_t>, From>::run(c, e);
+    case DType::F32:
+      return Unary<CastOp<From, float>, From>::run(c, e);
+    case DType::F64:
+      return Unary<CastOp<From, double>, From>::run(c, e);
   }
   return bad_dtype(c, e);
 }
@@ -106,7 +114,9 @@ bool kernel_Sin(const KernelCall& c, KernelError* e) { return on_float<Unary, Si
 bool kernel_Cos(const KernelCall& c, KernelError* e) { return on_float<Unary, CosOp>(c, e); }
 bool kernel_Tan(const KernelCall& c, KernelError* e) { return on_float<Unary, TanOp>(c, e); }
 bool kernel_Tanh(const KernelCall& c, KernelError* e) { return on_float<Unary, TanhOp>(c, e); }
-bool kernel_Sigmoid(const KernelCall& c, KernelError* e) { return on_float<Unary, SigmoidOp>(c, e); }
+bool kernel_Sigmoid(const KernelCall& c, KernelError* e) {
+  return on_float<Unary, SigmoidOp>(c, e);
+}
 bool kernel_Floor(const KernelCall& c, KernelError* e) { return on_float<Unary, FloorOp>(c, e); }
 bool kernel_Ceil(const KernelCall& c, KernelError* e) { return on_float<Unary, CeilOp>(c, e); }
 bool kernel_Round(const KernelCall& c, KernelError* e) { return on_float<Unary, RoundOp>(c, e); }
@@ -117,11 +127,16 @@ bool kernel_IsFinite(const KernelCall& c, KernelError* e) {
 
 bool kernel_Cast(const KernelCall& c, KernelError* e) {
   switch (c.args[0].type->dtype) {
-    case DType::Bool: return cast_from<Bool8>(c, e);
-    case DType::I32: return cast_from<int32_t>(c, e);
-    case DType::I64: return cast_from<int64_t>(c, e);
-    case DType::F32: return cast_from<float>(c, e);
-    case DType::F64: return cast_from<double>(c, e);
+    case DType::Bool:
+      return cast_from<Bool8>(c, e);
+    case DType::I32:
+      return cast_from<int32_t>(c, e);
+    case DType::I64:
+      return cast_from<int64_t>(c, e);
+    case DType::F32:
+      return cast_from<float>(c, e);
+    case DType::F64:
+      return cast_from<double>(c, e);
   }
   return bad_dtype(c, e);
 }

@@ -17,8 +17,10 @@ template <class T>
 struct SumR {
   static T init() { return T(0); }
   static T step(T acc, T x) {
-    if constexpr (std::is_integral_v<T>) return wrap_add(acc, x);
-    else return acc + x;
+    if constexpr (std::is_integral_v<T>)
+      return wrap_add(acc, x);
+    else
+      return acc + x;
   }
   static T finish(T acc, int64_t) { return acc; }
 };
@@ -27,8 +29,10 @@ template <class T>
 struct ProdR {
   static T init() { return T(1); }
   static T step(T acc, T x) {
-    if constexpr (std::is_integral_v<T>) return wrap_mul(acc, x);
-    else return acc * x;
+    if constexpr (std::is_integral_v<T>)
+      return wrap_mul(acc, x);
+    else
+      return acc * x;
   }
   static T finish(T acc, int64_t) { return acc; }
 };
@@ -36,12 +40,16 @@ struct ProdR {
 template <class T>
 struct MaxR {
   static T init() {
-    if constexpr (std::is_integral_v<T>) return std::numeric_limits<T>::min();
-    else return -std::numeric_limits<T>::infinity();
+    if constexpr (std::is_integral_v<T>)
+      return std::numeric_limits<T>::min();
+    else
+      return -std::numeric_limits<T>::infinity();
   }
   static T step(T acc, T x) {
-    if constexpr (std::is_integral_v<T>) return acc > x ? acc : x;
-    else return (acc >= x || acc != acc) ? acc : x;  // NaN sticks
+    if constexpr (std::is_integral_v<T>)
+      return acc > x ? acc : x;
+    else
+      return (acc >= x || acc != acc) ? acc : x;  // NaN sticks
   }
   static T finish(T acc, int64_t) { return acc; }
 };
@@ -49,12 +57,16 @@ struct MaxR {
 template <class T>
 struct MinR {
   static T init() {
-    if constexpr (std::is_integral_v<T>) return std::numeric_limits<T>::max();
-    else return std::numeric_limits<T>::infinity();
+    if constexpr (std::is_integral_v<T>)
+      return std::numeric_limits<T>::max();
+    else
+      return std::numeric_limits<T>::infinity();
   }
   static T step(T acc, T x) {
-    if constexpr (std::is_integral_v<T>) return acc < x ? acc : x;
-    else return (acc <= x || acc != acc) ? acc : x;
+    if constexpr (std::is_integral_v<T>)
+      return acc < x ? acc : x;
+    else
+      return (acc <= x || acc != acc) ? acc : x;
   }
   static T finish(T acc, int64_t) { return acc; }
 };
@@ -128,7 +140,11 @@ bool kernel_ReduceMin(const KernelCall& c, KernelError* e) {
   return on_numeric<Reduce, MinR>(c, e);
 }
 bool kernel_Mean(const KernelCall& c, KernelError* e) { return on_float<Reduce, MeanR>(c, e); }
-bool kernel_Any(const KernelCall& c, KernelError* e) { return Reduce<AnyR<Bool8>, Bool8>::run(c, e); }
-bool kernel_All(const KernelCall& c, KernelError* e) { return Reduce<AllR<Bool8>, Bool8>::run(c, e); }
+bool kernel_Any(const KernelCall& c, KernelError* e) {
+  return Reduce<AnyR<Bool8>, Bool8>::run(c, e);
+}
+bool kernel_All(const KernelCall& c, KernelError* e) {
+  return Reduce<AllR<Bool8>, Bool8>::run(c, e);
+}
 
 }  // namespace ab::kern

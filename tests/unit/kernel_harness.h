@@ -83,16 +83,20 @@ inline RunResult run(PrimId op, int64_t n, const std::vector<Operand>& args,
   std::vector<OutView> outs;
   r.outs.resize(r.types.size());
   for (size_t k = 0; k < r.types.size(); ++k) {
-    r.outs[k].assign(static_cast<size_t>(n * r.types[k].num_elements()) *
-                         dtype_size(r.types[k].dtype),
-                     0xAB);  // garbage: kernels must write every result element
-    outs.push_back(OutView{r.outs[k].empty() ? nullptr : r.outs[k].data(), Access::Dense,
-                           nullptr, &r.types[k]});
+    r.outs[k].assign(
+        static_cast<size_t>(n * r.types[k].num_elements()) * dtype_size(r.types[k].dtype),
+        0xAB);  // garbage: kernels must write every result element
+    outs.push_back(OutView{r.outs[k].empty() ? nullptr : r.outs[k].data(), Access::Dense, nullptr,
+                           &r.types[k]});
   }
   KernelFn fn = kernel_for(op);
   REQUIRE(static_cast<bool>(fn));
-  KernelCall call{n, views.data(), static_cast<int>(views.size()), outs.data(),
-                  static_cast<int>(outs.size()), &attrs};
+  KernelCall call{n,
+                  views.data(),
+                  static_cast<int>(views.size()),
+                  outs.data(),
+                  static_cast<int>(outs.size()),
+                  &attrs};
   r.ok = fn(call, &r.err);
   return r;
 }

@@ -62,8 +62,12 @@ TEST_CASE("scalar add/div/lt in every access combination") {
         CAPTURE(name(aa));
         CAPTURE(name(ab_));
         CAPTURE(name(ao));
-        auto av = [&](int64_t j) { return aa == Access::Shared ? int64_t(-17) : int64_t(j * 7 - 100); };
-        auto bv = [&](int64_t j) { return ab_ == Access::Shared ? int64_t(5) : int64_t(j % 9 + 1); };
+        auto av = [&](int64_t j) {
+          return aa == Access::Shared ? int64_t(-17) : int64_t(j * 7 - 100);
+        };
+        auto bv = [&](int64_t j) {
+          return ab_ == Access::Shared ? int64_t(5) : int64_t(j % 9 + 1);
+        };
         Store<int64_t> a = layout<int64_t>(aa, n, idx, av);
         Store<int64_t> b = layout<int64_t>(ab_, n, idx, bv);
         ArgView args[2] = {{a.data.data(), aa, a.index.empty() ? nullptr : a.index.data(), &i64},
@@ -154,7 +158,8 @@ TEST_CASE("in place on dense and vector events") {
   PrimAttrs attrs;
   KernelError err;
   {  // flattened dense path
-    ArgView args[2] = {{x.data(), Access::Dense, nullptr, &v3}, {two.data(), Access::Shared, nullptr, &s}};
+    ArgView args[2] = {{x.data(), Access::Dense, nullptr, &v3},
+                       {two.data(), Access::Shared, nullptr, &s}};
     OutView o{x.data(), Access::Dense, nullptr, &v3};
     KernelCall call{2, args, 2, &o, 1, &attrs};
     REQUIRE(kernel_for(PrimId::Mul)(call, &err));
@@ -164,7 +169,8 @@ TEST_CASE("in place on dense and vector events") {
     const TensorType v1 = tt(DType::F64, {1});
     std::vector<uint32_t> active = {1};
     std::vector<double> d = {0.5, 100};
-    ArgView args[2] = {{x.data(), Access::Gather, active.data(), &v3}, {d.data(), Access::Dense, nullptr, &v1}};
+    ArgView args[2] = {{x.data(), Access::Gather, active.data(), &v3},
+                       {d.data(), Access::Dense, nullptr, &v1}};
     OutView o{x.data(), Access::Gather, active.data(), &v3};
     KernelCall call{1, args, 2, &o, 1, &attrs};
     REQUIRE(kernel_for(PrimId::Add)(call, &err));
@@ -208,11 +214,13 @@ TEST_CASE("in place: select, cast to the same dtype, sum of a scalar, split") {
   // key, sub = split(key) and sub, key = split(key): the key is read first.
   std::vector<int64_t> keys = {7, 8}, sub(2), keys2 = {7, 8}, sub2(2);
   ArgView k[1] = {{keys.data(), Access::Dense, nullptr, &i64}};
-  OutView outs[2] = {{keys.data(), Access::Dense, nullptr, &i64}, {sub.data(), Access::Dense, nullptr, &i64}};
+  OutView outs[2] = {{keys.data(), Access::Dense, nullptr, &i64},
+                     {sub.data(), Access::Dense, nullptr, &i64}};
   KernelCall split{2, k, 1, outs, 2, &attrs};
   REQUIRE(kernel_for(PrimId::Split)(split, &err));
   ArgView k2[1] = {{keys2.data(), Access::Dense, nullptr, &i64}};
-  OutView outs2[2] = {{sub2.data(), Access::Dense, nullptr, &i64}, {keys2.data(), Access::Dense, nullptr, &i64}};
+  OutView outs2[2] = {{sub2.data(), Access::Dense, nullptr, &i64},
+                      {keys2.data(), Access::Dense, nullptr, &i64}};
   KernelCall split2{2, k2, 1, outs2, 2, &attrs};
   REQUIRE(kernel_for(PrimId::Split)(split2, &err));
   CHECK(keys == sub2);

@@ -21,12 +21,16 @@ const double Inf = std::numeric_limits<double>::infinity();
 TEST_CASE("integer div and mod floor like Python, i64 and i32") {
   std::vector<int64_t> a = {7, -7, 7, -7, 0, 6, -6};
   std::vector<int64_t> b = {2, 2, -2, -2, 3, -3, 4};
-  CHECK(binary<int64_t>(PrimId::Div, DType::I64, a, b) == std::vector<int64_t>{3, -4, -4, 3, 0, -2, -2});
-  CHECK(binary<int64_t>(PrimId::Mod, DType::I64, a, b) == std::vector<int64_t>{1, 1, -1, -1, 0, 0, 2});
+  CHECK(binary<int64_t>(PrimId::Div, DType::I64, a, b) ==
+        std::vector<int64_t>{3, -4, -4, 3, 0, -2, -2});
+  CHECK(binary<int64_t>(PrimId::Mod, DType::I64, a, b) ==
+        std::vector<int64_t>{1, 1, -1, -1, 0, 0, 2});
   std::vector<int32_t> a32 = {7, -7, 7, -7, -1};
   std::vector<int32_t> b32 = {2, 2, -2, -2, 5};
-  CHECK(binary<int32_t>(PrimId::Div, DType::I32, a32, b32) == std::vector<int32_t>{3, -4, -4, 3, -1});
-  CHECK(binary<int32_t>(PrimId::Mod, DType::I32, a32, b32) == std::vector<int32_t>{1, 1, -1, -1, 4});
+  CHECK(binary<int32_t>(PrimId::Div, DType::I32, a32, b32) ==
+        std::vector<int32_t>{3, -4, -4, 3, -1});
+  CHECK(binary<int32_t>(PrimId::Mod, DType::I32, a32, b32) ==
+        std::vector<int32_t>{1, 1, -1, -1, 4});
 }
 
 TEST_CASE("div(MIN, -1) is MIN, mod(MIN, -1) is 0") {
@@ -34,7 +38,8 @@ TEST_CASE("div(MIN, -1) is MIN, mod(MIN, -1) is 0") {
   CHECK(binary<int64_t>(PrimId::Mod, DType::I64, {I64_MIN}, {-1}) == std::vector<int64_t>{0});
   CHECK(binary<int32_t>(PrimId::Div, DType::I32, {I32_MIN}, {-1}) == std::vector<int32_t>{I32_MIN});
   CHECK(binary<int32_t>(PrimId::Mod, DType::I32, {I32_MIN}, {-1}) == std::vector<int32_t>{0});
-  CHECK(binary<int64_t>(PrimId::Div, DType::I64, {I64_MIN}, {2}) == std::vector<int64_t>{I64_MIN / 2});
+  CHECK(binary<int64_t>(PrimId::Div, DType::I64, {I64_MIN}, {2}) ==
+        std::vector<int64_t>{I64_MIN / 2});
 }
 
 TEST_CASE("float div is true division; float mod has the divisor's sign") {
@@ -58,13 +63,15 @@ TEST_CASE("float div is true division; float mod has the divisor's sign") {
 }
 
 TEST_CASE("integer division and mod by zero fail at the first lane") {
-  RunResult r = run(PrimId::Div, 5, {dense(tt(DType::I64), std::vector<int64_t>{1, 2, 3, 4, 5}),
-                                     dense(tt(DType::I64), std::vector<int64_t>{1, 1, 0, 1, 0})});
+  RunResult r = run(PrimId::Div, 5,
+                    {dense(tt(DType::I64), std::vector<int64_t>{1, 2, 3, 4, 5}),
+                     dense(tt(DType::I64), std::vector<int64_t>{1, 1, 0, 1, 0})});
   CHECK_FALSE(r.ok);
   CHECK(r.err.lane == 2);
   CHECK(r.err.message == "integer division by zero");
-  RunResult m = run(PrimId::Mod, 3, {dense(tt(DType::I32), std::vector<int32_t>{1, 2, 3}),
-                                     shared(tt(DType::I32), std::vector<int32_t>{0})});
+  RunResult m = run(PrimId::Mod, 3,
+                    {dense(tt(DType::I32), std::vector<int32_t>{1, 2, 3}),
+                     shared(tt(DType::I32), std::vector<int32_t>{0})});
   CHECK_FALSE(m.ok);
   CHECK(m.err.lane == 0);
   CHECK(m.err.message == "integer modulo by zero");
@@ -101,8 +108,9 @@ TEST_CASE("integer pow wraps; a negative exponent is an error") {
         std::vector<int64_t>{1024, 1, 1, -8, 0, 7});
   CHECK(binary<int32_t>(PrimId::Pow, DType::I32, {3}, {21}) ==
         std::vector<int32_t>{static_cast<int32_t>(static_cast<uint32_t>(10460353203ull))});
-  RunResult r = run(PrimId::Pow, 3, {dense(tt(DType::I64), std::vector<int64_t>{2, 2, 2}),
-                                     dense(tt(DType::I64), std::vector<int64_t>{1, -1, -2})});
+  RunResult r = run(PrimId::Pow, 3,
+                    {dense(tt(DType::I64), std::vector<int64_t>{2, 2, 2}),
+                     dense(tt(DType::I64), std::vector<int64_t>{1, -1, -2})});
   CHECK_FALSE(r.ok);
   CHECK(r.err.lane == 1);
   CHECK(r.err.message == "integer pow with negative exponent -1");
@@ -120,7 +128,8 @@ TEST_CASE("min and max propagate NaN") {
   CHECK(std::isnan(mx[0]));
   CHECK(std::isnan(mx[1]));
   CHECK(mx[2] == 3);
-  CHECK(binary<int64_t>(PrimId::Max, DType::I64, {I64_MIN, 5}, {0, -5}) == std::vector<int64_t>{0, 5});
+  CHECK(binary<int64_t>(PrimId::Max, DType::I64, {I64_MIN, 5}, {0, -5}) ==
+        std::vector<int64_t>{0, 5});
 }
 
 TEST_CASE("float math") {
@@ -200,30 +209,42 @@ TEST_CASE("select, scalar and broadcast") {
 TEST_CASE("cast") {
   PrimAttrs to;
   to.dtype = DType::I64;
-  RunResult r = run(PrimId::Cast, 6, {dense(tt(DType::F64), std::vector<double>{1.9, -1.9, 0.5, -0.0, 9.2e18, -9.223372036854775808e18})}, to);
+  RunResult r = run(PrimId::Cast, 6,
+                    {dense(tt(DType::F64), std::vector<double>{1.9, -1.9, 0.5, -0.0, 9.2e18,
+                                                               -9.223372036854775808e18})},
+                    to);
   REQUIRE(r.ok);
   CHECK(r.out<int64_t>() == std::vector<int64_t>{1, -1, 0, 0, 9200000000000000000, I64_MIN});
-  RunResult nan = run(PrimId::Cast, 3, {dense(tt(DType::F64), std::vector<double>{1, NaN, Inf})}, to);
+  RunResult nan =
+      run(PrimId::Cast, 3, {dense(tt(DType::F64), std::vector<double>{1, NaN, Inf})}, to);
   CHECK_FALSE(nan.ok);
   CHECK(nan.err.lane == 1);
   CHECK(nan.err.message == "cannot cast nan to i64");
-  RunResult big = run(PrimId::Cast, 1, {dense(tt(DType::F64), std::vector<double>{9.223372036854775808e18})}, to);
+  RunResult big = run(PrimId::Cast, 1,
+                      {dense(tt(DType::F64), std::vector<double>{9.223372036854775808e18})}, to);
   CHECK_FALSE(big.ok);
   CHECK(big.err.message == "cannot cast 9223372036854775808 to i64: out of range");
   to.dtype = DType::I32;
-  RunResult i32 = run(PrimId::Cast, 3, {dense(tt(DType::F32), std::vector<float>{2147483520.0f, -2147483648.0f, 2.5f})}, to);
+  RunResult i32 =
+      run(PrimId::Cast, 3,
+          {dense(tt(DType::F32), std::vector<float>{2147483520.0f, -2147483648.0f, 2.5f})}, to);
   REQUIRE(i32.ok);
   CHECK(i32.out<int32_t>() == std::vector<int32_t>{2147483520, I32_MIN, 2});
-  RunResult i32o = run(PrimId::Cast, 2, {dense(tt(DType::F64), std::vector<double>{-2147483648.9, -2147483649.0})}, to);
+  RunResult i32o =
+      run(PrimId::Cast, 2,
+          {dense(tt(DType::F64), std::vector<double>{-2147483648.9, -2147483649.0})}, to);
   CHECK_FALSE(i32o.ok);
   CHECK(i32o.err.lane == 1);
   RunResult inf32 = run(PrimId::Cast, 1, {dense(tt(DType::F64), std::vector<double>{-Inf})}, to);
   CHECK_FALSE(inf32.ok);
   // Narrowing integers wraps (NumPy astype).
-  RunResult nar = run(PrimId::Cast, 2, {dense(tt(DType::I64), std::vector<int64_t>{(int64_t(1) << 32) + 5, -1})}, to);
+  RunResult nar =
+      run(PrimId::Cast, 2,
+          {dense(tt(DType::I64), std::vector<int64_t>{(int64_t(1) << 32) + 5, -1})}, to);
   CHECK(nar.out<int32_t>() == std::vector<int32_t>{5, -1});
   to.dtype = DType::Bool;
-  RunResult tb = run(PrimId::Cast, 4, {dense(tt(DType::F64), std::vector<double>{0.0, -0.0, NaN, 0.1})}, to);
+  RunResult tb =
+      run(PrimId::Cast, 4, {dense(tt(DType::F64), std::vector<double>{0.0, -0.0, NaN, 0.1})}, to);
   CHECK(tb.out<uint8_t>() == std::vector<uint8_t>{0, 0, 1, 1});
   RunResult ib = run(PrimId::Cast, 3, {dense(tt(DType::I32), std::vector<int32_t>{0, -7, 2})}, to);
   CHECK(ib.out<uint8_t>() == std::vector<uint8_t>{0, 1, 1});
@@ -246,8 +267,7 @@ TEST_CASE("broadcasting: scalar with vector, [2,1] with [3]") {
                     {dense(tt(DType::F64, {2, 1}), std::vector<double>{10, 20, 30, 40}),
                      shared(tt(DType::F64, {3}), std::vector<double>{1, 2, 3})});
   REQUIRE(b.ok);
-  CHECK(b.out<double>() ==
-        std::vector<double>{9, 8, 7, 19, 18, 17, 29, 28, 27, 39, 38, 37});
+  CHECK(b.out<double>() == std::vector<double>{9, 8, 7, 19, 18, 17, 29, 28, 27, 39, 38, 37});
   // [3,1] with [1,2] -> [3,2], gathered lanes
   RunResult g = run(PrimId::Mul, 2,
                     {gather(tt(DType::I32, {3, 1}), std::vector<int32_t>{0, 0, 0, 1, 2, 3}, {1, 0}),
@@ -266,14 +286,82 @@ TEST_CASE("broadcasting: scalar with vector, [2,1] with [3]") {
 }
 
 TEST_CASE("zero-size events and zero lanes") {
-  RunResult r = run(PrimId::Add, 3, {dense(tt(DType::F64, {0}), std::vector<double>{}),
-                                     shared(tt(DType::F64), std::vector<double>{1})});
+  RunResult r = run(PrimId::Add, 3,
+                    {dense(tt(DType::F64, {0}), std::vector<double>{}),
+                     shared(tt(DType::F64), std::vector<double>{1})});
   CHECK(r.ok);
   CHECK(r.outs[0].empty());
-  RunResult d = run(PrimId::Div, 2, {dense(tt(DType::I64, {2, 0}), std::vector<int64_t>{}),
-                                     dense(tt(DType::I64, {1}), std::vector<int64_t>{0, 0})});
+  RunResult d = run(PrimId::Div, 2,
+                    {dense(tt(DType::I64, {2, 0}), std::vector<int64_t>{}),
+                     dense(tt(DType::I64, {1}), std::vector<int64_t>{0, 0})});
   CHECK(d.ok);  // no elements, so no division by zero
-  RunResult z = run(PrimId::Div, 0, {dense(tt(DType::I64), std::vector<int64_t>{}),
-                                     shared(tt(DType::I64), std::vector<int64_t>{0})});
+  RunResult z = run(PrimId::Div, 0,
+                    {dense(tt(DType::I64), std::vector<int64_t>{}),
+                     shared(tt(DType::I64), std::vector<int64_t>{0})});
   CHECK(z.ok);
+}
+
+TEST_CASE("div and mod by a shared power of two (shift path) agree with the general path") {
+  std::vector<int64_t> a = {7, -7, 0, -1, 1, I64_MIN, I64_MAX, -8, 8, -9};
+  for (int64_t d : {int64_t(1), int64_t(2), int64_t(8), int64_t(1) << 62}) {
+    CAPTURE(d);
+    std::vector<int64_t> ds(a.size(), d);
+    auto fast_div =
+        run(PrimId::Div, static_cast<int64_t>(a.size()),
+            {dense(tt(DType::I64), a), shared(tt(DType::I64), std::vector<int64_t>{d})});
+    auto fast_mod =
+        run(PrimId::Mod, static_cast<int64_t>(a.size()),
+            {dense(tt(DType::I64), a), shared(tt(DType::I64), std::vector<int64_t>{d})});
+    CHECK(fast_div.out<int64_t>() == binary<int64_t>(PrimId::Div, DType::I64, a, ds));
+    CHECK(fast_mod.out<int64_t>() == binary<int64_t>(PrimId::Mod, DType::I64, a, ds));
+  }
+  std::vector<int32_t> a32 = {7, -7, I32_MIN, I32_MAX, -1};
+  auto d32 = run(PrimId::Div, 5,
+                 {dense(tt(DType::I32), a32), shared(tt(DType::I32), std::vector<int32_t>{4})});
+  CHECK(d32.out<int32_t>() == std::vector<int32_t>{1, -2, I32_MIN / 4, I32_MAX / 4, -1});
+  auto m32 = run(PrimId::Mod, 5,
+                 {gather(tt(DType::I32), a32, {4, 3, 2, 1, 0}),
+                  shared(tt(DType::I32), std::vector<int32_t>{4})});
+  CHECK(m32.out<int32_t>() == std::vector<int32_t>{3, 3, 0, 1, 3});
+  // negative powers of two and zero still take the general path
+  CHECK(run(PrimId::Div, 1,
+            {dense(tt(DType::I64), std::vector<int64_t>{-7}),
+             shared(tt(DType::I64), std::vector<int64_t>{-2})})
+            .out<int64_t>()[0] == 3);
+  CHECK_FALSE(run(PrimId::Mod, 1,
+                  {dense(tt(DType::I64), std::vector<int64_t>{-7}),
+                   shared(tt(DType::I64), std::vector<int64_t>{0})})
+                  .ok);
+}
+
+TEST_CASE("broadcasting of rank-3 and rank-2 events against an index-by-index reference") {
+  // a: [2,1,3], b: [4,1] -> [2,4,3]; two lanes, a gathered, b dense
+  std::vector<int64_t> a(2 * 6), b(2 * 4);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int64_t>(i * 10);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<int64_t>(i);
+  auto r = run(PrimId::Sub, 2,
+               {gather(tt(DType::I64, {2, 1, 3}), a, {1, 0}), dense(tt(DType::I64, {4, 1}), b)});
+  REQUIRE(r.ok);
+  CHECK(r.types[0] == tt(DType::I64, {2, 4, 3}));
+  auto got = r.out<int64_t>();
+  for (int64_t lane = 0; lane < 2; ++lane) {
+    int64_t slot = lane == 0 ? 1 : 0;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t k = 0; k < 3; ++k) {
+          int64_t want = a[slot * 6 + i * 3 + k] - b[lane * 4 + j];
+          CHECK(got[lane * 24 + i * 12 + j * 3 + k] == want);
+        }
+  }
+}
+
+TEST_CASE("set with a value broadcast along an inner dimension") {
+  // x: [2,2,3], x[1] = v with v: [2,1]
+  std::vector<double> x(12, 0.0);
+  auto r =
+      run(PrimId::Set, 1,
+          {dense(tt(DType::F64, {2, 2, 3}), x), shared(tt(DType::I64), std::vector<int64_t>{1}),
+           shared(tt(DType::F64, {2, 1}), std::vector<double>{5, 6})});
+  REQUIRE(r.ok);
+  CHECK(r.out<double>() == std::vector<double>{0, 0, 0, 0, 0, 0, 5, 5, 5, 6, 6, 6});
 }

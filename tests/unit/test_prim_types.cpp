@@ -71,8 +71,7 @@ TEST_CASE("float math needs floats") {
 TEST_CASE("compare gives bool, logic needs bool") {
   CHECK(ty(PrimId::Lt, {S(i64), T(i64, {3})}) == "bool[3]");
   CHECK(ty(PrimId::Eq, {S(b), S(b)}) == "bool");
-  CHECK(ty(PrimId::Ge, {S(i32), S(i64)}).find("different dtypes i32 and i64") !=
-        std::string::npos);
+  CHECK(ty(PrimId::Ge, {S(i32), S(i64)}).find("different dtypes i32 and i64") != std::string::npos);
   CHECK(ty(PrimId::And, {S(b), T(b, {2})}) == "bool[2]");
   CHECK(ty(PrimId::Not, {S(b)}) == "bool");
   CHECK(ty(PrimId::Or, {S(i64), S(b)}) ==
