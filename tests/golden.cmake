@@ -16,7 +16,7 @@ endforeach()
 # Every program's outputs under the reference interpreter: against the
 # reviewed golden (run) and against the values worked out by hand (hand).
 # Lowered programs join when `run` accepts them (issue 4).
-foreach(suite run hand)
+foreach(suite sig run hand)
   add_test(NAME golden_${suite}_reference
     COMMAND ${PROJECT_SOURCE_DIR}/tools/golden check ${suite}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})

@@ -1,0 +1,1 @@
+func tri(n: i64) -> i64

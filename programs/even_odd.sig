@@ -1,0 +1,2 @@
+func is_even(n: i64) -> bool
+func is_odd(n: i64) -> bool

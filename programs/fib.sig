@@ -1,0 +1,1 @@
+func fib(n: i64) -> i64

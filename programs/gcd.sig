@@ -1,0 +1,1 @@
+func gcd(a: i32, b: i32) -> i32

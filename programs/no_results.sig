@@ -1,0 +1,1 @@
+func main(x: i64) -> ()

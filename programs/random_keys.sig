@@ -1,0 +1,1 @@
+func main(key: i64) -> (bool, bool, bool, bool, bool, bool)

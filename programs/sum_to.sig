@@ -1,0 +1,1 @@
+func sum_to(n: i32) -> i32
