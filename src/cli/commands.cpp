@@ -11,6 +11,7 @@
 #include "io/outputs.h"
 #include "passes/type_inference.h"
 #include "vm/reference.h"
+#include "vm/reference_lowered.h"
 #include "support/strings.h"
 
 namespace ab::cli {
@@ -116,9 +117,55 @@ int cmd_ops() {
   return kOk;
 }
 
-int not_built(const char* what, const char* issue) {
-  std::cerr << "autobatch: '" << what << "' is not built yet (it lands with " << issue << ")\n";
-  return kUsageError;
+
+void vm_note(const Options& opt) {
+  std::cerr << "autobatch: note: the " << opt.vm << " VM is not built yet (issue 5); running the reference interpreter, which gives the same outputs\n";
+}
+
+RunOptions run_options(const Options& opt) {
+  RunOptions ro;
+  ro.max_stack_depth = opt.max_stack_depth;
+  ro.max_steps = opt.max_steps;
+  return ro;
+}
+
+int finish_run(const RunResult& r, const Module& m, int64_t batch, const OutputTarget& target) {
+  if (r.error) {
+    std::cerr << render_runtime_error(m.source.get(), *r.error);
+    return kRuntimeError;
+  }
+  Result<std::vector<std::string>> written = write_outputs(r.outputs, batch, target);
+  if (!written) return report(written.diags());
+  return kOk;
+}
+
+// A lowered program: its inputs are named as in the source function
+// (`fib.n` is given as "n"), so the source's inputs file works unchanged.
+int run_lowered(const Module& m, const Options& opt, const OutputTarget& target) {
+  const Program& p = *m.program;
+  Diagnostics d(m.source);
+  if (!opt.entry.empty() && opt.entry != p.entry.name) {
+    d.error(p.entry.loc, "--entry " + opt.entry + " does not match this lowered program, whose entry is '" + p.entry.name + "'");
+    return report(d);
+  }
+  std::map<std::string, const VarDecl*> decls;
+  for (const auto& v : p.vars) decls[v.name.name] = &v;
+  std::vector<ParamSpec> specs;
+  std::string prefix = p.entry.name + ".";
+  for (const auto& in : p.inputs) {
+    std::string name = in.name.rfind(prefix, 0) == 0 ? in.name.substr(prefix.size()) : in.name;
+    auto it = decls.find(in.name);
+    specs.push_back({name, it != decls.end() ? it->second->type : std::nullopt});
+  }
+  Result<InputSet> inputs = load_inputs(opt.inputs, specs, opt.batch);
+  if (!inputs) return report(inputs.diags());
+  std::vector<std::optional<Type>> types;
+  for (const auto& a : inputs->values) types.push_back(Type{false, a.type, {}});
+  FunctionTypes ft = infer_program_types(p, types, d, m.source);
+  if (d.has_errors()) return report(d);
+  if (opt.vm != "reference") vm_note(opt);
+  RunResult r = run_reference_program(p, ft, inputs->values, inputs->batch, run_options(opt));
+  return finish_run(r, m, inputs->batch, target);
 }
 
 int cmd_run(const Options& opt) {
@@ -126,7 +173,7 @@ int cmd_run(const Options& opt) {
   if (!target) return report(target.diags());
   Result<Module> m = load_and_verify(opt.program);
   if (!m) return report(m.diags());
-  if (m->program) return not_built("run on a lowered program", "issue 4, the compiler passes");
+  if (m->program) return run_lowered(*m, opt, *target);
   Diagnostics d(m->source);
   const Function* entry = find_entry(*m, opt.entry, d);
   if (!entry) return report(d);
@@ -136,18 +183,41 @@ int cmd_run(const Options& opt) {
   for (const auto& a : inputs->values) params.push_back(Type{false, a.type, {}});
   TypeInfo types = infer_types(*m, entry->name.name, params, d);
   if (d.has_errors()) return report(d);
-  if (opt.vm != "reference")
-    std::cerr << "autobatch: note: the " << opt.vm << " VM is not built yet (issue 5); running the reference interpreter, which gives the same outputs\n";
-  RunOptions ro;
-  ro.max_stack_depth = opt.max_stack_depth;
-  ro.max_steps = opt.max_steps;
-  RunResult r = run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, ro);
-  if (r.error) {
-    std::cerr << render_runtime_error(m->source.get(), *r.error);
-    return kRuntimeError;
+  if (opt.vm != "reference") vm_note(opt);
+  RunResult r = run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, run_options(opt));
+  return finish_run(r, *m, inputs->batch, *target);
+}
+
+int cmd_lower(const Options& opt) {
+  if (!opt.print_after.empty() && !find_pass(opt.print_after)) {
+    std::vector<std::string> names;
+    for (const auto& p : all_passes()) names.push_back(p.name);
+    std::cerr << "autobatch: error: unknown pass '" << opt.print_after << "'" << did_you_mean(opt.print_after, names)
+              << "; passes: " << pass_names() << "\n";
+    return kUsageError;
   }
-  Result<std::vector<std::string>> written = write_outputs(r.outputs, inputs->batch, *target);
-  if (!written) return report(written.diags());
+  Result<Module> m = load_and_verify(opt.program);
+  if (!m) return report(m.diags());
+  if (m->program) {
+    // Already lowered: print it as it is.
+    std::cout << print_module(*m);
+    return kOk;
+  }
+  Diagnostics d(m->source);
+  const Function* entry = find_entry(*m, opt.entry, d);
+  if (!entry) return report(d);
+  CompileOptions co;
+  co.entry = entry->name.name;
+  co.print_after = opt.print_after;
+  co.entry_types.resize(entry->params.size());
+  if (!opt.inputs.empty()) {
+    Result<InputSet> inputs = load_entry_inputs(*entry, opt);
+    if (!inputs) return report(inputs.diags());
+    for (size_t i = 0; i < co.entry_types.size(); ++i) co.entry_types[i] = Type{false, inputs->values[i].type, {}};
+  }
+  Result<Compiled> c = compile(*m, co);
+  if (!c) return report(c.diags());
+  std::cout << c->printed;
   return kOk;
 }
 
@@ -204,17 +274,7 @@ int dispatch(CLI::App& app, const Options& opt) {
   if (app.got_subcommand("check")) return cmd_check(opt);
   if (app.got_subcommand("ops")) return cmd_ops();
   if (app.got_subcommand("run")) return cmd_run(opt);
-  if (app.got_subcommand("lower")) {
-    if (!opt.print_after.empty() && !find_pass(opt.print_after)) {
-      std::cerr << "autobatch: error: unknown pass '" << opt.print_after << "'" << did_you_mean(opt.print_after, [] {
-        std::vector<std::string> n;
-        for (const auto& p : all_passes()) n.push_back(p.name);
-        return n;
-      }()) << "; passes: " << pass_names() << "\n";
-      return kUsageError;
-    }
-    return not_built("lower", "issue 4, the compiler passes");
-  }
+  if (app.got_subcommand("lower")) return cmd_lower(opt);
   return kUsageError;
 }
 

@@ -56,8 +56,11 @@ struct reserved
     : p::sor<kw_func, kw_call, kw_branch, kw_goto_, kw_return_, kw_pop, kw_true_, kw_false_,
              kw_inf, kw_nan, kw_push_goto, kw_indirect_goto, kw_halt, dtype> {};
 
-// Names; `.` joins the parts of qualified names in lowered programs.
-struct name : p::seq<p::not_at<reserved>, ident, p::star<p::one<'.'>, ident>> {};
+// Names; `.` joins the parts of qualified names in lowered programs. Parts
+// after the first may start with a digit (`fib.ret.0`), so names the
+// compiler makes up never collide with a user's.
+struct name_part : p::plus<ident_other> {};
+struct name : p::seq<p::not_at<reserved>, ident, p::star<p::one<'.'>, name_part>> {};
 
 // ---- literals --------------------------------------------------------------
 struct digits : p::plus<p::digit> {};

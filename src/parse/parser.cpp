@@ -239,6 +239,7 @@ class Builder {
     in.loc = loc_of(n);
     if (n.is_type<g::instr_pop>()) {
       in.kind = InstrKind::Pop;
+      in.out.is_tuple = true;  // a pop writes nothing
       for (const auto& c : n.children) in.popped.push_back(name_ref(*c));
       return in;
     }

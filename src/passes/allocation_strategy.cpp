@@ -1,0 +1,72 @@
+#include "passes/allocation_strategy.h"
+
+#include <map>
+#include <set>
+
+#include "passes/liveness.h"
+
+namespace ab {
+
+std::string owner_function(const std::string& qualified) { return qualified.substr(0, qualified.find('.')); }
+
+void allocate_storage(Program& p, const LoweringInfo& info) {
+  // Which functions each function can reach (itself included).
+  std::map<std::string, std::set<std::string>> edges;
+  for (const auto& c : info.calls) edges[c.caller].insert(c.callee);
+  auto reach = [&](const std::string& from) {
+    std::set<std::string> seen{from};
+    std::vector<std::string> work{from};
+    while (!work.empty()) {
+      std::string f = work.back();
+      work.pop_back();
+      for (const auto& g : edges[f])
+        if (seen.insert(g).second) work.push_back(g);
+    }
+    return seen;
+  };
+  std::set<std::string> full;
+  for (const auto& c : info.calls) {
+    std::set<std::string> r = reach(c.callee);
+    for (const auto& v : c.live_across)
+      if (r.count(owner_function(v))) full.insert(v);
+  }
+
+  VarSet outputs;
+  for (const auto& o : p.outputs) outputs.insert(o.name);
+  std::set<std::string> read(outputs.begin(), outputs.end());
+  for (const auto& b : p.blocks) {
+    for (const auto& in : b.instrs) instr_reads(in, read);
+    term_reads(b.term, read);
+  }
+  LivenessInfo live = compute_liveness(p.blocks, outputs);
+  std::set<std::string> crosses(outputs.begin(), outputs.end());
+  for (const auto& i : p.inputs) crosses.insert(i.name);
+  for (size_t b = 0; b < p.blocks.size(); ++b) {
+    crosses.insert(live.live_in[b].begin(), live.live_in[b].end());
+    crosses.insert(live.live_out[b].begin(), live.live_out[b].end());
+  }
+  for (auto& v : p.vars) {
+    const std::string& n = v.name.name;
+    if (!read.count(n)) v.storage = StorageClass::Null;
+    else if (full.count(n)) v.storage = StorageClass::Full;
+    else if (!crosses.count(n)) v.storage = StorageClass::Temporary;
+    else v.storage = StorageClass::Register;
+  }
+  // Pops of anything but full variables do nothing.
+  for (auto& b : p.blocks) {
+    std::vector<Instr> kept;
+    for (auto& in : b.instrs) {
+      if (in.kind == InstrKind::Pop) {
+        std::vector<NameRef> names;
+        for (const auto& n : in.popped)
+          if (full.count(n.name)) names.push_back(n);
+        if (names.empty()) continue;
+        in.popped = std::move(names);
+      }
+      kept.push_back(std::move(in));
+    }
+    b.instrs = std::move(kept);
+  }
+}
+
+}  // namespace ab

@@ -1,0 +1,17 @@
+// block_order: the scheduling priority of blocks (SPEC §4 step 7, §5.1).
+//
+// The stack VM's min-pc policy runs, at each step, the waiting block with
+// the smallest index; this pass decides those indices by reordering the
+// program's blocks: the entry block stays first, then, stably, blocks that
+// run no primitive (only copies and pops: call returns, pops on an edge)
+// come ahead of the rest. Running those cheap blocks first lets threads
+// catch up and merge with others before the expensive blocks run (the
+// seed's select_block_priority).
+#pragma once
+#include "ir/ir.h"
+
+namespace ab {
+
+void order_blocks(Program& p);
+
+}  // namespace ab

@@ -1,0 +1,123 @@
+#include "passes/fuse_pop_push.h"
+
+#include <map>
+#include <set>
+
+#include "passes/liveness.h"
+
+namespace ab {
+namespace {
+
+bool reads_var(const Instr& in, const std::string& v) {
+  for (const auto& a : in.args)
+    if (a.is_var && a.name == v) return true;
+  return false;
+}
+
+Pattern* written_leaf(Instr& in, const std::string& v) {
+  std::vector<const Pattern*> leaves;
+  in.out.names(leaves);
+  for (const Pattern* l : leaves)
+    if (l->name == v) return const_cast<Pattern*>(l);
+  return nullptr;
+}
+
+void fuse_block(Block& b) {
+  for (size_t i = 0; i < b.instrs.size(); ++i) {
+    if (b.instrs[i].kind != InstrKind::Pop) continue;
+    std::vector<NameRef> keep;
+    for (const auto& name : b.instrs[i].popped) {
+      bool fused = false;
+      for (size_t j = i + 1; j < b.instrs.size(); ++j) {
+        Instr& in = b.instrs[j];
+        if (in.kind == InstrKind::Pop) {
+          bool again = false;
+          for (const auto& n : in.popped) again = again || n.name == name.name;
+          if (again) break;
+          continue;
+        }
+        if (reads_var(in, name.name)) break;
+        if (Pattern* leaf = written_leaf(in, name.name)) {
+          if (!leaf->in_place) {
+            leaf->in_place = true;
+            fused = true;
+          }
+          break;
+        }
+      }
+      if (!fused) keep.push_back(name);
+    }
+    b.instrs[i].popped = std::move(keep);
+  }
+  std::vector<Instr> kept;
+  for (auto& in : b.instrs)
+    if (in.kind != InstrKind::Pop || !in.popped.empty()) kept.push_back(std::move(in));
+  b.instrs = std::move(kept);
+}
+
+// `t = op(a)` then (pops of other variables) `x = t`, where t is read
+// nowhere else: `x = op(a)`.
+void fold_temporaries(Program& p) {
+  std::map<std::string, int> uses;  // reads and pops of each variable
+  std::set<std::string> outputs;
+  for (const auto& o : p.outputs) outputs.insert(o.name);
+  for (const auto& b : p.blocks) {
+    for (const auto& in : b.instrs) {
+      for (const auto& a : in.args)
+        if (a.is_var) ++uses[a.name];
+      for (const auto& n : in.popped) ++uses[n.name];
+    }
+    if (b.term.kind == TermKind::Branch) ++uses[b.term.cond.name];
+  }
+  std::map<std::string, StorageClass> cls;
+  for (const auto& v : p.vars) cls[v.name.name] = v.storage;
+  for (auto& b : p.blocks) {
+    for (size_t i = 0; i < b.instrs.size(); ++i) {
+      Instr& def = b.instrs[i];
+      if (def.kind == InstrKind::Pop || def.out.is_tuple || def.out.in_place) continue;
+      const std::string t = def.out.name;
+      if (uses[t] != 1 || outputs.count(t) || cls[t] == StorageClass::Full) continue;
+      // The next instruction that is not a pop must be the copy.
+      size_t j = i + 1;
+      bool clobbered = false;
+      for (; j < b.instrs.size() && b.instrs[j].kind == InstrKind::Pop; ++j)
+        for (const auto& n : b.instrs[j].popped)
+          clobbered = clobbered || reads_var(def, n.name);
+      if (clobbered || j == b.instrs.size()) continue;
+      Instr& copy = b.instrs[j];
+      if (copy.kind != InstrKind::Copy || copy.out.is_tuple || !copy.args[0].is_var || copy.args[0].name != t) continue;
+      Pattern dest = copy.out;
+      def.out = dest;
+      b.instrs.erase(b.instrs.begin() + static_cast<long>(j));
+      uses[t] = 0;
+    }
+  }
+}
+
+void drop_unused_declarations(Program& p) {
+  std::set<std::string> used;
+  for (const auto& i : p.inputs) used.insert(i.name);
+  for (const auto& o : p.outputs) used.insert(o.name);
+  for (const auto& b : p.blocks) {
+    for (const auto& in : b.instrs) {
+      instr_reads(in, used);
+      instr_writes(in, used);
+      for (const auto& n : in.popped) used.insert(n.name);
+    }
+    term_reads(b.term, used);
+  }
+  std::vector<VarDecl> kept;
+  for (auto& v : p.vars)
+    if (used.count(v.name.name)) kept.push_back(std::move(v));
+  p.vars = std::move(kept);
+}
+
+}  // namespace
+
+void fuse_pop_push(Program& p) {
+  for (auto& b : p.blocks) fuse_block(b);
+  fold_temporaries(p);
+  drop_unused_declarations(p);
+}
+
+}  // namespace ab

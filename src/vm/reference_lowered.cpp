@@ -1,0 +1,247 @@
+#include "vm/reference_lowered.h"
+
+#include <cstring>
+#include <map>
+
+#include "passes/allocation_strategy.h"
+#include "vm/kernel.h"
+#include "vm/literal.h"
+#include "vm/value.h"
+
+namespace ab {
+namespace {
+
+constexpr size_t kHalt = SIZE_MAX;
+
+struct Slot {
+  bool full = false;
+  Type type;
+};
+
+class ProgramInterpreter {
+ public:
+  ProgramInterpreter(const Program& p, const FunctionTypes& types, const RunOptions& opt) : p_(p), opt_(opt) {
+    for (size_t i = 0; i < p.blocks.size(); ++i) labels_[p.blocks[i].label.name] = i;
+    for (const auto& v : p.vars) {
+      Slot s;
+      s.full = v.storage == StorageClass::Full;
+      auto it = types.vars.find(v.name.name);
+      s.type = it != types.vars.end() ? it->second : v.type.value_or(Type::scalar(DType::I64));
+      index_[v.name.name] = slots_.size();
+      slots_.push_back(s);
+    }
+    constants_.resize(p.blocks.size());
+    attrs_.resize(p.blocks.size());
+    for (size_t b = 0; b < p.blocks.size(); ++b) {
+      const Block& blk = p.blocks[b];
+      for (size_t i = 0; i < blk.instrs.size(); ++i) {
+        const Instr& in = blk.instrs[i];
+        std::vector<Value> cs;
+        for (size_t a = 0; a < in.args.size(); ++a) {
+          if (in.args[a].is_var) {
+            cs.emplace_back();
+            continue;
+          }
+          const auto& t = types.operand_types[b][i][a];
+          cs.push_back(literal_value(in.args[a].lit, t.value_or(Type::scalar(DType::I64))));
+        }
+        constants_[b].push_back(std::move(cs));
+        attrs_[b].push_back(in.kind == InstrKind::Prim ? resolve_attrs(in) : PrimAttrs{});
+      }
+    }
+  }
+
+  RunResult run(const std::vector<Array>& inputs, int64_t batch) {
+    RunResult res;
+    std::vector<std::vector<Value>> results(batch);
+    for (int64_t t = 0; t < batch && !res.error; ++t) {
+      thread_ = t;
+      batch_ = batch;
+      res.error = run_thread(inputs, results[t]);
+    }
+    res.steps = steps_;
+    if (res.error) return res;
+    std::vector<TensorType> leaves;
+    for (const auto& o : p_.outputs) slots_[index_.at(o.name)].type.leaves(leaves);
+    for (const auto& lt : leaves) res.outputs.emplace_back(lt, batch);
+    for (int64_t t = 0; t < batch; ++t) {
+      std::vector<Value*> vals;
+      for (auto& v : results[t]) v.leaves(vals);
+      for (size_t i = 0; i < vals.size(); ++i) {
+        size_t bytes = vals[i]->data.size();
+        if (bytes) std::memcpy(res.outputs[i].data.data() + t * bytes, vals[i]->data.data(), bytes);
+      }
+    }
+    return res;
+  }
+
+ private:
+  const Program& p_;
+  RunOptions opt_;
+  std::map<std::string, size_t> labels_;
+  std::map<std::string, size_t> index_;
+  std::vector<Slot> slots_;
+  std::vector<std::vector<std::vector<Value>>> constants_;
+  std::vector<std::vector<PrimAttrs>> attrs_;
+  std::vector<std::vector<Value>> stacks_;  // per slot; non-full slots hold at most one
+  int64_t thread_ = 0, batch_ = 0, steps_ = 0;
+  size_t block_ = 0;
+
+  RuntimeError error(SourceLoc loc, std::string msg) const {
+    const std::string& label = p_.blocks[block_].label.name;
+    return RuntimeError{loc, std::move(msg), thread_, batch_, owner_function(label), label};
+  }
+
+  std::optional<RuntimeError> read(const std::string& name, SourceLoc loc, const Value*& out) {
+    auto& st = stacks_[index_.at(name)];
+    if (st.empty()) return error(loc, "read of '" + name + "', which holds no value here (the lowered program is unbalanced)");
+    out = &st.back();
+    return std::nullopt;
+  }
+
+  std::optional<RuntimeError> write(const Pattern& p, Value v, SourceLoc loc) {
+    if (p.is_tuple) {
+      for (size_t i = 0; i < p.elems.size() && i < v.elems.size(); ++i)
+        if (auto e = write(p.elems[i], std::move(v.elems[i]), loc)) return e;
+      return std::nullopt;
+    }
+    size_t s = index_.at(p.name);
+    auto& st = stacks_[s];
+    if (p.in_place) {
+      if (st.empty()) return error(loc, "in-place update of '" + p.name + "', whose stack is empty");
+      st.back() = std::move(v);
+    } else if (slots_[s].full) {
+      if (static_cast<int64_t>(st.size()) >= opt_.max_stack_depth)
+        return error(loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " exceeded by '" + p.name + "'");
+      st.push_back(std::move(v));
+    } else if (st.empty()) {
+      st.push_back(std::move(v));
+    } else {
+      st.back() = std::move(v);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<RuntimeError> operand(size_t b, size_t i, size_t a, const Value*& out) {
+    const Instr& in = p_.blocks[b].instrs[i];
+    if (!in.args[a].is_var) {
+      out = &constants_[b][i][a];
+      return std::nullopt;
+    }
+    return read(in.args[a].name, in.args[a].loc, out);
+  }
+
+  std::optional<RuntimeError> exec(size_t b, size_t i) {
+    const Instr& in = p_.blocks[b].instrs[i];
+    if (in.kind == InstrKind::Pop) {
+      for (const auto& n : in.popped) {
+        size_t s = index_.at(n.name);
+        if (!slots_[s].full) continue;
+        if (stacks_[s].empty()) return error(n.loc, "pop of '" + n.name + "', whose stack is empty");
+        stacks_[s].pop_back();
+      }
+      return std::nullopt;
+    }
+    std::vector<const Value*> args(in.args.size());
+    for (size_t a = 0; a < in.args.size(); ++a)
+      if (auto e = operand(b, i, a, args[a])) return e;
+    if (in.kind == InstrKind::Copy) return write(in.out, *args[0], in.loc);
+    if (in.kind != InstrKind::Prim) return error(in.loc, "'call' cannot run in a lowered program");
+    if (in.prim == PrimId::Tuple) {
+      Value v;
+      v.is_tuple = true;
+      for (const Value* a : args) v.elems.push_back(*a);
+      return write(in.out, std::move(v), in.loc);
+    }
+    Value result = Value::of_type(pattern_type(in.out));
+    std::vector<Value*> outs;
+    result.leaves(outs);
+    std::vector<ArgView> views;
+    for (const Value* a : args) views.push_back(ArgView{a->data.data(), Access::Dense, nullptr, &a->type});
+    std::vector<OutView> out_views;
+    for (Value* o : outs) out_views.push_back(OutView{o->data.data(), Access::Dense, nullptr, &o->type});
+    KernelCall call;
+    call.n = 1;
+    call.args = views.data();
+    call.nargs = static_cast<int>(views.size());
+    call.outs = out_views.data();
+    call.nouts = static_cast<int>(out_views.size());
+    call.attrs = &attrs_[b][i];
+    KernelFn fn = kernel_for(in.prim);
+    KernelError err;
+    if (!fn || !fn(call, &err)) return error(in.callee.loc, fn ? err.message : "no kernel for '" + in.callee.name + "'");
+    return write(in.out, std::move(result), in.loc);
+  }
+
+  Type pattern_type(const Pattern& p) const {
+    if (!p.is_tuple) return slots_[index_.at(p.name)].type;
+    std::vector<Type> elems;
+    for (const auto& e : p.elems) elems.push_back(pattern_type(e));
+    return Type::tuple(std::move(elems));
+  }
+
+  std::optional<RuntimeError> run_thread(const std::vector<Array>& inputs, std::vector<Value>& results) {
+    stacks_.assign(slots_.size(), {});
+    for (size_t i = 0; i < p_.inputs.size() && i < inputs.size(); ++i) {
+      const Array& a = inputs[i];
+      Value v = Value::tensor(a.type);
+      size_t bytes = v.data.size();
+      int64_t row = a.batch == 1 ? 0 : thread_;
+      if (bytes) std::memcpy(v.data.data(), a.data.data() + row * bytes, bytes);
+      stacks_[index_.at(p_.inputs[i].name)].push_back(std::move(v));
+    }
+    std::vector<size_t> pcs{kHalt};
+    block_ = 0;
+    while (true) {
+      ++steps_;
+      const Block& blk = p_.blocks[block_];
+      if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
+        return error(blk.label.loc, "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+      for (size_t i = 0; i < blk.instrs.size(); ++i)
+        if (auto e = exec(block_, i)) return e;
+      const Terminator& t = blk.term;
+      size_t next = kHalt;
+      switch (t.kind) {
+        case TermKind::Branch: {
+          const Value* c = nullptr;
+          if (auto e = read(t.cond.name, t.cond.loc, c)) return e;
+          bool taken = c->data.size() && static_cast<uint8_t>(c->data.data()[0]) != 0;
+          next = labels_.at(taken ? t.target.name : t.target2.name);
+          break;
+        }
+        case TermKind::Goto: next = labels_.at(t.target.name); break;
+        case TermKind::PushGoto:
+          if (static_cast<int64_t>(pcs.size()) > opt_.max_stack_depth)
+            return error(t.loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " frames exceeded calling '" + owner_function(t.target2.name) + "'");
+          pcs.push_back(labels_.at(t.target.name));
+          next = labels_.at(t.target2.name);
+          break;
+        case TermKind::IndirectGoto:
+          next = pcs.back();
+          pcs.pop_back();
+          break;
+        case TermKind::Halt:
+        case TermKind::Return:
+          next = kHalt;
+          break;
+      }
+      if (next == kHalt) break;
+      block_ = next;
+    }
+    for (const auto& o : p_.outputs) {
+      const Value* v = nullptr;
+      if (auto e = read(o.name, o.loc, v)) return e;
+      results.push_back(*v);
+    }
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+RunResult run_reference_program(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
+                                int64_t batch, const RunOptions& opt) {
+  return ProgramInterpreter(p, types, opt).run(inputs, batch);
+}
+
+}  // namespace ab
