@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 
@@ -223,13 +224,31 @@ int cmd_lower(const Options& opt) {
 
 }  // namespace
 
+// An integer flag with a lower bound, with a message a person can read
+// (CLI11's own range validators print DBL_MAX in full).
+CLI::Validator at_least(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& value) -> std::string {
+        int64_t v = 0;
+        auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+        if (ec != std::errc() || ptr != value.data() + value.size())
+          return "'" + value + "' is not an integer";
+        if (v < min) return "must be at least " + std::to_string(min) + ", not " + value;
+        return "";
+      },
+      "INT>=" + std::to_string(min));
+}
+
 void register_commands(CLI::App& app, Options& opt) {
   auto add_program = [&](CLI::App* sub) {
     sub->add_option("PROG", opt.program, "the .ab program ('-' reads standard input)")->required();
   };
   auto add_inputs = [&](CLI::App* sub) {
+    // allow_extra_args(false): otherwise CLI11 reads '[...]' as its own list
+    // syntax and splits inline JSON arrays at their commas.
     sub->add_option("--inputs", opt.inputs,
-                    "inputs: a JSON file, inline JSON ('{...}' or '[...]'), or NAME=FILE.npy; repeatable");
+                    "inputs: a JSON file, inline JSON ('{...}' or '[...]'), or NAME=FILE.npy; repeatable")
+        ->allow_extra_args(false);
     sub->add_option("--entry", opt.entry, "the entry function (default: main, or the only function)");
   };
 
@@ -239,14 +258,14 @@ void register_commands(CLI::App& app, Options& opt) {
   run->add_option("--vm", opt.vm, "stack (default), stackless or reference")
       ->check(CLI::IsMember({"stack", "stackless", "reference"}));
   run->add_option("--schedule", opt.schedule, "block scheduling policy (default min-pc)");
-  run->add_option("--max-stack-depth", opt.max_stack_depth, "bound on stack depth per thread")
-      ->check(CLI::PositiveNumber);
+  run->add_option("--max-stack-depth", opt.max_stack_depth, "bound on stack depth per thread (default 100000)")
+      ->check(at_least(1));
   run->add_option("--max-steps", opt.max_steps, "stop with an error after this many steps (0: no bound)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   run->add_option("--batch", opt.batch, "number of threads when the entry takes no inputs")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(1));
   run->add_option("--lanes", opt.lanes, "streaming mode: run the inputs on this many lanes")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   run->add_option("--trace", opt.trace, "write a JSON Lines trace of every step to FILE");
   run->add_option("--trace-mask", opt.trace_mask, "mask format in the trace: none, bits or ranges")
       ->check(CLI::IsMember({"none", "bits", "ranges"}));

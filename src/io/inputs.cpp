@@ -197,7 +197,16 @@ class Loader {
     }
     assign(*k, path, [&](const std::optional<TensorType>& declared) -> Result<Array> {
       auto npy = read_npy_file(path);
-      if (!npy.ok()) return npy.diags();
+      if (!npy.ok()) {
+        // Name the parameter too: "a.npy: parameter 'x': dtype '>f8' is ...".
+        Diagnostics named;
+        for (const auto& item : npy.diags().items()) {
+          std::string msg = item.message;
+          if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);
+          named.error(item.loc, path + ": parameter '" + name + "': " + msg);
+        }
+        return named;
+      }
       if (!declared) return npy_to_array(npy.take());
       const std::string where =
           path + ": parameter '" + name + "' (" + Type{false, *declared, {}}.str() + "): ";

@@ -375,9 +375,11 @@ class FunctionLowering {
   void lower_terminator(size_t bi) {
     const Terminator& t = f_.blocks[bi].term;
     Terminator lt = t;
-    lt.cond.name = q(name_, t.cond.name);
-    lt.target.name = q(name_, t.target.name);
-    lt.target2.name = q(name_, t.target2.name);
+    if (t.kind == TermKind::Branch) {
+      lt.cond.name = q(name_, t.cond.name);
+      lt.target2.name = q(name_, t.target2.name);
+    }
+    if (t.kind == TermKind::Branch || t.kind == TermKind::Goto) lt.target.name = q(name_, t.target.name);
     if (t.kind == TermKind::Return) {
       for (size_t i = 0; i < t.values.size(); ++i)
         cur().instrs.push_back(copy_instr(name_pattern(result_var(name_, i), t.values[i].loc), qualify(t.values[i], name_), t.loc));

@@ -692,7 +692,7 @@ TEST_CASE("cli: a big-endian >f8 .npy is rejected naming the file and the dtype"
   CHECK_HAS(p.err, "not supported");
 }
 
-// BUG: an error from reading a NAME=FILE.npy input (unsupported dtype, file
+// Regression test for a fixed bug: an error from reading a NAME=FILE.npy input (unsupported dtype, file
 // missing, bad header) names the file but not the parameter, although the
 // README ("Input errors ... name the file (or `inline JSON`) and the
 // parameter") and src/io/README.md promise both. load_npy() in
@@ -700,7 +700,7 @@ TEST_CASE("cli: a big-endian >f8 .npy is rejected naming the file and the dtype"
 // later shape/dtype-conversion errors get the "parameter 'x'" prefix.
 // Seen: "autobatch: error: be.npy: dtype '>f8' is not supported (supported:
 // |b1 <i4 <i8 <f4 <f8)".
-TEST_CASE("cli: errors reading a NAME=FILE.npy input name the parameter" * doctest::skip()) {
+TEST_CASE("cli: errors reading a NAME=FILE.npy input name the parameter") {
   Sandbox box;
   box.write("scale.ab",
             "func main(s: f64, x: f64) -> f64 {\n"
@@ -751,7 +751,7 @@ TEST_CASE("cli: --max-steps -1 is a usage error") {
   CHECK_HAS(p.err, "-1");
 }
 
-// BUG: the range messages of the numeric flags come straight from CLI11's
+// Regression test for a fixed bug: the range messages of the numeric flags come straight from CLI11's
 // PositiveNumber/NonNegativeNumber validators and are unreadable or wrong:
 //   autobatch run div.ab --inputs '{"a":1,"b":1}' --max-steps -1
 //     autobatch: error: --max-steps: Value -1 not in range 0.000000 to 17976931348623157081...(DBL_MAX written out: 309 digits).000000
@@ -760,7 +760,7 @@ TEST_CASE("cli: --max-steps -1 is a usage error") {
 // (the second says 0 is not in a range that starts at 0). The exit status 2
 // is right; the message should say e.g. "must be at least 1" / "must not be
 // negative", as --batch 0 already does ("the batch size must be at least 1").
-TEST_CASE("cli: numeric flag range errors are short and not self-contradictory" * doctest::skip()) {
+TEST_CASE("cli: numeric flag range errors are short and not self-contradictory") {
   Sandbox box;
   box.write("div.ab", kDiv);
   Proc steps = box.run({"run", "div.ab", "--inputs", kDivOkInputs, "--max-steps", "-1"});
@@ -868,7 +868,7 @@ TEST_CASE("cli: a JSON array in an inputs file gives the parameters in order") {
   CHECK_OUTPUT(p, "{\"outputs\": [[6, 3, 2]]}\n");
 }
 
-// BUG: an inline JSON *array* given to --inputs is mangled before autobatch
+// Regression test for a fixed bug: an inline JSON *array* given to --inputs is mangled before autobatch
 // sees it. CLI11 (2.1.2) treats an option value that starts with '[' and ends
 // with ']' as its own list syntax for vector options: it strips the brackets
 // and splits at every comma (Option::_add_result, active because
@@ -879,7 +879,7 @@ TEST_CASE("cli: a JSON array in an inputs file gives the parameters in order") {
 // even --inputs '[5]' arrives as the file name "5". README: "a value starting
 // with `{` or `[` is inline JSON". A likely fix: ->allow_extra_args(false) on
 // the --inputs option (it stays repeatable).
-TEST_CASE("cli: inline JSON array inputs give the parameters in order" * doctest::skip()) {
+TEST_CASE("cli: inline JSON array inputs give the parameters in order") {
   Sandbox box;
   box.write("div.ab", kDiv);
   Proc p = box.run({"run", "div.ab", "--inputs", "[[6, 7, 8], [1, 2, 3]]"});

@@ -492,14 +492,14 @@ TEST_CASE("inputs: a 0-d .npy is one thread") {
   CHECK(untyped_r->values[0].type.shape.empty());
 }
 
-TEST_CASE("inputs: a bad .npy names the file") {
+TEST_CASE("inputs: a bad .npy names the file and the parameter") {
   TempDir dir;
   std::string p = dir / "bad.npy";
   write_file(p, "{\"n\": 1}");
   auto e = errors(load({"n=" + p}, {untyped("n")}));
-  CHECK(e.find(p + ": not a .npy file") != std::string::npos);
+  CHECK(e.find(p + ": parameter 'n': not a .npy file") != std::string::npos);
   auto missing = errors(load({"n=" + dir / "nope.npy"}, {untyped("n")}));
-  CHECK(missing.find("nope.npy: cannot open the file") != std::string::npos);
+  CHECK(missing.find("nope.npy: parameter 'n': cannot open the file") != std::string::npos);
 }
 
 // ---------------------------------------------------------------- .npy format

@@ -1,0 +1,1 @@
+program fib: 8 variables, 5 blocks

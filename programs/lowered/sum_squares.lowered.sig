@@ -1,0 +1,1 @@
+program main: 9 variables, 6 blocks
