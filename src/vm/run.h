@@ -7,16 +7,20 @@
 
 #include "vm/array.h"
 #include "vm/runtime_error.h"
+#include "vm/trace.h"
 
 namespace ab {
 
 struct RunOptions {
   int64_t max_stack_depth = 100000;  // frames per thread
   int64_t max_steps = 0;             // 0: no bound
+  TraceWriter* trace = nullptr;      // null or off: no trace
+  Stats* stats = nullptr;            // null: no statistics
+  int64_t lanes = 0;                 // > 0: refill (streaming) mode on this many lanes
 };
 
 struct RunResult {
-  std::vector<Array> outputs;
+  std::vector<Array> outputs;  // one per result leaf, batch = the number of inputs
   std::optional<RuntimeError> error;
   int64_t steps = 0;
 };
