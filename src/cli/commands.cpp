@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -13,6 +14,8 @@
 #include "passes/type_inference.h"
 #include "vm/reference.h"
 #include "vm/reference_lowered.h"
+#include "vm/stack_vm.h"
+#include "vm/trace.h"
 #include "support/strings.h"
 
 namespace ab::cli {
@@ -24,6 +27,11 @@ constexpr int kUsageError = 2;
 
 int report(const Diagnostics& d) {
   std::cerr << d.render();
+  return kUsageError;
+}
+
+int report_message(const std::string& message) {
+  std::cerr << "autobatch: error: " << message << "\n";
   return kUsageError;
 }
 
@@ -119,34 +127,76 @@ int cmd_ops() {
 }
 
 
-void vm_note(const Options& opt) {
-  std::cerr << "autobatch: note: the " << opt.vm << " VM is not built yet (issue 5); running the reference interpreter, which gives the same outputs\n";
-}
+using Clock = std::chrono::steady_clock;
 
-RunOptions run_options(const Options& opt) {
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// What one `run` carries from phase to phase: options for the VM, the trace
+// and statistics, and the phase timings.
+struct RunContext {
+  const Options& opt;
+  OutputTarget target;
+  TraceWriter trace;
+  Stats stats;
   RunOptions ro;
-  ro.max_stack_depth = opt.max_stack_depth;
-  ro.max_steps = opt.max_steps;
-  return ro;
+  Clock::time_point phase = Clock::now();
+
+  explicit RunContext(const Options& o) : opt(o) {
+    ro.max_stack_depth = o.max_stack_depth;
+    ro.max_steps = o.max_steps;
+    ro.lanes = o.lanes.value_or(0);
+    ro.stats = o.stats ? &stats : nullptr;
+  }
+  void lap(const char* name) {
+    stats.seconds[name] += seconds_since(phase);
+    phase = Clock::now();
+  }
+};
+
+// Opens the trace file, if one was asked for; an error is a usage error.
+std::optional<std::string> open_trace(RunContext& ctx) {
+  if (ctx.opt.trace.empty()) return std::nullopt;
+  ctx.trace = TraceWriter(ctx.opt.trace, parse_mask_format(ctx.opt.trace_mask));
+  if (!ctx.trace.on()) return ctx.trace.error();
+  ctx.ro.trace = &ctx.trace;
+  return std::nullopt;
 }
 
-int finish_run(const RunResult& r, const Module& m, int64_t batch, const OutputTarget& target) {
+int finish_run(RunContext& ctx, const RunResult& r, const Module& m, int64_t batch) {
+  ctx.trace.close();
+  ctx.lap("run");
   if (r.error) {
     std::cerr << render_runtime_error(m.source.get(), *r.error);
     return kRuntimeError;
   }
-  Result<std::vector<std::string>> written = write_outputs(r.outputs, batch, target);
+  nlohmann::ordered_json extra = nullptr;
+  if (ctx.opt.stats) {
+    extra = nlohmann::ordered_json::object();
+    extra["stats"] = ctx.stats.to_json();
+  }
+  Result<std::vector<std::string>> written = write_outputs(r.outputs, batch, ctx.target, extra);
   if (!written) return report(written.diags());
   return kOk;
 }
 
+std::vector<std::optional<Type>> types_of(const InputSet& inputs) {
+  std::vector<std::optional<Type>> out;
+  for (const auto& a : inputs.values) out.push_back(Type{false, a.type, {}});
+  return out;
+}
+
 // A lowered program: its inputs are named as in the source function
 // (`fib.n` is given as "n"), so the source's inputs file works unchanged.
-int run_lowered(const Module& m, const Options& opt, const OutputTarget& target) {
+int run_lowered(RunContext& ctx, const Module& m) {
+  const Options& opt = ctx.opt;
   const Program& p = *m.program;
   Diagnostics d(m.source);
   if (!opt.entry.empty() && opt.entry != p.entry.name) {
     d.error(p.entry.loc, "--entry " + opt.entry + " does not match this lowered program, whose entry is '" + p.entry.name + "'");
+    return report(d);
+  }
+  if (opt.vm == "stackless") {
+    d.error(p.entry.loc, "the stackless VM runs unlowered programs: give it the source program (or use --vm stack or --vm reference)");
     return report(d);
   }
   std::map<std::string, const VarDecl*> decls;
@@ -160,33 +210,57 @@ int run_lowered(const Module& m, const Options& opt, const OutputTarget& target)
   }
   Result<InputSet> inputs = load_inputs(opt.inputs, specs, opt.batch);
   if (!inputs) return report(inputs.diags());
-  std::vector<std::optional<Type>> types;
-  for (const auto& a : inputs->values) types.push_back(Type{false, a.type, {}});
-  FunctionTypes ft = infer_program_types(p, types, d, m.source);
+  ctx.lap("inputs");
+  FunctionTypes ft = infer_program_types(p, types_of(*inputs), d, m.source);
   if (d.has_errors()) return report(d);
-  if (opt.vm != "reference") vm_note(opt);
-  RunResult r = run_reference_program(p, ft, inputs->values, inputs->batch, run_options(opt));
-  return finish_run(r, m, inputs->batch, target);
+  ctx.lap("compile");
+  if (auto e = open_trace(ctx)) return report_message(*e);
+  RunResult r = opt.vm == "reference" ? run_reference_program(p, ft, inputs->values, inputs->batch, ctx.ro)
+                                      : run_stack(p, ft, inputs->values, inputs->batch, ctx.ro);
+  return finish_run(ctx, r, m, inputs->batch);
 }
 
 int cmd_run(const Options& opt) {
+  RunContext ctx(opt);
   Result<OutputTarget> target = parse_output_target(opt.output);
   if (!target) return report(target.diags());
+  ctx.target = *target;
+  if (opt.schedule != "min-pc") return report_message("unknown --schedule '" + opt.schedule + "' (available: min-pc)");
   Result<Module> m = load_and_verify(opt.program);
   if (!m) return report(m.diags());
-  if (m->program) return run_lowered(*m, opt, *target);
+  ctx.lap("parse");
+  if (m->program) return run_lowered(ctx, *m);
   Diagnostics d(m->source);
   const Function* entry = find_entry(*m, opt.entry, d);
   if (!entry) return report(d);
   Result<InputSet> inputs = load_entry_inputs(*entry, opt);
   if (!inputs) return report(inputs.diags());
-  std::vector<std::optional<Type>> params;
-  for (const auto& a : inputs->values) params.push_back(Type{false, a.type, {}});
+  ctx.lap("inputs");
+  std::vector<std::optional<Type>> params = types_of(*inputs);
+  if (opt.vm == "stack") {
+    CompileOptions co;
+    co.entry = entry->name.name;
+    co.entry_types = params;
+    Result<Compiled> c = compile(*m, co);
+    if (!c) return report(c.diags());
+    const Program& p = *c->lowered.program;
+    FunctionTypes ft = infer_program_types(p, params, d, m->source);
+    if (d.has_errors()) return report(d);
+    ctx.lap("compile");
+    if (auto e = open_trace(ctx)) return report_message(*e);
+    RunResult r = run_stack(p, ft, inputs->values, inputs->batch, ctx.ro);
+    return finish_run(ctx, r, *m, inputs->batch);
+  }
   TypeInfo types = infer_types(*m, entry->name.name, params, d);
   if (d.has_errors()) return report(d);
-  if (opt.vm != "reference") vm_note(opt);
-  RunResult r = run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, run_options(opt));
-  return finish_run(r, *m, inputs->batch, *target);
+  ctx.lap("compile");
+  if (auto e = open_trace(ctx)) return report_message(*e);
+  RunResult r;
+  if (opt.vm == "stackless") {
+    std::cerr << "autobatch: note: the stackless VM is not built yet; running the reference interpreter, which gives the same outputs\n";
+  }
+  r = run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, ctx.ro);
+  return finish_run(ctx, r, *m, inputs->batch);
 }
 
 int cmd_lower(const Options& opt) {

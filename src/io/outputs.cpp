@@ -16,7 +16,7 @@ bool ends_with(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string render_extra_only(const nlohmann::json& extra) {
+std::string render_extra_only(const nlohmann::ordered_json& extra) {
   std::string out;
   append_json_value(out, extra);
   return out;
@@ -48,7 +48,7 @@ Result<OutputTarget> parse_output_target(const std::string& arg) {
 }
 
 std::string render_outputs_json(const std::vector<Array>& results, int64_t batch,
-                                const nlohmann::json& extra) {
+                                const nlohmann::ordered_json& extra) {
   std::string out = "{\"outputs\": [";
   for (size_t k = 0; k < results.size(); ++k) {
     if (k) out += ", ";
@@ -70,7 +70,7 @@ std::string render_outputs_json(const std::vector<Array>& results, int64_t batch
 
 Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results, int64_t batch,
                                                const OutputTarget& target,
-                                               const nlohmann::json& extra, std::ostream& out) {
+                                               const nlohmann::ordered_json& extra, std::ostream& out) {
   using Kind = OutputTarget::Kind;
   std::vector<PendingFile> files;
   switch (target.kind) {

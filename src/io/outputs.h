@@ -30,7 +30,7 @@ Result<OutputTarget> parse_output_target(const std::string& arg);
 // {"outputs": [...]} and, after it, the members of `extra` if it is an
 // object (the VM adds "stats"). One line, no trailing newline.
 std::string render_outputs_json(const std::vector<Array>& results, int64_t batch,
-                                const nlohmann::json& extra = nullptr);
+                                const nlohmann::ordered_json& extra = nullptr);
 
 // Writes the results to `target`. Stdout and JSON files get the rendered
 // JSON and a newline. A .npy file needs exactly one result. A directory is
@@ -39,7 +39,7 @@ std::string render_outputs_json(const std::vector<Array>& results, int64_t batch
 // --stats still shows. Returns the paths of the files written.
 Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results, int64_t batch,
                                                const OutputTarget& target,
-                                               const nlohmann::json& extra = nullptr,
+                                               const nlohmann::ordered_json& extra = nullptr,
                                                std::ostream& out = std::cout);
 
 }  // namespace ab

@@ -334,7 +334,7 @@ class FunctionLowering {
     cur().term.kind = TermKind::PushGoto;
     cur().term.target = {ret, in.loc};
     cur().term.target2 = {s_.entry_label.at(gname), in.loc};
-    cur().term.loc = in.loc;
+    cur().term.loc = in.callee.loc;  // errors at the call point at the callee's name
     CallSite site{name_, gname, {}};
     for (const auto& v : lo)
       if (!writes.count(v)) site.live_across.insert(q(name_, v));

@@ -42,7 +42,11 @@ struct Frame {
 class Interpreter {
  public:
   Interpreter(const Module& m, const TypeInfo& types, const RunOptions& opt) : m_(m), opt_(opt) {
-    for (const auto& f : m.funcs) compile(f, types.funcs.at(f.name.name));
+    for (const auto& f : m.funcs) {
+      offsets_.push_back(block_names_.size());
+      for (const auto& b : f.blocks) block_names_.push_back(f.name.name + "." + b.label.name);
+      compile(f, types.funcs.at(f.name.name));
+    }
   }
 
   RunResult run(const std::string& entry, const std::vector<Array>& inputs, int64_t batch) {
@@ -50,6 +54,8 @@ class Interpreter {
     size_t ei = index_of(entry);
     const CompiledFunction& ef = fns_[ei];
     std::vector<std::vector<Value>> results(batch);
+    if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, block_names_);
+    if (opt_.stats) opt_.stats->init(block_names_);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       std::vector<Value> args;
       for (size_t i = 0; i < inputs.size(); ++i) args.push_back(slice(inputs[i], inputs[i].batch == 1 ? 0 : t));
@@ -82,6 +88,8 @@ class Interpreter {
   std::vector<CompiledFunction> fns_;
   std::vector<Type> entry_results_;
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
+  std::vector<std::string> block_names_;  // every function's blocks, qualified
+  std::vector<size_t> offsets_;           // first block of each function in that list
 
   size_t index_of(const std::string& name) const {
     for (size_t i = 0; i < m_.funcs.size(); ++i)
@@ -241,6 +249,17 @@ class Interpreter {
         if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
           return error_at(fr, b.label.loc, "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
         block_start = false;
+        size_t pc = offsets_[fr.func] + fr.block;
+        uint32_t lane = static_cast<uint32_t>(thread_);
+        if (opt_.trace && opt_.trace->on()) opt_.trace->step(steps_ - 1, block_names_[pc], static_cast<int64_t>(pc), &lane, 1);
+        if (opt_.stats) {
+          int64_t prims = 0;
+          for (size_t i = fr.instr; i < b.instrs.size() && b.instrs[i].kind != InstrKind::Call; ++i)
+            prims += b.instrs[i].kind == InstrKind::Prim;
+          if (fr.instr < b.instrs.size() && b.instrs[fr.instr].kind == InstrKind::Call) prims = 0;
+          opt_.stats->record_step(pc, 1, batch_ - thread_, prims);
+          opt_.stats->peak_stack_depth = std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(frames.size()));
+        }
       }
       if (fr.instr < b.instrs.size()) {
         const Instr& in = b.instrs[fr.instr];

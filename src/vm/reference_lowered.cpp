@@ -6,6 +6,7 @@
 #include "passes/allocation_strategy.h"
 #include "vm/kernel.h"
 #include "vm/literal.h"
+#include "vm/stack_vm.h"
 #include "vm/value.h"
 
 namespace ab {
@@ -54,6 +55,10 @@ class ProgramInterpreter {
   RunResult run(const std::vector<Array>& inputs, int64_t batch) {
     RunResult res;
     std::vector<std::vector<Value>> results(batch);
+    std::vector<std::string> names;
+    for (const auto& blk : p_.blocks) names.push_back(blk.label.name);
+    if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, names);
+    if (opt_.stats) opt_.stats->init(names);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       thread_ = t;
       batch_ = batch;
@@ -88,8 +93,8 @@ class ProgramInterpreter {
   size_t block_ = 0;
 
   RuntimeError error(SourceLoc loc, std::string msg) const {
-    const std::string& label = p_.blocks[block_].label.name;
-    return RuntimeError{loc, std::move(msg), thread_, batch_, owner_function(label), label};
+    auto [fn, blk] = split_lowered_label(p_.blocks[block_].label.name);
+    return RuntimeError{loc, std::move(msg), thread_, batch_, fn, blk};
   }
 
   std::optional<RuntimeError> read(const std::string& name, SourceLoc loc, const Value*& out) {
@@ -197,6 +202,14 @@ class ProgramInterpreter {
       const Block& blk = p_.blocks[block_];
       if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
         return error(blk.label.loc, "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+      uint32_t lane = static_cast<uint32_t>(thread_);
+      if (opt_.trace && opt_.trace->on()) opt_.trace->step(steps_ - 1, blk.label.name, static_cast<int64_t>(block_), &lane, 1);
+      if (opt_.stats) {
+        int64_t prims = 0;
+        for (const auto& in : blk.instrs) prims += in.kind == InstrKind::Prim;
+        opt_.stats->record_step(block_, 1, batch_ - thread_, prims);
+        opt_.stats->peak_stack_depth = std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(pcs.size()) - 1);
+      }
       for (size_t i = 0; i < blk.instrs.size(); ++i)
         if (auto e = exec(block_, i)) return e;
       const Terminator& t = blk.term;

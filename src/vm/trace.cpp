@@ -22,8 +22,8 @@ TraceWriter::TraceWriter(const std::string& path, MaskFormat fmt) : fmt_(fmt) {
 void TraceWriter::header(const char* vm, int64_t batch, const std::vector<std::string>& blocks) {
   if (!out_) return;
   batch_ = batch;
-  nlohmann::json h = {{"trace", "autobatch"}, {"version", 1}, {"vm", vm}, {"batch", batch}, {"blocks", blocks}};
-  *out_ << h.dump() << '\n';
+  *out_ << "{\"trace\": \"autobatch\", \"version\": 1, \"vm\": " << nlohmann::json(vm).dump()
+        << ", \"batch\": " << batch << ", \"blocks\": " << nlohmann::json(blocks).dump() << "}\n";
 }
 
 void TraceWriter::step(int64_t step, const std::string& block, int64_t pc, const uint32_t* lanes, size_t n,
@@ -63,12 +63,13 @@ void TraceWriter::close() {
   out_.reset();
 }
 
-nlohmann::json Stats::to_json() const {
-  nlohmann::json per_block = nlohmann::json::object();
+nlohmann::ordered_json Stats::to_json() const {
+  nlohmann::ordered_json per_block = nlohmann::ordered_json::object();
   for (size_t i = 0; i < block_names.size(); ++i) per_block[block_names[i]] = block_executions[i];
-  nlohmann::json secs = nlohmann::json::object();
-  for (const auto& [k, v] : seconds) secs[k] = v;
-  return {{"steps", steps},
+  nlohmann::ordered_json secs = nlohmann::ordered_json::object();
+  for (const char* phase : {"parse", "inputs", "compile", "run", "output"})
+    if (seconds.count(phase)) secs[phase] = seconds.at(phase);
+  return nlohmann::ordered_json{{"steps", steps},
           {"block_executions", per_block},
           {"primitive_executions", primitive_executions},
           {"lane_operations", lane_operations},

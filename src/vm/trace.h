@@ -66,7 +66,7 @@ struct Stats {
     lane_operations += prims * active;
     if (live > 0) utilization_sum += static_cast<double>(active) / static_cast<double>(live);
   }
-  nlohmann::json to_json() const;
+  nlohmann::ordered_json to_json() const;
 };
 
 MaskFormat parse_mask_format(const std::string& s);

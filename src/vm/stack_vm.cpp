@@ -1,0 +1,574 @@
+#include "vm/stack_vm.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "passes/type_inference.h"
+#include "vm/kernel.h"
+#include "vm/literal.h"
+
+namespace ab {
+
+std::pair<std::string, std::string> split_lowered_label(const std::string& label) {
+  size_t a = label.find('.');
+  if (a == std::string::npos) return {"", label};
+  size_t b = label.find('.', a + 1);
+  return {label.substr(0, a), label.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1)};
+}
+
+namespace {
+
+constexpr int64_t kChunk = 256;
+constexpr uint32_t kHalt = UINT32_MAX;
+
+// One tensor leaf of one variable, stored by its class.
+struct Leaf {
+  std::string var;
+  StorageClass cls = StorageClass::Register;
+  bool shared = false;
+  bool shared_ready = false;
+  TensorType type;
+  size_t ebytes = 0;
+  Buffer top;      // register/full: one event per thread; shared: one event
+  Buffer scratch;  // temporary/null: one event per lane of a chunk
+  std::vector<uint32_t> depth;                // full: stack depth per thread
+  std::vector<std::vector<std::byte>> spill;  // full: the values below the top
+  bool full() const { return cls == StorageClass::Full && !shared; }
+  bool in_scratch() const { return !shared && (cls == StorageClass::Temporary || cls == StorageClass::Null); }
+};
+
+struct Ref {
+  int32_t leaf = -1;      // a variable's leaf, or
+  int32_t constant = -1;  // a literal
+};
+
+struct Out {
+  int32_t leaf;
+  bool in_place;
+};
+
+struct Op {
+  enum class Kind : uint8_t { Kernel, Copy, Pop };
+  Kind kind = Kind::Kernel;
+  KernelFn fn = nullptr;
+  PrimAttrs attrs;
+  std::vector<Ref> args;
+  std::vector<Out> outs;
+  std::vector<int32_t> pops;
+  bool shared = false;  // computes values stored once: runs once
+  SourceLoc loc;
+};
+
+struct CBlock {
+  std::vector<Op> ops;
+  TermKind term = TermKind::Halt;
+  int32_t cond = -1;  // Branch: the condition's leaf (or constant, negative - 2)
+  uint32_t t1 = 0, t2 = 0;
+  int64_t prims = 0;
+  SourceLoc term_loc;
+};
+
+struct Constant {
+  TensorType type;
+  Buffer data;
+};
+
+class StackVM {
+ public:
+  StackVM(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs, int64_t n_inputs,
+          const RunOptions& opt)
+      : p_(p), inputs_(inputs), n_inputs_(n_inputs), opt_(opt) {
+    lanes_ = opt.lanes > 0 ? std::min<int64_t>(opt.lanes, n_inputs) : n_inputs;
+    for (size_t i = 0; i < p.blocks.size(); ++i) label_index_[p.blocks[i].label.name] = static_cast<uint32_t>(i);
+    analyze_sharing(types);
+    make_leaves(types);
+    compile(types);
+  }
+
+  RunResult run() {
+    RunResult res;
+    // Outputs: one Array per output leaf, a row per input.
+    std::vector<TensorType> out_types;
+    for (const auto& o : p_.outputs)
+      for (int32_t l : var_leaves_.at(o.name)) out_types.push_back(leaves_[l].type);
+    for (const auto& t : out_types) outputs_.emplace_back(t, n_inputs_);
+
+    size_t nb = p_.blocks.size();
+    wait_.assign(nb, {});
+    bits_.assign((nb + 63) / 64, 0);
+    pcs_.assign(static_cast<size_t>(lanes_), {});
+    lane_input_.assign(static_cast<size_t>(lanes_), 0);
+    set_shared_inputs();
+    for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
+    live_ = lanes_;
+    if (opt_.trace && opt_.trace->on()) {
+      std::vector<std::string> names;
+      for (const auto& b : p_.blocks) names.push_back(b.label.name);
+      opt_.trace->header("stack", lanes_, names);
+    }
+    if (opt_.stats) {
+      std::vector<std::string> names;
+      for (const auto& b : p_.blocks) names.push_back(b.label.name);
+      opt_.stats->init(names);
+    }
+    std::vector<uint32_t> cur;
+    int64_t step = 0;
+    while (live_ > 0) {
+      uint32_t b = next_block();
+      if (b == kHalt) break;  // every remaining thread is stuck (cannot happen in a sound program)
+      cur.swap(wait_[b]);
+      wait_[b].clear();
+      bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
+      ++step;
+      if (opt_.max_steps > 0 && step > opt_.max_steps) {
+        res.error = error_at(b, p_.blocks[b].label.loc, cur[0], "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+        break;
+      }
+      if (opt_.trace && opt_.trace->on()) opt_.trace->step(step - 1, p_.blocks[b].label.name, b, cur.data(), cur.size());
+      if (opt_.stats) opt_.stats->record_step(b, static_cast<int64_t>(cur.size()), live_, blocks_[b].prims);
+      for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
+        int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
+        res.error = run_chunk(b, cur.data() + s, n);
+      }
+      if (res.error) break;
+    }
+    res.steps = step;
+    if (opt_.stats) opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
+    if (!res.error) res.outputs = std::move(outputs_);
+    return res;
+  }
+
+ private:
+  const Program& p_;
+  const std::vector<Array>& inputs_;
+  int64_t n_inputs_;
+  RunOptions opt_;
+  int64_t lanes_ = 0;
+  std::map<std::string, uint32_t> label_index_;
+  std::map<std::string, bool> shared_var_;
+  std::map<std::string, std::vector<int32_t>> var_leaves_;
+  std::vector<Leaf> leaves_;
+  std::vector<Constant> constants_;
+  std::vector<CBlock> blocks_;
+  std::vector<std::vector<uint32_t>> wait_;
+  std::vector<uint64_t> bits_;
+  std::vector<std::vector<uint32_t>> pcs_;
+  std::vector<int64_t> lane_input_;
+  std::vector<Array> outputs_;
+  int64_t next_input_ = 0;
+  int64_t live_ = 0;
+  int64_t peak_depth_ = 0;
+
+  // ---- set-up ---------------------------------------------------------
+
+  // A variable is shared when it is written at exactly one place (or is an
+  // input given once) from shared operands only: then every thread holds
+  // the same value whenever it holds one.
+  void analyze_sharing(const FunctionTypes&) {
+    std::map<std::string, int> writes;
+    std::map<std::string, const Instr*> site;
+    for (const auto& b : p_.blocks)
+      for (const auto& in : b.instrs) {
+        if (in.kind == InstrKind::Pop) continue;
+        std::vector<const Pattern*> leaves;
+        in.out.names(leaves);
+        for (const Pattern* l : leaves) {
+          ++writes[l->name];
+          site[l->name] = &in;
+        }
+      }
+    std::set<std::string> shared;
+    for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
+      const std::string& n = p_.inputs[i].name;
+      if (inputs_[i].batch == 1 && writes[n] == 0) shared.insert(n);
+    }
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (const auto& [n, count] : writes) {
+        if (count != 1 || shared.count(n)) continue;
+        bool inputs_ok = true;
+        for (const auto& i : p_.inputs) inputs_ok = inputs_ok && i.name != n;
+        const Instr* in = site[n];
+        for (const auto& a : in->args) inputs_ok = inputs_ok && (!a.is_var || shared.count(a.name));
+        if (!inputs_ok) continue;
+        // Every result of that instruction must be shareable together.
+        shared.insert(n);
+        changed = true;
+      }
+    }
+    for (const auto& v : p_.vars) shared_var_[v.name.name] = shared.count(v.name.name) > 0;
+  }
+
+  void make_leaves(const FunctionTypes& types) {
+    for (const auto& v : p_.vars) {
+      auto it = types.vars.find(v.name.name);
+      Type t = it != types.vars.end() ? it->second : v.type.value_or(Type::scalar(DType::I64));
+      std::vector<TensorType> ts;
+      t.leaves(ts);
+      std::vector<int32_t> ids;
+      for (const auto& tt : ts) {
+        Leaf l;
+        l.var = v.name.name;
+        l.cls = v.storage;
+        l.shared = shared_var_[v.name.name];
+        l.type = tt;
+        l.ebytes = static_cast<size_t>(tt.num_elements()) * dtype_size(tt.dtype);
+        if (l.shared) {
+          l.top.resize(l.ebytes);
+        } else if (l.in_scratch()) {
+          l.scratch.resize(l.ebytes * kChunk);
+        } else {
+          l.top.resize(l.ebytes * static_cast<size_t>(lanes_));
+          if (l.full()) {
+            l.depth.assign(static_cast<size_t>(lanes_), 0);
+            l.spill.resize(static_cast<size_t>(lanes_));
+          }
+        }
+        ids.push_back(static_cast<int32_t>(leaves_.size()));
+        leaves_.push_back(std::move(l));
+      }
+      var_leaves_[v.name.name] = std::move(ids);
+    }
+  }
+
+  void flatten(const Pattern& p, std::vector<Out>& out) const {
+    if (p.is_tuple) {
+      for (const auto& e : p.elems) flatten(e, out);
+      return;
+    }
+    for (int32_t l : var_leaves_.at(p.name)) out.push_back({l, p.in_place});
+  }
+
+  Ref constant(const Literal& lit, const std::optional<Type>& t) {
+    Type type = t.value_or(Type::scalar(DType::I64));
+    Value v = literal_value(lit, type);
+    constants_.push_back({v.type, std::move(v.data)});
+    return Ref{-1, static_cast<int32_t>(constants_.size() - 1)};
+  }
+
+  void compile(const FunctionTypes& types) {
+    for (size_t bi = 0; bi < p_.blocks.size(); ++bi) {
+      const Block& b = p_.blocks[bi];
+      CBlock cb;
+      for (size_t ii = 0; ii < b.instrs.size(); ++ii) {
+        const Instr& in = b.instrs[ii];
+        Op op;
+        op.loc = in.kind == InstrKind::Prim ? in.callee.loc : in.loc;
+        if (in.kind == InstrKind::Pop) {
+          op.kind = Op::Kind::Pop;
+          for (const auto& n : in.popped)
+            for (int32_t l : var_leaves_.at(n.name))
+              if (leaves_[l].full()) op.pops.push_back(l);
+          if (!op.pops.empty()) cb.ops.push_back(std::move(op));
+          continue;
+        }
+        for (size_t a = 0; a < in.args.size(); ++a) {
+          const Operand& o = in.args[a];
+          if (o.is_var) {
+            for (int32_t l : var_leaves_.at(o.name)) op.args.push_back(Ref{l, -1});
+          } else {
+            op.args.push_back(constant(o.lit, types.operand_types[bi][ii][a]));
+          }
+        }
+        flatten(in.out, op.outs);
+        bool is_kernel = in.kind == InstrKind::Prim && in.prim != PrimId::Tuple;
+        op.kind = is_kernel ? Op::Kind::Kernel : Op::Kind::Copy;
+        if (is_kernel) {
+          op.fn = kernel_for(in.prim);
+          op.attrs = resolve_attrs(in);
+        }
+        if (in.kind == InstrKind::Prim) ++cb.prims;
+        op.shared = !op.outs.empty();
+        for (const auto& o : op.outs) op.shared = op.shared && leaves_[o.leaf].shared;
+        cb.ops.push_back(std::move(op));
+      }
+      const Terminator& t = b.term;
+      cb.term = t.kind;
+      cb.term_loc = t.loc;
+      if (t.kind == TermKind::Branch) {
+        cb.cond = var_leaves_.at(t.cond.name).front();
+        cb.t1 = label_index_.at(t.target.name);
+        cb.t2 = label_index_.at(t.target2.name);
+      } else if (t.kind == TermKind::Goto) {
+        cb.t1 = label_index_.at(t.target.name);
+      } else if (t.kind == TermKind::PushGoto) {
+        cb.t1 = label_index_.at(t.target.name);   // where to return
+        cb.t2 = label_index_.at(t.target2.name);  // the callee
+      }
+      blocks_.push_back(std::move(cb));
+    }
+  }
+
+  void set_shared_inputs() {
+    for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
+      const auto& ls = var_leaves_.at(p_.inputs[i].name);
+      for (int32_t l : ls) {
+        Leaf& leaf = leaves_[l];
+        if (!leaf.shared) continue;
+        if (leaf.ebytes) std::memcpy(leaf.top.data(), inputs_[i].data.data(), leaf.ebytes);
+        leaf.shared_ready = true;
+      }
+    }
+  }
+
+  // Lane t begins input `input`: its inputs, empty stacks, halt under its PC.
+  void start_lane(uint32_t t, int64_t input) {
+    lane_input_[t] = input;
+    for (auto& leaf : leaves_)
+      if (leaf.full()) {
+        leaf.depth[t] = 0;
+        leaf.spill[t].clear();
+      }
+    for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
+      const Array& a = inputs_[i];
+      for (int32_t l : var_leaves_.at(p_.inputs[i].name)) {
+        Leaf& leaf = leaves_[l];
+        if (leaf.shared || leaf.in_scratch()) continue;
+        int64_t row = a.batch == 1 ? 0 : input;
+        if (leaf.ebytes) std::memcpy(leaf.top.data() + t * leaf.ebytes, a.data.data() + row * leaf.ebytes, leaf.ebytes);
+        if (leaf.full()) leaf.depth[t] = 1;
+      }
+    }
+    pcs_[t].assign(1, kHalt);
+    push_lane(0, t);
+  }
+
+  void push_lane(uint32_t block, uint32_t t) {
+    wait_[block].push_back(t);
+    bits_[block >> 6] |= uint64_t{1} << (block & 63);
+  }
+
+  uint32_t next_block() const {
+    for (size_t w = 0; w < bits_.size(); ++w)
+      if (bits_[w]) return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits_[w])));
+    return kHalt;
+  }
+
+  RuntimeError error_at(uint32_t block, SourceLoc loc, uint32_t lane, std::string msg) const {
+    auto [fn, blk] = split_lowered_label(p_.blocks[block].label.name);
+    return RuntimeError{loc, std::move(msg), lane_input_[lane], n_inputs_, fn, blk};
+  }
+
+  // ---- one chunk of one block -------------------------------------------
+
+  ArgView view(const Ref& r, const uint32_t* idx) const {
+    if (r.constant >= 0) {
+      const Constant& c = constants_[r.constant];
+      return ArgView{c.data.data(), Access::Shared, nullptr, &c.type};
+    }
+    const Leaf& l = leaves_[r.leaf];
+    if (l.shared) return ArgView{l.top.data(), Access::Shared, nullptr, &l.type};
+    if (l.in_scratch()) return ArgView{l.scratch.data(), Access::Dense, nullptr, &l.type};
+    return ArgView{l.top.data(), Access::Gather, idx, &l.type};
+  }
+
+  OutView out_view(const Out& o, const uint32_t* idx) {
+    Leaf& l = leaves_[o.leaf];
+    if (l.shared) return OutView{l.top.data(), Access::Dense, nullptr, &l.type};
+    if (l.in_scratch()) return OutView{l.scratch.data(), Access::Dense, nullptr, &l.type};
+    return OutView{l.top.data(), Access::Gather, idx, &l.type};
+  }
+
+  // A push: the current top of each lane moves to its spill stack.
+  void spill(Leaf& l, const uint32_t* idx, int64_t n) {
+    const size_t eb = l.ebytes;
+    for (int64_t j = 0; j < n; ++j) {
+      uint32_t t = idx[j];
+      uint32_t d = l.depth[t]++;
+      if (d >= 1 && eb) {
+        const std::byte* src = l.top.data() + t * eb;
+        auto& s = l.spill[t];
+        s.insert(s.end(), src, src + eb);
+      }
+    }
+  }
+
+  std::optional<RuntimeError> pop(uint32_t b, const Op& op, const uint32_t* idx, int64_t n) {
+    for (int32_t li : op.pops) {
+      Leaf& l = leaves_[li];
+      const size_t eb = l.ebytes;
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t t = idx[j];
+        uint32_t d = l.depth[t];
+        if (d == 0) return error_at(b, op.loc, t, "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
+        l.depth[t] = --d;
+        if (d >= 1 && eb) {
+          auto& s = l.spill[t];
+          std::memcpy(l.top.data() + t * eb, s.data() + s.size() - eb, eb);
+          s.resize(s.size() - eb);
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  static void copy_lanes(const ArgView& src, const OutView& dst, int64_t n, size_t eb) {
+    if (eb == 0) return;
+    const std::byte* s = static_cast<const std::byte*>(src.data);
+    std::byte* d = static_cast<std::byte*>(dst.data);
+    if (eb == 8) {
+      for (int64_t j = 0; j < n; ++j) {
+        uint64_t v;
+        std::memcpy(&v, s + lane_slot(src.access, src.index, j) * 8, 8);
+        std::memcpy(d + lane_slot(dst.access, dst.index, j) * 8, &v, 8);
+      }
+      return;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      std::memmove(d + lane_slot(dst.access, dst.index, j) * eb, s + lane_slot(src.access, src.index, j) * eb, eb);
+  }
+
+  std::optional<RuntimeError> run_op(uint32_t b, Op& op, const uint32_t* idx, int64_t n) {
+    if (op.kind == Op::Kind::Pop) return pop(b, op, idx, n);
+    if (op.shared) {
+      // Computed once, for every thread.
+      bool ready = true;
+      for (const auto& o : op.outs) ready = ready && leaves_[o.leaf].shared_ready;
+      if (ready) return std::nullopt;
+      if (auto e = execute(b, op, nullptr, 1, idx)) return e;
+      for (const auto& o : op.outs) leaves_[o.leaf].shared_ready = true;
+      return std::nullopt;
+    }
+    for (const auto& o : op.outs) {
+      Leaf& l = leaves_[o.leaf];
+      if (l.full() && !o.in_place) spill(l, idx, n);
+    }
+    return execute(b, op, idx, n, idx);
+  }
+
+  // Runs the op on n lanes (idx null: a shared op, once).
+  std::optional<RuntimeError> execute(uint32_t b, const Op& op, const uint32_t* idx, int64_t n, const uint32_t* lanes) {
+    ArgView args[16];
+    OutView outs[16];
+    std::vector<ArgView> big_args;
+    std::vector<OutView> big_outs;
+    ArgView* av = args;
+    OutView* ov = outs;
+    if (op.args.size() > 16) {
+      big_args.resize(op.args.size());
+      av = big_args.data();
+    }
+    if (op.outs.size() > 16) {
+      big_outs.resize(op.outs.size());
+      ov = big_outs.data();
+    }
+    for (size_t a = 0; a < op.args.size(); ++a) av[a] = view(op.args[a], idx);
+    for (size_t o = 0; o < op.outs.size(); ++o) ov[o] = out_view(op.outs[o], idx);
+    if (op.kind == Op::Kind::Copy) {
+      for (size_t o = 0; o < op.outs.size() && o < op.args.size(); ++o)
+        copy_lanes(av[o], ov[o], n, leaves_[op.outs[o].leaf].ebytes);
+      return std::nullopt;
+    }
+    KernelCall call;
+    call.n = n;
+    call.args = av;
+    call.nargs = static_cast<int>(op.args.size());
+    call.outs = ov;
+    call.nouts = static_cast<int>(op.outs.size());
+    call.attrs = &op.attrs;
+    KernelError err;
+    if (!op.fn(call, &err)) {
+      int64_t j = err.lane >= 0 && err.lane < n ? err.lane : 0;
+      return error_at(b, op.loc, lanes[idx ? j : 0], err.message);
+    }
+    return std::nullopt;
+  }
+
+  bool cond_true(const CBlock& cb, const uint32_t* idx, int64_t j) const {
+    const Leaf& l = leaves_[cb.cond];
+    const std::byte* data = l.shared ? l.top.data() : l.in_scratch() ? l.scratch.data() + j : l.top.data() + idx[j];
+    return static_cast<uint8_t>(*data) != 0;
+  }
+
+  std::optional<RuntimeError> run_chunk(uint32_t b, const uint32_t* idx, int64_t n) {
+    CBlock& cb = blocks_[b];
+    for (auto& op : cb.ops)
+      if (auto e = run_op(b, op, idx, n)) return e;
+    switch (cb.term) {
+      case TermKind::Goto: {
+        auto& w = wait_[cb.t1];
+        w.insert(w.end(), idx, idx + n);
+        bits_[cb.t1 >> 6] |= uint64_t{1} << (cb.t1 & 63);
+        break;
+      }
+      case TermKind::Branch:
+        for (int64_t j = 0; j < n; ++j) push_lane(cond_true(cb, idx, j) ? cb.t1 : cb.t2, idx[j]);
+        break;
+      case TermKind::PushGoto:
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          auto& pc = pcs_[t];
+          int64_t depth = static_cast<int64_t>(pc.size());  // frames, counting the halt at the bottom
+          if (depth > opt_.max_stack_depth) {
+            auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
+            return error_at(b, cb.term_loc, t, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " frames exceeded calling '" + fn + "'");
+          }
+          pc.push_back(cb.t1);
+          peak_depth_ = std::max(peak_depth_, depth);
+          push_lane(cb.t2, t);
+        }
+        break;
+      case TermKind::IndirectGoto:
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          uint32_t r = pcs_[t].back();
+          pcs_[t].pop_back();
+          if (r == kHalt) halt(t);
+          else push_lane(r, t);
+        }
+        break;
+      case TermKind::Halt:
+      case TermKind::Return:
+        for (int64_t j = 0; j < n; ++j) halt(idx[j]);
+        break;
+    }
+    return std::nullopt;
+  }
+
+  // A thread is done: its outputs go to its input's row; in refill mode the
+  // lane takes the next input.
+  void halt(uint32_t t) {
+    int64_t row = lane_input_[t];
+    size_t k = 0;
+    for (const auto& o : p_.outputs) {
+      for (int32_t li : var_leaves_.at(o.name)) {
+        const Leaf& l = leaves_[li];
+        Array& out = outputs_[k++];
+        const std::byte* src = l.shared ? l.top.data() : l.top.data() + t * l.ebytes;
+        if (l.ebytes) std::memcpy(out.data.data() + row * l.ebytes, src, l.ebytes);
+      }
+    }
+    if (next_input_ < n_inputs_) {
+      start_lane(t, next_input_++);
+    } else {
+      --live_;
+    }
+  }
+};
+
+}  // namespace
+
+RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs, int64_t batch,
+                    const RunOptions& opt) {
+  if (batch == 0) {
+    RunResult r;
+    for (const auto& o : p.outputs) {
+      (void)o;
+    }
+    // No threads: empty outputs of the right types.
+    std::vector<TensorType> leaves;
+    for (const auto& o : p.outputs) {
+      auto it = types.vars.find(o.name);
+      if (it != types.vars.end()) it->second.leaves(leaves);
+    }
+    for (const auto& t : leaves) r.outputs.emplace_back(t, 0);
+    return r;
+  }
+  StackVM vm(p, types, inputs, batch, opt);
+  return vm.run();
+}
+
+}  // namespace ab

@@ -1,0 +1,41 @@
+// The stack VM (SPEC §5.1): runs a lowered program for every thread at once.
+//
+// Each block keeps the list of threads waiting at it (and so a count); a
+// step takes the waiting block with the smallest index (min-pc over the
+// priority order block_order gave the program), runs all of the block's
+// instructions on chunks of its threads (a chunk's values stay in cache),
+// and moves each thread to the list of its next block by the terminator. A
+// step therefore costs in proportion to the threads it advances, never to
+// the whole batch, and finding the next block never scans the threads.
+//
+// Storage by class: `register` and `full` variables keep their current value
+// (the top of the stack) in one array indexed by thread, so reading a full
+// variable costs what reading a register does; a push moves the old top to
+// that thread's spill stack, a pop brings it back. `temporary` values live in
+// per-chunk scratch. A value that is the same in every thread (SPEC §5.6:
+// inputs given with batch 1, literals, and variables written at one place
+// from such values only) is stored once and computed once, and kernels see
+// it as Access::Shared — a matrix-vector product on a shared matrix is one
+// GEMM over the chunk. Every thread has a program-counter stack whose bottom
+// holds halt.
+//
+// Threads not in a step's list are never touched, so values they hold never
+// cause errors. With `lanes` > 0 (SPEC §5.7) the run uses that many lanes and
+// a lane whose thread halts takes the next unstarted input.
+#pragma once
+#include "ir/ir.h"
+#include "passes/type_inference.h"
+#include "vm/run.h"
+
+namespace ab {
+
+// `types` from infer_program_types for this program (variables and literal
+// operands).
+RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs, int64_t batch,
+                    const RunOptions& opt);
+
+// The function and source block a lowered label belongs to:
+// `gcd.again.1` -> ("gcd", "again").
+std::pair<std::string, std::string> split_lowered_label(const std::string& label);
+
+}  // namespace ab
