@@ -341,6 +341,13 @@ class StackVM {
     bits_[block >> 6] |= uint64_t{1} << (block & 63);
   }
 
+  void append_lanes(uint32_t block, const uint32_t* lanes, int64_t n) {
+    if (n == 0) return;
+    auto& w = wait_[block];
+    w.insert(w.end(), lanes, lanes + n);
+    bits_[block >> 6] |= uint64_t{1} << (block & 63);
+  }
+
   uint32_t next_block() const {
     for (size_t w = 0; w < bits_.size(); ++w)
       if (bits_[w]) return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits_[w])));
@@ -477,26 +484,48 @@ class StackVM {
     return std::nullopt;
   }
 
-  bool cond_true(const CBlock& cb, const uint32_t* idx, int64_t j) const {
-    const Leaf& l = leaves_[cb.cond];
-    const std::byte* data = l.shared ? l.top.data() : l.in_scratch() ? l.scratch.data() + j : l.top.data() + idx[j];
-    return static_cast<uint8_t>(*data) != 0;
-  }
-
   std::optional<RuntimeError> run_chunk(uint32_t b, const uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
     for (auto& op : cb.ops)
       if (auto e = run_op(b, op, idx, n)) return e;
     switch (cb.term) {
-      case TermKind::Goto: {
-        auto& w = wait_[cb.t1];
-        w.insert(w.end(), idx, idx + n);
-        bits_[cb.t1 >> 6] |= uint64_t{1} << (cb.t1 & 63);
+      case TermKind::Goto:
+        append_lanes(cb.t1, idx, n);
+        break;
+      case TermKind::Branch: {
+        // Split branch-free into two local lists, then append each in bulk.
+        uint32_t yes[kChunk], no[kChunk];
+        int64_t ny = 0, nn = 0;
+        const Leaf& l = leaves_[cb.cond];
+        if (l.shared) {
+          bool c = static_cast<uint8_t>(*l.top.data()) != 0;
+          append_lanes(c ? cb.t1 : cb.t2, idx, n);
+          break;
+        }
+        const uint8_t* cond = reinterpret_cast<const uint8_t*>(l.in_scratch() ? l.scratch.data() : l.top.data());
+        if (l.in_scratch()) {
+          for (int64_t j = 0; j < n; ++j) {
+            uint32_t t = idx[j];
+            bool c = cond[j] != 0;
+            yes[ny] = t;
+            no[nn] = t;
+            ny += c;
+            nn += !c;
+          }
+        } else {
+          for (int64_t j = 0; j < n; ++j) {
+            uint32_t t = idx[j];
+            bool c = cond[t] != 0;
+            yes[ny] = t;
+            no[nn] = t;
+            ny += c;
+            nn += !c;
+          }
+        }
+        append_lanes(cb.t1, yes, ny);
+        append_lanes(cb.t2, no, nn);
         break;
       }
-      case TermKind::Branch:
-        for (int64_t j = 0; j < n; ++j) push_lane(cond_true(cb, idx, j) ? cb.t1 : cb.t2, idx[j]);
-        break;
       case TermKind::PushGoto:
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
