@@ -7,6 +7,7 @@
 
 #include "passes/type_inference.h"
 #include "vm/kernel.h"
+#include "vm/lane_stack.h"
 #include "vm/literal.h"
 
 namespace ab {
@@ -33,8 +34,9 @@ struct Leaf {
   size_t ebytes = 0;
   Buffer top;      // register/full: one event per thread; shared: one event
   Buffer scratch;  // temporary/null: one event per lane of a chunk
-  std::vector<uint32_t> depth;                // full: stack depth per thread
-  std::vector<std::vector<std::byte>> spill;  // full: the values below the top
+  std::vector<uint32_t> depth;  // full: stack depth per thread (the top included)
+  LaneStack<uint64_t> below;    // full: the values below the top, in 8-byte words
+  size_t words = 0;             // words per event
   bool full() const { return cls == StorageClass::Full && !shared; }
   bool in_scratch() const { return !shared && (cls == StorageClass::Temporary || cls == StorageClass::Null); }
 };
@@ -98,7 +100,7 @@ class StackVM {
     size_t nb = p_.blocks.size();
     wait_.assign(nb, {});
     bits_.assign((nb + 63) / 64, 0);
-    pcs_.assign(static_cast<size_t>(lanes_), {});
+    pcs_.init(static_cast<size_t>(lanes_), 1);
     lane_input_.assign(static_cast<size_t>(lanes_), 0);
     set_shared_inputs();
     for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
@@ -154,7 +156,7 @@ class StackVM {
   std::vector<CBlock> blocks_;
   std::vector<std::vector<uint32_t>> wait_;
   std::vector<uint64_t> bits_;
-  std::vector<std::vector<uint32_t>> pcs_;
+  LaneStack<uint32_t> pcs_;  // program counters: where each frame returns
   std::vector<int64_t> lane_input_;
   std::vector<Array> outputs_;
   int64_t next_input_ = 0;
@@ -216,6 +218,7 @@ class StackVM {
         l.shared = shared_var_[v.name.name];
         l.type = tt;
         l.ebytes = static_cast<size_t>(tt.num_elements()) * dtype_size(tt.dtype);
+        l.words = (l.ebytes + 7) / 8;
         if (l.shared) {
           l.top.resize(l.ebytes);
         } else if (l.in_scratch()) {
@@ -224,7 +227,7 @@ class StackVM {
           l.top.resize(l.ebytes * static_cast<size_t>(lanes_));
           if (l.full()) {
             l.depth.assign(static_cast<size_t>(lanes_), 0);
-            l.spill.resize(static_cast<size_t>(lanes_));
+            l.below.init(static_cast<size_t>(lanes_), l.words);
           }
         }
         ids.push_back(static_cast<int32_t>(leaves_.size()));
@@ -320,7 +323,7 @@ class StackVM {
     for (auto& leaf : leaves_)
       if (leaf.full()) {
         leaf.depth[t] = 0;
-        leaf.spill[t].clear();
+        leaf.below.clear(t);
       }
     for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
       const Array& a = inputs_[i];
@@ -332,7 +335,8 @@ class StackVM {
         if (leaf.full()) leaf.depth[t] = 1;
       }
     }
-    pcs_[t].assign(1, kHalt);
+    pcs_.clear(t);
+    pcs_.push(t, &kHalt);
     push_lane(0, t);
   }
 
@@ -379,16 +383,27 @@ class StackVM {
     return OutView{l.top.data(), Access::Gather, idx, &l.type};
   }
 
-  // A push: the current top of each lane moves to its spill stack.
+  // A push: the current top of each lane moves to the stack below it.
   void spill(Leaf& l, const uint32_t* idx, int64_t n) {
     const size_t eb = l.ebytes;
+    if (eb == 0) {
+      for (int64_t j = 0; j < n; ++j) ++l.depth[idx[j]];
+      return;
+    }
+    uint64_t buf[64];
     for (int64_t j = 0; j < n; ++j) {
       uint32_t t = idx[j];
-      uint32_t d = l.depth[t]++;
-      if (d >= 1 && eb) {
-        const std::byte* src = l.top.data() + t * eb;
-        auto& s = l.spill[t];
-        s.insert(s.end(), src, src + eb);
+      if (l.depth[t]++ == 0) continue;
+      if (eb == 8) {
+        l.below.push(t, reinterpret_cast<const uint64_t*>(l.top.data()) + t);
+      } else if (l.words <= 64) {
+        buf[l.words - 1] = 0;
+        std::memcpy(buf, l.top.data() + t * eb, eb);
+        l.below.push(t, buf);
+      } else {
+        std::vector<uint64_t> big(l.words, 0);
+        std::memcpy(big.data(), l.top.data() + t * eb, eb);
+        l.below.push(t, big.data());
       }
     }
   }
@@ -397,15 +412,22 @@ class StackVM {
     for (int32_t li : op.pops) {
       Leaf& l = leaves_[li];
       const size_t eb = l.ebytes;
+      uint64_t buf[64];
       for (int64_t j = 0; j < n; ++j) {
         uint32_t t = idx[j];
         uint32_t d = l.depth[t];
         if (d == 0) return error_at(b, op.loc, t, "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
         l.depth[t] = --d;
-        if (d >= 1 && eb) {
-          auto& s = l.spill[t];
-          std::memcpy(l.top.data() + t * eb, s.data() + s.size() - eb, eb);
-          s.resize(s.size() - eb);
+        if (d == 0 || eb == 0) continue;
+        if (eb == 8) {
+          l.below.pop(t, reinterpret_cast<uint64_t*>(l.top.data()) + t);
+        } else if (l.words <= 64) {
+          l.below.pop(t, buf);
+          std::memcpy(l.top.data() + t * eb, buf, eb);
+        } else {
+          std::vector<uint64_t> big(l.words);
+          l.below.pop(t, big.data());
+          std::memcpy(l.top.data() + t * eb, big.data(), eb);
         }
       }
     }
@@ -417,10 +439,18 @@ class StackVM {
     const std::byte* s = static_cast<const std::byte*>(src.data);
     std::byte* d = static_cast<std::byte*>(dst.data);
     if (eb == 8) {
-      for (int64_t j = 0; j < n; ++j) {
-        uint64_t v;
-        std::memcpy(&v, s + lane_slot(src.access, src.index, j) * 8, 8);
-        std::memcpy(d + lane_slot(dst.access, dst.index, j) * 8, &v, 8);
+      const uint64_t* s8 = reinterpret_cast<const uint64_t*>(s);
+      uint64_t* d8 = reinterpret_cast<uint64_t*>(d);
+      const uint32_t* si = src.index;
+      const uint32_t* di = dst.index;
+      if (dst.access == Access::Gather) {
+        if (src.access == Access::Gather) for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[si[j]];
+        else if (src.access == Access::Dense) for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[j];
+        else for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[0];
+      } else {
+        if (src.access == Access::Gather) for (int64_t j = 0; j < n; ++j) d8[j] = s8[si[j]];
+        else if (src.access == Access::Dense) for (int64_t j = 0; j < n; ++j) d8[j] = s8[j];
+        else for (int64_t j = 0; j < n; ++j) d8[j] = s8[0];
       }
       return;
     }
@@ -448,8 +478,11 @@ class StackVM {
 
   // Runs the op on n lanes (idx null: a shared op, once).
   std::optional<RuntimeError> execute(uint32_t b, const Op& op, const uint32_t* idx, int64_t n, const uint32_t* lanes) {
-    ArgView args[16];
-    OutView outs[16];
+    // Uninitialised: every used slot is written below.
+    alignas(ArgView) unsigned char arg_store[16 * sizeof(ArgView)];
+    alignas(OutView) unsigned char out_store[16 * sizeof(OutView)];
+    ArgView* args = reinterpret_cast<ArgView*>(arg_store);
+    OutView* outs = reinterpret_cast<OutView*>(out_store);
     std::vector<ArgView> big_args;
     std::vector<OutView> big_outs;
     ArgView* av = args;
@@ -526,29 +559,53 @@ class StackVM {
         append_lanes(cb.t2, no, nn);
         break;
       }
-      case TermKind::PushGoto:
+      case TermKind::PushGoto: {
+        int64_t deepest = 0;
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          auto& pc = pcs_[t];
-          int64_t depth = static_cast<int64_t>(pc.size());  // frames, counting the halt at the bottom
+          int64_t depth = pcs_.size(t);  // frames, counting the halt at the bottom
           if (depth > opt_.max_stack_depth) {
             auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
             return error_at(b, cb.term_loc, t, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " frames exceeded calling '" + fn + "'");
           }
-          pc.push_back(cb.t1);
-          peak_depth_ = std::max(peak_depth_, depth);
-          push_lane(cb.t2, t);
+          pcs_.push(t, &cb.t1);
+          deepest = std::max(deepest, depth);
         }
+        peak_depth_ = std::max(peak_depth_, deepest);
+        append_lanes(cb.t2, idx, n);
         break;
-      case TermKind::IndirectGoto:
+      }
+      case TermKind::IndirectGoto: {
+        // Most lanes of a chunk return to the same few blocks: group them
+        // locally and append each group in bulk.
+        constexpr int kGroups = 8;
+        uint32_t target[kGroups];
+        uint32_t lanes[kGroups][kChunk];
+        int64_t count[kGroups];
+        int groups = 0;
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          uint32_t r = pcs_[t].back();
-          pcs_[t].pop_back();
-          if (r == kHalt) halt(t);
-          else push_lane(r, t);
+          uint32_t r;
+          pcs_.pop(t, &r);
+          if (r == kHalt) {
+            halt(t);
+            continue;
+          }
+          int g = 0;
+          while (g < groups && target[g] != r) ++g;
+          if (g == groups) {
+            if (groups == kGroups) {
+              push_lane(r, t);
+              continue;
+            }
+            target[groups] = r;
+            count[groups++] = 0;
+          }
+          lanes[g][count[g]++] = t;
         }
+        for (int g = 0; g < groups; ++g) append_lanes(target[g], lanes[g], count[g]);
         break;
+      }
       case TermKind::Halt:
       case TermKind::Return:
         for (int64_t j = 0; j < n; ++j) halt(idx[j]);
