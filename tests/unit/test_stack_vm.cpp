@@ -1,0 +1,242 @@
+// The stack VM against the reference interpreter, and its trace, statistics,
+// refill lanes and runtime errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/inputs.h"
+#include "parse/parser.h"
+#include "passes/pipeline.h"
+#include "passes/verify.h"
+#include "vm/reference.h"
+#include "vm/stack_vm.h"
+
+using namespace ab;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Loaded {
+  Module m;
+  std::string entry;
+  InputSet inputs;
+  std::vector<std::optional<Type>> types;
+};
+
+std::string header_entry(const Module& m) {
+  const std::string& text = m.source->text();
+  size_t at = text.find("# entry: ");
+  if (at == std::string::npos) return m.funcs.front().name.name;
+  return text.substr(at + 9, text.find('\n', at) - at - 9);
+}
+
+Loaded load(const std::string& text_or_path, const std::vector<std::string>& inputs, bool is_path = false) {
+  Result<Module> m = is_path ? parse_file(text_or_path) : parse_text("t.ab", text_or_path);
+  INFO(m.diags().render());
+  REQUIRE(m.ok());
+  Diagnostics d(m->source);
+  verify_module(*m, d);
+  REQUIRE_FALSE(d.has_errors());
+  Loaded l{m.take(), "", {}, {}};
+  l.entry = header_entry(l.m);
+  const Function* f = l.m.find_func(l.entry);
+  REQUIRE(f);
+  std::vector<ParamSpec> specs;
+  for (const auto& p : f->params) specs.push_back({p.name.name, p.type});
+  Result<InputSet> in = load_inputs(inputs, specs, std::nullopt);
+  INFO(in.diags().render());
+  REQUIRE(in.ok());
+  l.inputs = in.take();
+  for (const auto& a : l.inputs.values) l.types.push_back(Type{false, a.type, {}});
+  return l;
+}
+
+RunResult stack(const Loaded& l, RunOptions opt = {}) {
+  CompileOptions co;
+  co.entry = l.entry;
+  co.entry_types = l.types;
+  Result<Compiled> c = compile(l.m, co);
+  INFO(c.diags().render());
+  REQUIRE(c.ok());
+  Diagnostics d;
+  FunctionTypes ft = infer_program_types(*c->lowered.program, l.types, d, l.m.source);
+  REQUIRE_FALSE(d.has_errors());
+  return run_stack(*c->lowered.program, ft, l.inputs.values, l.inputs.batch, opt);
+}
+
+RunResult reference(const Loaded& l, RunOptions opt = {}) {
+  Diagnostics d;
+  TypeInfo t = infer_types(l.m, l.entry, l.types, d);
+  REQUIRE_FALSE(d.has_errors());
+  return run_reference(l.m, t, l.entry, l.inputs.values, l.inputs.batch, opt);
+}
+
+// Exact equality; floats within `rel` (for shared-matrix GEMM rounding).
+void same(const RunResult& a, const RunResult& b, double rel = 0) {
+  REQUIRE_FALSE(a.error);
+  REQUIRE_FALSE(b.error);
+  REQUIRE(a.outputs.size() == b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    const Array& x = a.outputs[i];
+    const Array& y = b.outputs[i];
+    REQUIRE(x.type == y.type);
+    REQUIRE(x.byte_size() == y.byte_size());
+    if (rel == 0 || x.type.dtype != DType::F64) {
+      CHECK(std::memcmp(x.data.data(), y.data.data(), x.byte_size()) == 0);
+      continue;
+    }
+    for (size_t k = 0; k < x.byte_size() / 8; ++k) {
+      double u = x.as<double>()[k], v = y.as<double>()[k];
+      CHECK(std::fabs(u - v) <= rel * std::max(1.0, std::fabs(v)));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stack VM: every program gives the reference's outputs") {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(AUTOBATCH_SOURCE_DIR) / "programs")) {
+    if (e.path().extension() != ".ab") continue;
+    fs::path json = e.path();
+    json.replace_extension(".json");
+    if (!fs::exists(json)) continue;
+    INFO(e.path().string());
+    Loaded l = load(e.path().string(), {json.string()}, true);
+    // A matrix product on a shared matrix is one GEMM, which may round
+    // differently from per-thread products (SPEC §5.3).
+    bool gemm = l.m.source->text().find("matvec") != std::string::npos ||
+                l.m.source->text().find("matmul") != std::string::npos;
+    same(stack(l), reference(l), gemm ? 1e-12 : 0);
+    ++n;
+  }
+  CHECK(n >= 19);
+}
+
+TEST_CASE("stack VM: the trace agrees with its active counts and with the statistics") {
+  Loaded l = load(std::string(AUTOBATCH_SOURCE_DIR) + "/programs/fib.ab", {R"({"n": [6, 7, 8, 7]})"}, true);
+  fs::path path = fs::temp_directory_path() / "autobatch_trace_test.jsonl";
+  TraceWriter trace(path.string(), MaskFormat::Bits);
+  Stats stats;
+  RunOptions opt;
+  opt.trace = &trace;
+  opt.stats = &stats;
+  RunResult r = stack(l, opt);
+  trace.close();
+  REQUIRE_FALSE(r.error);
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  auto header = nlohmann::json::parse(line);
+  CHECK(header["trace"] == "autobatch");
+  CHECK(header["vm"] == "stack");
+  CHECK(header["batch"] == 4);
+  std::vector<std::string> blocks = header["blocks"];
+  CHECK(blocks.front() == "fib.entry");
+  int64_t steps = 0;
+  std::map<std::string, int64_t> per_block;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    CHECK(j["step"] == steps);
+    std::string mask = j["mask"];
+    CHECK(mask.size() == 4);
+    CHECK(std::count(mask.begin(), mask.end(), '1') == j["active"].get<int64_t>());
+    CHECK(blocks.at(j["pc"].get<size_t>()) == j["block"].get<std::string>());
+    ++per_block[j["block"]];
+    ++steps;
+  }
+  CHECK(steps == stats.steps);
+  CHECK(steps == r.steps);
+  for (size_t b = 0; b < stats.block_names.size(); ++b) CHECK(per_block[stats.block_names[b]] == stats.block_executions[b]);
+  // The same work as the reference: every primitive runs once per thread that reaches it.
+  Stats ref_stats;
+  RunOptions ropt;
+  ropt.stats = &ref_stats;
+  RunResult rr = reference(l, ropt);
+  CHECK(ref_stats.lane_operations == stats.lane_operations);
+  CHECK(stats.peak_stack_depth >= 7);
+  fs::remove(path);
+}
+
+TEST_CASE("stack VM: refill lanes give the outputs of the plain run") {
+  Loaded l = load(std::string(AUTOBATCH_SOURCE_DIR) + "/programs/collatz.ab", {R"({"n": [1, 27, 97, 5, 871, 2, 6171, 3]})"}, true);
+  RunResult plain = stack(l);
+  for (int64_t lanes : {1, 2, 3, 7, 8, 100}) {
+    RunOptions opt;
+    opt.lanes = lanes;
+    INFO(lanes);
+    same(stack(l, opt), plain);
+  }
+}
+
+TEST_CASE("stack VM: a division guarded by a branch does not fail in threads that skip it") {
+  Loaded l = load("func f(a, b) {\ne:\n  nz = ne(b, 0)\n  branch nz, d, s\nd:\n  q = div(a, b)\n  return q\ns:\n  return 0\n}\n",
+                  {R"({"a": [7, 8, 9], "b": [2, 0, -4]})"});
+  RunResult r = stack(l);
+  REQUIRE_FALSE(r.error);
+  CHECK(r.outputs[0].as<int64_t>()[0] == 3);
+  CHECK(r.outputs[0].as<int64_t>()[1] == 0);
+  CHECK(r.outputs[0].as<int64_t>()[2] == -3);
+}
+
+TEST_CASE("stack VM: division by zero names the thread, function and block") {
+  Loaded l = load("func f(a, b) {\ne:\n  goto work\nwork:\n  q = div(a, b)\n  return q\n}\n",
+                  {R"({"a": [1, 2, 3, 4, 5], "b": [1, 1, 0, 1, 1]})"});
+  RunResult r = stack(l);
+  REQUIRE(r.error);
+  CHECK(r.error->thread == 2);
+  CHECK(r.error->batch == 5);
+  CHECK(r.error->function == "f");
+  CHECK(r.error->block == "work");
+  CHECK(r.error->loc.line == 5);
+  CHECK(r.error->loc.col == 7);
+  CHECK(r.error->message.find("division by zero") != std::string::npos);
+}
+
+TEST_CASE("stack VM: the stack bound and the step bound are runtime errors") {
+  const char* down = "func d(n) {\ne:\n  z = le(n, 0)\n  branch z, b, r\nb:\n  return 0\nr:\n  m = sub(n, 1)\n  x = call d(m)\n  y = add(x, 1)\n  return y\n}\n";
+  Loaded l = load(down, {R"({"n": [3, 100, 5]})"});
+  RunOptions opt;
+  opt.max_stack_depth = 50;
+  RunResult r = stack(l, opt);
+  REQUIRE(r.error);
+  CHECK(r.error->thread == 1);
+  CHECK(r.error->message.find("stack depth limit of 50") != std::string::npos);
+  CHECK(r.error->message.find("'d'") != std::string::npos);
+  RunOptions steps;
+  steps.max_steps = 10;
+  RunResult s = stack(l, steps);
+  REQUIRE(s.error);
+  CHECK(s.error->message.find("--max-steps 10 exceeded") != std::string::npos);
+}
+
+TEST_CASE("stack VM: recursion 100000 deep in one thread next to shallow ones") {
+  Loaded l = load("func d(n) {\ne:\n  z = le(n, 0)\n  branch z, b, r\nb:\n  return 0\nr:\n  m = sub(n, 1)\n  x = call d(m)\n  y = add(x, 1)\n  return y\n}\n",
+                  {R"({"n": [100000, 3, 0]})"});
+  RunOptions opt;
+  opt.max_stack_depth = 200000;
+  RunResult r = stack(l, opt);
+  REQUIRE_FALSE(r.error);
+  CHECK(r.outputs[0].as<int64_t>()[0] == 100000);
+  CHECK(r.outputs[0].as<int64_t>()[1] == 3);
+}
+
+TEST_CASE("stack VM: a batch-1 input is shared and broadcast") {
+  Loaded l = load("func f(s, x) {\ne:\n  y = mul(s, x)\n  return y\n}\n", {R"({"s": [2.5], "x": [1.0, 2.0, 4.0]})"});
+  RunResult r = stack(l);
+  REQUIRE_FALSE(r.error);
+  CHECK(r.outputs[0].batch == 3);
+  CHECK(r.outputs[0].as<double>()[2] == 10.0);
+}
+
+TEST_CASE("stack VM: an empty batch gives empty outputs") {
+  Loaded l = load("func f(x) {\ne:\n  y = add(x, 1)\n  return y\n}\n", {R"({"x": []})"});
+  RunResult r = stack(l);
+  REQUIRE_FALSE(r.error);
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0].batch == 0);
+}
