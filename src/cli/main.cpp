@@ -34,5 +34,11 @@ int main(int argc, char** argv) {
     std::cerr << "Run 'autobatch --help' for usage.\n";
     return 2;
   }
-  return ab::cli::dispatch(app, opt);
+  try {
+    return ab::cli::dispatch(app, opt);
+  } catch (const std::bad_alloc&) {
+    // Outputs are written whole or not at all, so nothing partial is left.
+    std::cerr << "autobatch: error: out of memory (the batch times the size of one thread's values is too large for this machine)\n";
+    return 1;
+  }
 }

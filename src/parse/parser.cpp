@@ -1,6 +1,7 @@
 #include "parse/parser.h"
 
 #include <charconv>
+#include <optional>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -395,8 +396,40 @@ class Builder {
 
 }  // namespace
 
+// The grammar recurses on every '(' and '['; bound the nesting before
+// parsing so a hostile file cannot overflow the stack.
+constexpr int kMaxNesting = 64;
+
+static std::optional<SourceLoc> too_deep(const std::string& text) {
+  int depth = 0;
+  uint32_t line = 1, col = 1;
+  bool comment = false;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      col = 1;
+      comment = false;
+      continue;
+    }
+    if (!comment) {
+      if (c == '#') comment = true;
+      else if (c == '(' || c == '[') {
+        if (++depth > kMaxNesting) return SourceLoc{line, col, 1};
+      } else if ((c == ')' || c == ']') && depth > 0) {
+        --depth;
+      }
+    }
+    ++col;
+  }
+  return std::nullopt;
+}
+
 Result<Module> parse_module(SourceRef source) {
   Diagnostics diags(source);
+  if (auto loc = too_deep(source->text())) {
+    diags.error(*loc, "brackets nested more than " + std::to_string(kMaxNesting) + " levels deep");
+    return diags;
+  }
   p::memory_input in(source->text().data(), source->text().size(), source->name());
   try {
     auto root = p::parse_tree::parse<g::file, selector, p::nothing, g::control>(in);

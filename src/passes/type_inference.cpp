@@ -88,6 +88,26 @@ IType from_literal(const Literal& lit) {
   return leaf(d, Strength::Weak, lit.is_tensor ? lit.shape : Shape{});
 }
 
+// Elements of one thread's value of this type, or -1 if absurdly many (an
+// overflow-safe product of the dimensions).
+constexpr int64_t kMaxElements = int64_t{1} << 28;
+
+bool too_large(const IType& t) {
+  if (!t.known()) return false;
+  if (t.is_tuple) {
+    for (const auto& e : t.elems)
+      if (too_large(e)) return true;
+    return false;
+  }
+  int64_t n = 1;
+  for (int64_t d : t.shape) {
+    if (d < 0) return true;
+    if (d != 0 && n > kMaxElements / d) return true;
+    n *= d;
+  }
+  return n > kMaxElements;
+}
+
 bool complete(const IType& t) {
   if (!t.known()) return false;
   for (const auto& e : t.elems)
@@ -257,6 +277,10 @@ class Inference {
     }
     reporting_ = true;
     sweep();
+    for (size_t fi = 0; fi < m_.funcs.size(); ++fi)
+      for (const auto& p : m_.funcs[fi].params)
+        if (too_large(nodes_[var_node(fi, p.name.name)]))
+          error(p.name.loc, "parameter '" + p.name.name + "' has a type larger than the limit of 2^28 elements per thread");
     std::vector<std::string> reachable = reachable_from(entry);
     check_literals();
     if (entry_known) report_unknown(reachable);
@@ -587,10 +611,14 @@ class Inference {
         if (dest_t.is_leaf()) write(dest, leaf(acc->first, acc->second, dest_t.shape), in.loc);
       }
     }
-    // The result, once every operand's type is known.
+    // The result, once every operand's type is known. An operand whose type
+    // is unknown because of a reported error makes the result quiet too.
     std::vector<Type> arg_types;
     for (int o : ops) {
-      if (!complete(nodes_[o])) return;
+      if (!complete(nodes_[o])) {
+        if (any_taint(nodes_[o])) taint(dest);
+        return;
+      }
       arg_types.push_back(to_type(nodes_[o]));
     }
     PrimTypeResult r = prim_result_type(info->id, arg_types, resolve_attrs(in));
@@ -599,6 +627,11 @@ class Inference {
       return;
     }
     IType result = from_type(*r.type, follows ? result_strength : Strength::Strong);
+    if (too_large(result)) {
+      if (reporting_) error(in.callee.loc, "'" + in.callee.name + "' would make a value of type " + r.type->str() + ", larger than the limit of 2^28 elements per thread");
+      taint(dest);  // what depends on it is not reported again
+      return;
+    }
     for (int o : ops) result.tainted = result.tainted || any_taint(nodes_[o]);
     assign(dest, result, in.loc, [&](const IType& a, const IType& b) {
       return "'" + in.callee.name + "' gives " + describe(b) + " here, but " + print_target(in.out) + " is " + describe(a) + " elsewhere (a variable has one type in its whole function)";

@@ -1,5 +1,7 @@
 #include "support/diag.h"
 
+#include <algorithm>
+
 namespace ab {
 
 bool Diagnostics::has_errors() const { return error_count() != 0; }
@@ -34,15 +36,26 @@ std::string render_diagnostic(const SourceFile* source, const Diagnostic& d) {
   out += "\n";
   if (source && d.loc.known() && d.loc.line <= source->line_count()) {
     std::string_view text = source->line(d.loc.line);
-    out += "    ";
+    // A very long line is shown as a window around the column.
+    constexpr uint32_t kWindow = 80;
+    uint32_t first = 1;
+    std::string prefix, suffix;
+    if (text.size() > 2 * kWindow) {
+      first = d.loc.col > kWindow ? d.loc.col - kWindow : 1;
+      size_t len = std::min<size_t>(2 * kWindow, text.size() - (first - 1));
+      if (first > 1) prefix = "...";
+      if (first - 1 + len < text.size()) suffix = "...";
+      text = text.substr(first - 1, len);
+    }
+    out += "    " + prefix;
     out += text;
-    out += "\n    ";
+    out += suffix + "\n    " + std::string(prefix.size(), ' ');
     // Keep tabs from the line's prefix so the caret lines up in a terminal.
-    for (uint32_t i = 1; i < d.loc.col; ++i)
-      out += (i - 1 < text.size() && text[i - 1] == '\t') ? '\t' : ' ';
+    for (uint32_t i = first; i < d.loc.col; ++i)
+      out += (i - first < text.size() && text[i - first] == '\t') ? '\t' : ' ';
     out += '^';
     uint32_t len = d.loc.len == 0 ? 1 : d.loc.len;
-    uint32_t avail = d.loc.col - 1 < text.size() ? static_cast<uint32_t>(text.size()) - (d.loc.col - 1) : 1;
+    uint32_t avail = d.loc.col - first < text.size() ? static_cast<uint32_t>(text.size()) - (d.loc.col - first) : 1;
     if (len > avail) len = avail == 0 ? 1 : avail;
     for (uint32_t i = 1; i < len; ++i) out += '~';
     out += "\n";
