@@ -475,7 +475,7 @@ Result<Module> parse_file(const std::string& path) {
     ss << f.rdbuf();
     text = ss.str();
   }
-  return parse_text(path, std::move(text));
+  return parse_text(path == "-" ? "<stdin>" : path, std::move(text));
 }
 
 }  // namespace ab
