@@ -88,30 +88,20 @@ Result<Compiled> compile(const Module& m, const CompileOptions& opt) {
   c.lowered = std::move(low.module);
   c.info = std::move(low.info);
   Program& p = *c.lowered.program;
-  check_stack_discipline(p, c.info, false, d);
-  if (d.has_errors()) {
-    d.error({}, "internal error: lower_function_calls broke the stack discipline (please report)");
-    return d;
-  }
-  if (stop == "lower_function_calls") {
-    c.printed = print_module(c.lowered);
-    return c;
-  }
+  // After each transformation of the lowered program: re-check the stack
+  // discipline (treating only `full` variables as stacks once classes are
+  // assigned), and stop there if that pass was asked for.
+  auto after = [&](const char* pass, bool classes) {
+    check_stack_discipline(p, c.info, classes, d);
+    if (d.has_errors()) d.error({}, std::string("internal error: ") + pass + " broke the stack discipline (please report)");
+    if (stop == pass) c.printed = print_module(c.lowered);
+    return d.has_errors() || stop == pass;
+  };
+  if (after("lower_function_calls", false)) return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
   allocate_storage(p, c.info);
-  if (stop == "allocation_strategy") {
-    c.printed = print_module(c.lowered);
-    return c;
-  }
+  if (after("allocation_strategy", true)) return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
   fuse_pop_push(p);
-  check_stack_discipline(p, c.info, true, d);
-  if (d.has_errors()) {
-    d.error({}, "internal error: the stack optimization broke the stack discipline (please report)");
-    return d;
-  }
-  if (stop == "fuse_pop_push") {
-    c.printed = print_module(c.lowered);
-    return c;
-  }
+  if (after("fuse_pop_push", true)) return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
   order_blocks(p);
   c.printed = print_module(c.lowered);
   return c;

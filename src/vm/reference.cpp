@@ -65,20 +65,7 @@ class Interpreter {
       res.steps = steps_;
     }
     if (res.error) return res;
-    // Gather the per-thread results into one Array per result leaf.
-    std::vector<Type> result_types;
-    for (const auto& r : types_of_results(ef)) result_types.push_back(r);
-    std::vector<TensorType> leaves;
-    for (const auto& t : result_types) t.leaves(leaves);
-    for (const auto& lt : leaves) res.outputs.emplace_back(lt, batch);
-    for (int64_t t = 0; t < batch; ++t) {
-      std::vector<Value*> vals;
-      for (auto& v : results[t]) v.leaves(vals);
-      for (size_t i = 0; i < vals.size(); ++i) {
-        size_t bytes = vals[i]->data.size();
-        if (bytes) std::memcpy(res.outputs[i].data.data() + t * bytes, vals[i]->data.data(), bytes);
-      }
-    }
+    res.outputs = gather_results(types_of_results(ef), results);
     return res;
   }
 
@@ -205,25 +192,10 @@ class Interpreter {
       return std::nullopt;
     }
     Value result = Value::of_type(rt);
-    std::vector<Value*> outs;
-    result.leaves(outs);
-    std::vector<ArgView> views;
-    for (const auto& a : args) {
-      const Value& v = arg_value(fr, a);
-      views.push_back(ArgView{v.data.data(), Access::Dense, nullptr, &v.type});
-    }
-    std::vector<OutView> out_views;
-    for (Value* o : outs) out_views.push_back(OutView{o->data.data(), Access::Dense, nullptr, &o->type});
-    KernelCall call;
-    call.n = 1;
-    call.args = views.data();
-    call.nargs = static_cast<int>(views.size());
-    call.outs = out_views.data();
-    call.nouts = static_cast<int>(out_views.size());
-    call.attrs = &cf.attrs[fr.block][fr.instr];
-    KernelFn fn = kernel_for(in.prim);
-    KernelError err;
-    if (!fn || !fn(call, &err)) return error_at(fr, in.callee.loc, fn ? err.message : "no kernel for '" + in.callee.name + "'");
+    std::vector<const Value*> values;
+    for (const auto& a : args) values.push_back(&arg_value(fr, a));
+    if (auto e = apply_kernel(in.prim, values, cf.attrs[fr.block][fr.instr], result))
+      return error_at(fr, in.callee.loc, *e);
     bind(fr, cf, in.out, std::move(result));
     return std::nullopt;
   }

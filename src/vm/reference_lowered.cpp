@@ -66,17 +66,9 @@ class ProgramInterpreter {
     }
     res.steps = steps_;
     if (res.error) return res;
-    std::vector<TensorType> leaves;
-    for (const auto& o : p_.outputs) slots_[index_.at(o.name)].type.leaves(leaves);
-    for (const auto& lt : leaves) res.outputs.emplace_back(lt, batch);
-    for (int64_t t = 0; t < batch; ++t) {
-      std::vector<Value*> vals;
-      for (auto& v : results[t]) v.leaves(vals);
-      for (size_t i = 0; i < vals.size(); ++i) {
-        size_t bytes = vals[i]->data.size();
-        if (bytes) std::memcpy(res.outputs[i].data.data() + t * bytes, vals[i]->data.data(), bytes);
-      }
-    }
+    std::vector<Type> types;
+    for (const auto& o : p_.outputs) types.push_back(slots_[index_.at(o.name)].type);
+    res.outputs = gather_results(types, results);
     return res;
   }
 
@@ -159,22 +151,7 @@ class ProgramInterpreter {
       return write(in.out, std::move(v), in.loc);
     }
     Value result = Value::of_type(pattern_type(in.out));
-    std::vector<Value*> outs;
-    result.leaves(outs);
-    std::vector<ArgView> views;
-    for (const Value* a : args) views.push_back(ArgView{a->data.data(), Access::Dense, nullptr, &a->type});
-    std::vector<OutView> out_views;
-    for (Value* o : outs) out_views.push_back(OutView{o->data.data(), Access::Dense, nullptr, &o->type});
-    KernelCall call;
-    call.n = 1;
-    call.args = views.data();
-    call.nargs = static_cast<int>(views.size());
-    call.outs = out_views.data();
-    call.nouts = static_cast<int>(out_views.size());
-    call.attrs = &attrs_[b][i];
-    KernelFn fn = kernel_for(in.prim);
-    KernelError err;
-    if (!fn || !fn(call, &err)) return error(in.callee.loc, fn ? err.message : "no kernel for '" + in.callee.name + "'");
+    if (auto e = apply_kernel(in.prim, args, attrs_[b][i], result)) return error(in.callee.loc, *e);
     return write(in.out, std::move(result), in.loc);
   }
 

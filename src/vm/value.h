@@ -2,8 +2,12 @@
 // elements) or a tuple of values. The reference interpreter works on these;
 // the batched VMs store variables as Arrays instead.
 #pragma once
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "ir/ops.h"
+#include "ir/prim_types.h"
 #include "ir/type.h"
 #include "vm/array.h"
 
@@ -36,5 +40,15 @@ struct Value {
     for (auto& e : elems) e.leaves(out);
   }
 };
+
+// One primitive on one thread's values (the reference interpreters' way of
+// calling a batched kernel: one lane, dense). Returns the kernel's error
+// message, if any; `result` must already have the result's type.
+std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args, const PrimAttrs& attrs,
+                                        Value& result);
+
+// Per-thread results (one vector of values per thread) as one Array per
+// result leaf, batch first.
+std::vector<Array> gather_results(const std::vector<Type>& types, std::vector<std::vector<Value>>& per_thread);
 
 }  // namespace ab
