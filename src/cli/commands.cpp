@@ -15,6 +15,7 @@
 #include "vm/reference.h"
 #include "vm/reference_lowered.h"
 #include "vm/stack_vm.h"
+#include "vm/stackless_vm.h"
 #include "vm/trace.h"
 #include "support/strings.h"
 
@@ -255,11 +256,8 @@ int cmd_run(const Options& opt) {
   if (d.has_errors()) return report(d);
   ctx.lap("compile");
   if (auto e = open_trace(ctx)) return report_message(*e);
-  RunResult r;
-  if (opt.vm == "stackless") {
-    std::cerr << "autobatch: note: the stackless VM is not built yet; running the reference interpreter, which gives the same outputs\n";
-  }
-  r = run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, ctx.ro);
+  RunResult r = opt.vm == "stackless" ? run_stackless(*m, types, entry->name.name, inputs->values, inputs->batch, ctx.ro)
+                                       : run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, ctx.ro);
   return finish_run(ctx, r, *m, inputs->batch);
 }
 
