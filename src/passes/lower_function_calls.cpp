@@ -292,17 +292,31 @@ class FunctionLowering {
 
     std::vector<std::string> params;
     for (const auto& p : g.params) params.push_back(q(gname, p.name.name));
-    // 1. Arguments that are the callee's own parameter variables are copied
-    //    first: pushing and popping those stacks would change what they read.
+    // 1. An argument that reads one of the callee's own parameter variables
+    //    (a call of the function itself) is copied first only when the
+    //    pushes below would change it before it is read: when it reads the
+    //    parameter of an earlier position (already pushed), or the parameter
+    //    of its own position that dies here (popped just before its push).
+    //    A dying parameter passed on in its own position needs nothing at
+    //    all: the caller's value simply becomes the callee's.
+    auto position = [&](const std::string& v) {
+      auto it = std::find(params.begin(), params.end(), v);
+      return it == params.end() ? std::string::npos : static_cast<size_t>(it - params.begin());
+    };
     std::vector<Operand> argv;
     std::vector<std::string> temps;
-    for (const auto& a : in.args) {
-      Operand o = qualify(a, name_);
-      if (o.is_var && std::find(params.begin(), params.end(), o.name) != params.end()) {
+    std::vector<bool> passed_on(in.args.size(), false);
+    for (size_t i = 0; i < in.args.size(); ++i) {
+      Operand o = qualify(in.args[i], name_);
+      size_t j = o.is_var ? position(o.name) : std::string::npos;
+      bool dies = j != std::string::npos && self && dying.count(g.params[j].name.name);
+      if (j == i && dies) {
+        passed_on[i] = true;
+      } else if (j != std::string::npos && (j < i || (j == i && dies))) {
         std::string t = new_temp(s_.var_types[o.name]);
-        cur().instrs.push_back(copy_instr(name_pattern(t, a.loc), o, in.loc));
+        cur().instrs.push_back(copy_instr(name_pattern(t, in.args[i].loc), o, in.loc));
         temps.push_back(t);
-        o = var_operand(t, a.loc);
+        o = var_operand(t, in.args[i].loc);
       }
       argv.push_back(o);
     }
@@ -311,6 +325,10 @@ class FunctionLowering {
     VarSet popped;
     for (size_t i = 0; i < params.size() && i < argv.size(); ++i) {
       const std::string& pname = g.params[i].name.name;
+      if (passed_on[i]) {
+        popped.insert(pname);
+        continue;
+      }
       if (self && dying.count(pname) && !popped.count(pname)) {
         pop({params[i]}, in.loc);
         popped.insert(pname);
