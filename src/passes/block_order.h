@@ -7,6 +7,10 @@
 // come ahead of the rest. Running those cheap blocks first lets threads
 // catch up and merge with others before the expensive blocks run (the
 // seed's select_block_priority).
+//
+// First, a block that does nothing but `goto` (an edge block whose pops
+// allocation removed) is bypassed: whatever jumped to it jumps straight to
+// its target, and it is dropped. The program's first block always stays.
 #pragma once
 #include "ir/ir.h"
 

@@ -185,7 +185,7 @@ class ProgramInterpreter {
         int64_t prims = 0;
         for (const auto& in : blk.instrs) prims += in.kind == InstrKind::Prim;
         opt_.stats->record_step(block_, 1, batch_ - thread_, prims);
-        opt_.stats->peak_stack_depth = std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(pcs.size()) - 1);
+        opt_.stats->peak_stack_depth = std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(pcs.size()));
       }
       for (size_t i = 0; i < blk.instrs.size(); ++i)
         if (auto e = exec(block_, i)) return e;

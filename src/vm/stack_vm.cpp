@@ -105,6 +105,7 @@ class StackVM {
     set_shared_inputs();
     for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
     live_ = lanes_;
+    peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
     if (opt_.trace && opt_.trace->on()) {
       std::vector<std::string> names;
       for (const auto& b : p_.blocks) names.push_back(b.label.name);
@@ -569,7 +570,7 @@ class StackVM {
             return error_at(b, cb.term_loc, t, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " frames exceeded calling '" + fn + "'");
           }
           pcs_.push(t, &cb.t1);
-          deepest = std::max(deepest, depth);
+          deepest = std::max(deepest, depth + 1);  // frames now active, the entry's included
         }
         peak_depth_ = std::max(peak_depth_, deepest);
         append_lanes(cb.t2, idx, n);

@@ -221,13 +221,28 @@ TEST_CASE("fuse_pop_push: a read between the pop and the write keeps them apart"
 TEST_CASE("block_order: the entry stays first, blocks without primitives come next, stably") {
   Result<Module> m = parse_text("p.ab",
                                 "var x: i64 register\n\nprogram p(x) -> (x) {\ne:\n  goto a\na:\n  x = add(x, 1)\n  goto b\n"
-                                "b:\n  goto c\nc:\n  x = mul(x, 2)\n  goto d\nd:\n  halt\n}\n");
+                                "b:\n  x = x\n  goto c\nc:\n  x = mul(x, 2)\n  goto d\nd:\n  halt\n}\n");
   REQUIRE(m.ok());
   Program p = *m->program;
   order_blocks(p);
   std::vector<std::string> labels;
   for (const auto& b : p.blocks) labels.push_back(b.label.name);
   CHECK(labels == std::vector<std::string>{"e", "b", "d", "a", "c"});
+}
+
+TEST_CASE("block_order: blocks that only jump are bypassed, chains of them too") {
+  Result<Module> m = parse_text("p.ab",
+                                "var x: i64 register\n\nprogram p(x) -> (x) {\ne:\n  goto j1\nj1:\n  goto j2\nj2:\n  goto a\n"
+                                "a:\n  c = lt(x, 10)\n  x = add(x, 1)\n  branch c, j2, d\nd:\n  halt\n}\n");
+  REQUIRE(m.ok());
+  Program p = *m->program;
+  order_blocks(p);
+  std::string text = print_program(p);
+  INFO(text);
+  CHECK(text.find("j1:") == std::string::npos);
+  CHECK(text.find("j2") == std::string::npos);
+  CHECK(text.find("e:\n  goto a\n") != std::string::npos);
+  CHECK(text.find("branch c, a, d") != std::string::npos);
 }
 
 TEST_CASE("the stack-discipline checker catches an unbalanced function") {
