@@ -6,6 +6,7 @@
 #include <set>
 
 #include "passes/type_inference.h"
+#include "ir/printer.h"
 #include "vm/kernel.h"
 #include "vm/lane_stack.h"
 #include "vm/literal.h"
@@ -166,43 +167,73 @@ class StackVM {
 
   // ---- set-up ---------------------------------------------------------
 
-  // A variable is shared when it is written at exactly one place (or is an
-  // input given once) from shared operands only: then every thread holds
-  // the same value whenever it holds one.
+  // A variable is shared when every thread holds the same value whenever it
+  // holds one. Each shared variable gets the identity of the value it holds
+  // (its "source"): an input given once is its own source; so is a variable
+  // written at exactly one place, by a primitive of shared operands. A
+  // variable whose every write copies the same source (or itself: the push
+  // of a recursive call's argument) shares that source, so a matrix passed
+  // down a recursion stays one matrix. Literals are sources by their text.
   void analyze_sharing(const FunctionTypes&) {
-    std::map<std::string, int> writes;
-    std::map<std::string, const Instr*> site;
+    std::map<std::string, std::vector<const Instr*>> writes;
     for (const auto& b : p_.blocks)
       for (const auto& in : b.instrs) {
         if (in.kind == InstrKind::Pop) continue;
         std::vector<const Pattern*> leaves;
         in.out.names(leaves);
-        for (const Pattern* l : leaves) {
-          ++writes[l->name];
-          site[l->name] = &in;
-        }
+        for (const Pattern* l : leaves) writes[l->name].push_back(&in);
       }
-    std::set<std::string> shared;
+    std::set<std::string> inputs;
+    for (const auto& i : p_.inputs) inputs.insert(i.name);
+    std::map<std::string, std::string> source;
     for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
       const std::string& n = p_.inputs[i].name;
-      if (inputs_[i].batch == 1 && writes[n] == 0) shared.insert(n);
+      if (inputs_[i].batch == 1 && writes[n].empty()) source[n] = n;
     }
     bool changed = true;
     while (changed) {
       changed = false;
-      for (const auto& [n, count] : writes) {
-        if (count != 1 || shared.count(n)) continue;
-        bool inputs_ok = true;
-        for (const auto& i : p_.inputs) inputs_ok = inputs_ok && i.name != n;
-        const Instr* in = site[n];
-        for (const auto& a : in->args) inputs_ok = inputs_ok && (!a.is_var || shared.count(a.name));
-        if (!inputs_ok) continue;
-        // Every result of that instruction must be shareable together.
-        shared.insert(n);
-        changed = true;
+      for (const auto& [v, sites] : writes) {
+        if (source.count(v) || inputs.count(v) || sites.empty()) continue;
+        std::optional<std::string> src;
+        bool ok = true;
+        for (const Instr* in : sites) {
+          bool plain_copy = in->kind == InstrKind::Copy && !in->out.is_tuple && in->out.name == v;
+          std::string id;
+          if (plain_copy && in->args[0].is_var) {
+            const std::string& u = in->args[0].name;
+            if (u == v) continue;  // a push of its own value
+            auto it = source.find(u);
+            if (it == source.end()) {
+              ok = false;
+              break;
+            }
+            id = it->second;
+          } else if (plain_copy) {
+            id = "literal " + print_literal(in->args[0].lit);
+          } else {
+            // Computed here: shared only as the one write, of shared operands.
+            bool shared_args = sites.size() == 1 && in->kind != InstrKind::Call;
+            for (const auto& a : in->args) shared_args = shared_args && (!a.is_var || source.count(a.name));
+            if (!shared_args) {
+              ok = false;
+              break;
+            }
+            id = v;
+          }
+          if (src && *src != id) {
+            ok = false;
+            break;
+          }
+          src = id;
+        }
+        if (ok && src) {
+          source[v] = *src;
+          changed = true;
+        }
       }
     }
-    for (const auto& v : p_.vars) shared_var_[v.name.name] = shared.count(v.name.name) > 0;
+    for (const auto& v : p_.vars) shared_var_[v.name.name] = source.count(v.name.name) > 0;
   }
 
   void make_leaves(const FunctionTypes& types) {
