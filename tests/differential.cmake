@@ -8,9 +8,9 @@
 # for the reproduce commands; failing random programs are saved with their inputs under
 # ${CMAKE_BINARY_DIR}/differential-failures/.
 #
-# Time: a Release build runs both in about 15 s of wall time on two idle cores. The
+# Time: a Release build runs both in about 10 s under `ctest -j2` on two cores. The
 # reference interpreter is 20-30x slower in the sanitized Debug build of tools/test,
-# where they take about 5 minutes: hence the timeouts. The two cache variables trade
+# where they take about 4 minutes: hence the timeouts. The two cache variables trade
 # coverage for time there if needed.
 set(AUTOBATCH_DIFFERENTIAL_COUNT 150 CACHE STRING
     "Number of random programs of the differential_random test")

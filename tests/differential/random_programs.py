@@ -8,13 +8,17 @@ Program K of seed S is a pure function of (S, K). Each program is a module of
 several functions over i64, i32 and bool scalars: random control-flow graphs with
 branches on comparisons, loops bounded by a counter (count-down, count-up and
 do-while forms, with break and continue edges), calls along a DAG of functions,
-self-recursion on an explicitly decreasing depth argument with a base case, several
-results and tuple results (`q, p = call f(...)`, `-> ((A, B))`, `tuple` and
-unpacking), select, min/max, wrapping arithmetic with large constants, pow with a
-bounded exponent, and div/mod on divisors made safe (max(abs(y), 1), a select
-that replaces 0) or guarded by a branch that threads with a zero divisor skip.
+self-recursion on an explicitly decreasing depth argument with a base case, tail
+calls (`r = call g(...)` then `return r`), early returns, several results and
+tuple results (`q, p = call f(...)`, `-> ((A, B))`, `tuple` and unpacking),
+select, min/max, casts between i64, i32 and bool, wrapping arithmetic with large
+constants, pow with a bounded exponent, and div/mod on divisors made safe
+(max(abs(y), 1), a select that replaces 0) or guarded by a branch that the threads
+with a zero divisor skip.
 
-Every variable is defined on every path before it is read. Each program is first
+Every variable is defined on every path before it is read. Operands are mostly
+values that depend on the entry's inputs, so threads take different paths; the entry
+folds every variable it holds into a checksum, its last result. Each program is first
 checked with `autobatch check` (a rejection is a bug of this generator, or of the
 tool's inference: it is reported and saved), then run on inputs of batch 1 and of a
 random batch in [2, 300] in the five configurations of common.py; all must print
@@ -27,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -110,9 +115,11 @@ class FuncGen:
         self.loops = []           # enclosing loops, innermost last
         self.loop_depth = self.if_depth = 0
         self.self_calls_left = 0
+        self.tainted = set()      # variables that may depend on the inputs (a may-analysis)
         for n, t in sig.params:
             self.env[n] = t
             self.types[n] = t
+            self.tainted.add(n)
 
     # -- names and blocks ---------------------------------------------------
     def fresh(self, prefix):
@@ -136,6 +143,12 @@ class FuncGen:
 
     def emit(self, s):
         self.instrs.append(s)
+        if " = " in s:
+            lhs, rhs = s.split(" = ", 1)
+            if any(x in self.tainted for x in IDENT.findall(rhs) if x in self.types):
+                self.tainted.update(IDENT.findall(lhs))
+            else:  # a guess (other paths may differ); it only steers the choice of operands
+                self.tainted.difference_update(IDENT.findall(lhs))
 
     def define(self, name, dtype):
         self.env[name] = dtype
@@ -149,29 +162,38 @@ class FuncGen:
         return [n for n, t in self.env.items() if t == dtype]
 
     def var(self, dtype):
-        """A defined variable of the dtype, made if there is none."""
+        """A defined variable of the dtype, made if there is none. Mostly one that
+        depends on the inputs, so that threads take different paths."""
         vs = self.vars_of(dtype)
+        tv = [v for v in vs if v in self.tainted]
+        if not tv and self.tainted_of(("i64", "i32", "bool")) and self.rng.random() < 0.6:
+            return self.make(dtype)      # from an input-dependent value of another dtype
         if vs:
+            if tv and self.rng.random() < 0.75:
+                vs = tv
             recent = vs[-6:]
             return self.rng.choice(recent if self.rng.random() < 0.5 else vs)
         return self.make(dtype)
 
+    def tainted_of(self, dtypes):
+        return [n for n, t in self.env.items() if t in dtypes and n in self.tainted]
+
     def make(self, dtype):
-        """Define a new variable of the dtype from what is defined."""
+        """Define a new variable of the dtype from what is defined (input-dependent if any)."""
         d = self.new_var(dtype)
+        pick = lambda vs: self.rng.choice([v for v in vs if v in self.tainted] or vs)
         if dtype == "bool":
-            t = self.rng.choice(["i64", "i32"]) if self.vars_of("i32") and self.vars_of("i64") else \
-                ("i64" if self.vars_of("i64") else "i32")
-            if self.vars_of(t):
-                self.emit("%s = %s(%s, %s)" % (d, self.rng.choice(CMPS), self.rng.choice(self.vars_of(t)),
-                                                lit(self.rng, t)))
+            ints = self.tainted_of(("i64", "i32")) or [n for n, t in self.env.items() if t in ("i64", "i32")]
+            if ints:
+                x = self.rng.choice(ints)
+                self.emit("%s = %s(%s, %s)" % (d, self.rng.choice(CMPS), x, lit(self.rng, self.env[x])))
             else:
                 self.emit("%s = %s" % (d, lit(self.rng, "bool")))
         else:
             other = "i32" if dtype == "i64" else "i64"
-            src = self.vars_of(other) or self.vars_of("bool")
-            if src and self.rng.random() < 0.8:
-                self.emit("%s = cast(%s, dtype=%s)" % (d, self.rng.choice(src), dtype))
+            src = self.vars_of(other) + self.vars_of("bool")
+            if src and self.rng.random() < 0.9:
+                self.emit("%s = cast(%s, dtype=%s)" % (d, pick(src), dtype))
             else:
                 self.emit("%s = %s" % (d, lit(self.rng, dtype)))
         self.define(d, dtype)
@@ -185,7 +207,10 @@ class FuncGen:
     def dest(self, dtype, p_reuse=0.35):
         """Where to write a value: a fresh variable or an unprotected one of the dtype."""
         if self.rng.random() < p_reuse:
-            old = [n for n, t in self.types.items() if t == dtype and n not in self.protected]
+            keep = self.protected
+            if self.sig.name == "main" and self.rng.random() < 0.85:
+                keep = keep | {n for n, _ in self.sig.params}   # mostly keep the inputs around
+            old = [n for n, t in self.types.items() if t == dtype and n not in keep]
             if old:
                 return self.rng.choice(old)
         return self.new_var(dtype)
@@ -747,6 +772,7 @@ class FuncGen:
 
 
 CMPS = ["eq", "ne", "lt", "le", "gt", "ge"]
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def intersect(envs):
