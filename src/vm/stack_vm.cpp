@@ -233,6 +233,28 @@ class StackVM {
         }
       }
     }
+    // An instruction runs once only if all its results are shared; one that
+    // also writes a per-thread variable runs per thread, so none of its
+    // results can be shared, nor what was shared through them. Retract to a
+    // fixpoint.
+    bool retracted = true;
+    while (retracted) {
+      retracted = false;
+      for (const auto& [v, sites] : writes) {
+        if (!source.count(v)) continue;
+        bool ok = true;
+        for (const Instr* in : sites) {
+          std::vector<const Pattern*> leaves;
+          in->out.names(leaves);
+          for (const Pattern* l : leaves) ok = ok && source.count(l->name);
+          for (const auto& a : in->args) ok = ok && (!a.is_var || a.name == v || source.count(a.name));
+        }
+        if (!ok) {
+          source.erase(v);
+          retracted = true;
+        }
+      }
+    }
     for (const auto& v : p_.vars) shared_var_[v.name.name] = source.count(v.name.name) > 0;
   }
 

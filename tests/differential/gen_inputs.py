@@ -124,6 +124,16 @@ class P:
         return [self.thread_value(rng, shape[1:]) for _ in range(shape[0])]
 
 
+class Resample:
+    """Threads drawn jointly (a whole row at a time) from the program's own NAME.json,
+    for inputs whose parts must fit together (a tree's arrays, a sampler's state);
+    `draws` gives some parameters fresh random values instead. Parameters given
+    with batch 1 there stay shared."""
+
+    def __init__(self, draws=None):
+        self.draws = draws or {}
+
+
 INF, NAN = float("inf"), float("nan")
 
 # ---------------------------------------------------------------------------
@@ -183,6 +193,24 @@ SPECS = {
     # sum_from(v, k) reads v[k], v[k+1], ... v[4]: k >= -5 keeps get in range.
     "vectors": [("v", P("i64", wide("i64", small=1000), shape=(5,))),
                 ("k", P("i64", ints(-5, 7, special=(-5, 0, 5))))],
+    # Points inside the set run max_iter iterations: keep max_iter small but for rare 256.
+    "mandelbrot": [("cx", P("f64", floats(-2.2, 1.0, special=(0.0, -1.0, 0.25, -2.0)))),
+                   ("cy", P("f64", floats(-1.3, 1.3, special=(0.0, 0.5)))),
+                   ("max_iter", P("i64", ints(0, 60, special=(100, 256), p_special=0.02)))],
+    # Any 32 numbers sort; signed zeros and infinities test stability (no NaN: it is unordered).
+    "mergesort": [("a", P("f64", floats(-100.0, 100.0, special=(0.0, -0.0, 1.0, INF, -INF)), shape=(32,)))],
+    # n = 9 takes seconds under the sanitizers; n <= 8 (n = 8 rare).
+    "nqueens": [("n", P("i64", ints(0, 7, special=(8,), p_special=0.01)))],
+    # Any matrix and start vector (a zero vector gives NaN in every VM alike).
+    "power_iteration": [("A", P("f64", floats(-1.0, 1.0), shape=(4, 4))),
+                        ("x", P("f64", floats(-1.0, 1.0, special=(0.0,)), shape=(4,))),
+                        ("k", P("i64", ints(0, 20, special=(0, 1))))],
+    # Bisection and Newton are bounded by max_iter for any start; keep the golden problems.
+    "roots": Resample(draws={"x0": P("f64", floats(-5.0, 5.0, special=(0.0, 1.0)))}),
+    # Trees must be well formed: whole rows of the golden inputs.
+    "tree_eval": Resample(),
+    # The sampler's state must fit the target: golden rows, with fresh keys.
+    "nuts": Resample(draws={"key": P("i64", wide("i64"))}),
 }
 
 
@@ -272,6 +300,13 @@ def spec_for(path):
             % (path, name, os.path.relpath(__file__, os.getcwd())))
     spec = SPECS[name]
     entry, params = entry_params(path)
+    if isinstance(spec, Resample):
+        own = own_inputs(path)
+        missing = [p for p, _, _ in params if p not in own and p not in spec.draws]
+        if missing:
+            raise SpecError("%s: SPECS[%r] resamples %s, which lacks %s"
+                            % (path, name, own_path(path), missing))
+        return entry, spec
     if [p for p, _, _ in params] != [n for n, _ in spec]:
         raise SpecError("%s: entry %s has parameters %s but its spec gives %s; update SPECS[%r]"
                         % (path, entry, [p for p, _, _ in params], [n for n, _ in spec], name))
@@ -305,10 +340,43 @@ def stable_seed(*parts):
     return zlib.crc32(repr(parts).encode())
 
 
+def own_path(path):
+    return path[:-len(".ab")] + ".json"
+
+
+def own_inputs(path):
+    if not os.path.isfile(own_path(path)):
+        raise SpecError("%s: no %s to resample" % (path, own_path(path)))
+    with open(own_path(path)) as f:
+        return json.load(f)
+
+
+def resample(path, spec, batch, rng):
+    """Inputs for a Resample spec: each thread takes one row of the golden inputs."""
+    own = own_inputs(path)
+    _, params = entry_params(path)
+    rows = max((len(v) for v in own.values() if isinstance(v, list) and len(v) > 1), default=1)
+    picks = [rng.randrange(rows) for _ in range(batch)]
+    out = {}
+    for name, _, _ in params:
+        if name in spec.draws:
+            p = spec.draws[name]
+            out[name] = [p.thread_value(rng) for _ in range(batch)]
+            continue
+        v = own[name]
+        if isinstance(v, list) and len(v) > 1:
+            out[name] = [v[i % len(v)] for i in picks]
+        else:
+            out[name] = v  # given once: shared by every thread
+    return out
+
+
 def generate(path, batch, seed, p_shared=0.25):
     """The inputs object for a program: {param: batch-first nested list}."""
     _, spec = spec_for(path)
     rng = random.Random(stable_seed(program_name(path), batch, seed))
+    if isinstance(spec, Resample):
+        return resample(path, spec, batch, rng)
     shared = [batch > 1 and p.shareable and rng.random() < p_shared for _, p in spec]
     if shared and all(shared) and batch >= ALL_SPECIALS_FROM:
         shared[0] = False   # every input shared (run with --batch) only in small batches

@@ -240,3 +240,11 @@ TEST_CASE("stack VM: an empty batch gives empty outputs") {
   REQUIRE(r.outputs.size() == 1);
   CHECK(r.outputs[0].batch == 0);
 }
+
+TEST_CASE("stack VM: an instruction writing a shared and a per-thread variable shares neither") {
+  // w has one write, of a shared tuple; v is written twice. Found by the
+  // random differential tests: w was stored once but written per thread.
+  Loaded l = load("func f(p) {\ne:\n  v = min(p, 6)\n  t = tuple(6, -8)\n  (w, v) = t\n  x = add(w, v)\n  y = add(x, p)\n  return y\n}\n",
+                  {R"({"p": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]})"});
+  same(stack(l), reference(l));
+}
