@@ -134,7 +134,9 @@ FunctionTypes infer_program_types(const Program& p, const std::vector<std::optio
       in.out.names(leaves);
       for (const Pattern* l : leaves) const_cast<Pattern*>(l)->in_place = false;
     }
-    if (b.term.kind == TermKind::Halt) {
+    if (b.term.kind == TermKind::Halt || b.term.kind == TermKind::IndirectGoto) {
+      // Either may end the program (indirect_goto pops the halt at the
+      // bottom of the stack): both "return" the outputs.
       b.term.kind = TermKind::Return;
       for (const auto& o : p.outputs) {
         Operand op;
@@ -145,14 +147,6 @@ FunctionTypes infer_program_types(const Program& p, const std::vector<std::optio
     } else if (b.term.kind == TermKind::PushGoto) {
       b.term.kind = TermKind::Goto;
       b.term.target = b.term.target2;
-    } else if (b.term.kind == TermKind::IndirectGoto) {
-      b.term.kind = TermKind::Return;
-      for (const auto& o : p.outputs) {
-        Operand op;
-        op.name = o.name;
-        op.loc = o.loc;
-        b.term.values.push_back(op);
-      }
     }
   }
   // Declared variable types act as annotations: a copy from a typed

@@ -16,6 +16,8 @@
 //   3 depth_min  4 depth_max  5 depth_sum  (tree depths over all iterations)
 //   6 n_leapfrog  7 n_divergent  8 accept_sum
 #include <doctest/doctest.h>
+
+#include "cli_harness.h"
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,13 +54,6 @@ struct WorkDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 struct Run {
   int code = -1;
   std::string out, err;
@@ -68,32 +63,9 @@ struct Run {
 // Runs the CLI with `args`; stdout and stderr go to files in `dir` (the
 // outputs of 1000 chains are a few megabytes) and are read back.
 Run run_cli(const WorkDir& dir, const std::vector<std::string>& args) {
-  const std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
-  std::vector<std::string> argv_s{AUTOBATCH_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const auto start = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int i = ::open("/dev/null", O_RDONLY);
-    if (o < 0 || e < 0 || i < 0 || ::dup2(i, 0) < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(126);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-  }
-  Run r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
+  ab_test::Proc p = ab_test::run_binary(dir.path, args, std::nullopt, 1800);
+  REQUIRE_FALSE(p.timed_out);
+  return Run{p.code, p.out, p.err, p.seconds};
 }
 
 // Runs and parses {"outputs": [...]}; fails the test on a non-zero exit.

@@ -11,8 +11,9 @@
 // operations in the same order as the programs, and, independently of that,
 // the roots are checked against the known roots to a tolerance.
 #include <doctest/doctest.h>
+
+#include "cli_harness.h"
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,7 +28,6 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -53,13 +53,6 @@ struct ScratchDir {
   fs::path operator/(const std::string& name) const { return path / name; }
 };
 
-std::string read_whole(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 struct Result {
   int code = -1;
   std::string out, err;
@@ -67,29 +60,9 @@ struct Result {
 
 // Runs AUTOBATCH_BINARY with `args`, stdout and stderr going to files in `dir`.
 Result run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {
-  const std::string out_path = (dir / "stdout").string(), err_path = (dir / "stderr").string();
-  std::vector<std::string> argv_s{AUTOBATCH_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_whole(out_path);
-  r.err = read_whole(err_path);
-  return r;
+  ab_test::Proc p = ab_test::run_binary(dir.path, args, std::nullopt, 1800);
+  REQUIRE_FALSE(p.timed_out);
+  return Result{p.code, p.out, p.err};
 }
 
 // The outputs of `autobatch run PROG --entry ENTRY --inputs INPUTS EXTRA...`.

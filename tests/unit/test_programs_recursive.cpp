@@ -10,8 +10,9 @@
 // compared bit for bit (any NaN equals any NaN), so the order of signed zeros
 // after a stable sort and the sign of a zero result count too.
 #include <doctest/doctest.h>
+
+#include "cli_harness.h"
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,7 +33,6 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
 
 namespace {
 
@@ -55,13 +55,6 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 void write_file(const fs::path& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary);
   f << text;
@@ -75,28 +68,9 @@ struct Run {
 
 // Runs the CLI with `args`, stdin empty, stdout and stderr captured in files of `dir`.
 Run run_cli(const fs::path& dir, const std::vector<std::string>& args) {
-  const std::string out = (dir / "stdout.txt").string(), err = (dir / "stderr.txt").string();
-  std::vector<std::string> argv_s{AUTOBATCH_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE(rc == 0);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) REQUIRE(errno == EINTR);
-  Run r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  ab_test::Proc p = ab_test::run_binary(dir, args, std::nullopt, 1800);
+  REQUIRE_FALSE(p.timed_out);
+  return Run{p.code, p.out, p.err};
 }
 
 // Runs the CLI and returns its "outputs", failing the test on a non-zero exit.
