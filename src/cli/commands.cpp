@@ -5,19 +5,19 @@
 #include <cstdio>
 #include <iostream>
 
+#include "io/inputs.h"
+#include "io/outputs.h"
 #include "ir/ops.h"
 #include "ir/printer.h"
 #include "parse/parser.h"
 #include "passes/pipeline.h"
-#include "io/inputs.h"
-#include "io/outputs.h"
 #include "passes/type_inference.h"
+#include "support/strings.h"
 #include "vm/reference.h"
 #include "vm/reference_lowered.h"
 #include "vm/stack_vm.h"
 #include "vm/stackless_vm.h"
 #include "vm/trace.h"
-#include "support/strings.h"
 
 namespace ab::cli {
 namespace {
@@ -51,7 +51,9 @@ Result<InputSet> load_entry_inputs(const Function& entry, const Options& opt) {
   return load_inputs(opt.inputs, specs, opt.batch);
 }
 
-std::string type_or_unknown(const std::optional<Type>& t) { return t ? t->str() : std::string("?"); }
+std::string type_or_unknown(const std::optional<Type>& t) {
+  return t ? t->str() : std::string("?");
+}
 
 // Signatures as inference sees them; '?' marks a type that depends on
 // inputs that were not given.
@@ -70,7 +72,8 @@ void print_signatures(const Module& m, const TypeInfo& types) {
         std::string inner = ft.results[0]->str();
         line += inner.substr(1, inner.size() - 2) + "))";
       } else {
-        for (size_t i = 0; i < ft.results.size(); ++i) line += (i ? ", " : "") + type_or_unknown(ft.results[i]);
+        for (size_t i = 0; i < ft.results.size(); ++i)
+          line += (i ? ", " : "") + type_or_unknown(ft.results[i]);
         line += ")";
       }
     }
@@ -83,7 +86,8 @@ int cmd_check(const Options& opt) {
   if (!m) return report(m.diags());
   if (m->program) {
     const Program& p = *m->program;
-    std::cout << "program " << p.entry.name << ": " << p.vars.size() << " variables, " << p.blocks.size() << " blocks\n";
+    std::cout << "program " << p.entry.name << ": " << p.vars.size() << " variables, "
+              << p.blocks.size() << " blocks\n";
     return kOk;
   }
   Diagnostics d(m->source);
@@ -118,8 +122,9 @@ int cmd_ops() {
       std::printf("%s# %s\n", group == all_prims().front().group ? "" : "\n", p.group);
     }
     std::string arity = p.min_args == p.max_args ? std::to_string(p.min_args)
-                        : p.max_args < 0          ? std::to_string(p.min_args) + "+"
-                                                  : std::to_string(p.min_args) + "-" + std::to_string(p.max_args);
+                        : p.max_args < 0
+                            ? std::to_string(p.min_args) + "+"
+                            : std::to_string(p.min_args) + "-" + std::to_string(p.max_args);
     std::string attrs = *p.attrs ? p.attrs : "-";
     std::printf("%-11s args %-3s attrs %-12s %s\n", p.name, arity.c_str(), attrs.c_str(), p.doc);
   }
@@ -127,10 +132,11 @@ int cmd_ops() {
   return kOk;
 }
 
-
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // What one `run` carries from phase to phase: options for the VM, the trace
 // and statistics, and the phase timings.
@@ -193,11 +199,15 @@ int run_lowered(RunContext& ctx, const Module& m) {
   const Program& p = *m.program;
   Diagnostics d(m.source);
   if (!opt.entry.empty() && opt.entry != p.entry.name) {
-    d.error(p.entry.loc, "--entry " + opt.entry + " does not match this lowered program, whose entry is '" + p.entry.name + "'");
+    d.error(p.entry.loc, "--entry " + opt.entry +
+                             " does not match this lowered program, whose entry is '" +
+                             p.entry.name + "'");
     return report(d);
   }
   if (opt.vm == "stackless") {
-    d.error(p.entry.loc, "the stackless VM runs unlowered programs: give it the source program (or use --vm stack or --vm reference)");
+    d.error(p.entry.loc,
+            "the stackless VM runs unlowered programs: give it the source program (or use --vm "
+            "stack or --vm reference)");
     return report(d);
   }
   std::map<std::string, const VarDecl*> decls;
@@ -216,8 +226,9 @@ int run_lowered(RunContext& ctx, const Module& m) {
   if (d.has_errors()) return report(d);
   ctx.lap("compile");
   if (auto e = open_trace(ctx)) return report_message(*e);
-  RunResult r = opt.vm == "reference" ? run_reference_program(p, ft, inputs->values, inputs->batch, ctx.ro)
-                                      : run_stack(p, ft, inputs->values, inputs->batch, ctx.ro);
+  RunResult r = opt.vm == "reference"
+                    ? run_reference_program(p, ft, inputs->values, inputs->batch, ctx.ro)
+                    : run_stack(p, ft, inputs->values, inputs->batch, ctx.ro);
   return finish_run(ctx, r, m, inputs->batch);
 }
 
@@ -226,7 +237,8 @@ int cmd_run(const Options& opt) {
   Result<OutputTarget> target = parse_output_target(opt.output);
   if (!target) return report(target.diags());
   ctx.target = *target;
-  if (opt.schedule != "min-pc") return report_message("unknown --schedule '" + opt.schedule + "' (available: min-pc)");
+  if (opt.schedule != "min-pc")
+    return report_message("unknown --schedule '" + opt.schedule + "' (available: min-pc)");
   Result<Module> m = load_and_verify(opt.program);
   if (!m) return report(m.diags());
   ctx.lap("parse");
@@ -256,8 +268,10 @@ int cmd_run(const Options& opt) {
   if (d.has_errors()) return report(d);
   ctx.lap("compile");
   if (auto e = open_trace(ctx)) return report_message(*e);
-  RunResult r = opt.vm == "stackless" ? run_stackless(*m, types, entry->name.name, inputs->values, inputs->batch, ctx.ro)
-                                       : run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, ctx.ro);
+  RunResult r =
+      opt.vm == "stackless"
+          ? run_stackless(*m, types, entry->name.name, inputs->values, inputs->batch, ctx.ro)
+          : run_reference(*m, types, entry->name.name, inputs->values, inputs->batch, ctx.ro);
   return finish_run(ctx, r, *m, inputs->batch);
 }
 
@@ -265,8 +279,8 @@ int cmd_lower(const Options& opt) {
   if (!opt.print_after.empty() && !find_pass(opt.print_after)) {
     std::vector<std::string> names;
     for (const auto& p : all_passes()) names.push_back(p.name);
-    std::cerr << "autobatch: error: unknown pass '" << opt.print_after << "'" << did_you_mean(opt.print_after, names)
-              << "; passes: " << pass_names() << "\n";
+    std::cerr << "autobatch: error: unknown pass '" << opt.print_after << "'"
+              << did_you_mean(opt.print_after, names) << "; passes: " << pass_names() << "\n";
     return kUsageError;
   }
   Result<Module> m = load_and_verify(opt.program);
@@ -286,7 +300,8 @@ int cmd_lower(const Options& opt) {
   if (!opt.inputs.empty()) {
     Result<InputSet> inputs = load_entry_inputs(*entry, opt);
     if (!inputs) return report(inputs.diags());
-    for (size_t i = 0; i < co.entry_types.size(); ++i) co.entry_types[i] = Type{false, inputs->values[i].type, {}};
+    for (size_t i = 0; i < co.entry_types.size(); ++i)
+      co.entry_types[i] = Type{false, inputs->values[i].type, {}};
   }
   Result<Compiled> c = compile(*m, co);
   if (!c) return report(c.diags());
@@ -318,10 +333,12 @@ void register_commands(CLI::App& app, Options& opt) {
   auto add_inputs = [&](CLI::App* sub) {
     // allow_extra_args(false): otherwise CLI11 reads '[...]' as its own list
     // syntax and splits inline JSON arrays at their commas.
-    sub->add_option("--inputs", opt.inputs,
-                    "inputs: a JSON file, inline JSON ('{...}' or '[...]'), or NAME=FILE.npy; repeatable")
+    sub->add_option(
+           "--inputs", opt.inputs,
+           "inputs: a JSON file, inline JSON ('{...}' or '[...]'), or NAME=FILE.npy; repeatable")
         ->allow_extra_args(false);
-    sub->add_option("--entry", opt.entry, "the entry function (default: main, or the only function)");
+    sub->add_option("--entry", opt.entry,
+                    "the entry function (default: main, or the only function)");
   };
 
   CLI::App* run = app.add_subcommand("run", "run a program on a batch of inputs");
@@ -330,9 +347,11 @@ void register_commands(CLI::App& app, Options& opt) {
   run->add_option("--vm", opt.vm, "stack (default), stackless or reference")
       ->check(CLI::IsMember({"stack", "stackless", "reference"}));
   run->add_option("--schedule", opt.schedule, "block scheduling policy (default min-pc)");
-  run->add_option("--max-stack-depth", opt.max_stack_depth, "bound on stack depth per thread (default 100000)")
+  run->add_option("--max-stack-depth", opt.max_stack_depth,
+                  "bound on stack depth per thread (default 100000)")
       ->check(at_least(1));
-  run->add_option("--max-steps", opt.max_steps, "stop with an error after this many steps (0: no bound)")
+  run->add_option("--max-steps", opt.max_steps,
+                  "stop with an error after this many steps (0: no bound)")
       ->check(at_least(0));
   run->add_option("--batch", opt.batch, "number of threads when the entry takes no inputs")
       ->check(at_least(1));
@@ -342,7 +361,8 @@ void register_commands(CLI::App& app, Options& opt) {
   run->add_option("--trace-mask", opt.trace_mask, "mask format in the trace: none, bits or ranges")
       ->check(CLI::IsMember({"none", "bits", "ranges"}));
   run->add_flag("--stats", opt.stats, "add execution statistics to the output JSON");
-  run->add_option("--output", opt.output, "write outputs to FILE.json, FILE.npy or DIR/ instead of stdout");
+  run->add_option("--output", opt.output,
+                  "write outputs to FILE.json, FILE.npy or DIR/ instead of stdout");
 
   CLI::App* lower = app.add_subcommand("lower", "print the program after the compiler passes");
   add_program(lower);

@@ -2,8 +2,9 @@
 // library: parse flags (CLI11), call the library, print, and map the outcome
 // to the exit codes of SPEC §6 (0 ok, 2 usage/parse/type/input error,
 // 1 runtime error).
-#include <CLI/CLI.hpp>
 #include <cblas.h>
+
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
     return ab::cli::dispatch(app, opt);
   } catch (const std::bad_alloc&) {
     // Outputs are written whole or not at all, so nothing partial is left.
-    std::cerr << "autobatch: error: out of memory (the batch times the size of one thread's values is too large for this machine)\n";
+    std::cerr << "autobatch: error: out of memory (the batch times the size of one thread's values "
+                 "is too large for this machine)\n";
     return 1;
   }
 }

@@ -70,7 +70,8 @@ std::string render_outputs_json(const std::vector<Array>& results, int64_t batch
 
 Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results, int64_t batch,
                                                const OutputTarget& target,
-                                               const nlohmann::ordered_json& extra, std::ostream& out) {
+                                               const nlohmann::ordered_json& extra,
+                                               std::ostream& out) {
   using Kind = OutputTarget::Kind;
   std::vector<PendingFile> files;
   switch (target.kind) {

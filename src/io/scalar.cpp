@@ -51,7 +51,8 @@ std::optional<std::string> store_integer(const InputScalar& s, DType dtype, void
     case InputScalar::Kind::Bool:
       return "expected a number, found the boolean " + input_scalar_str(s);
     case InputScalar::Kind::Int:
-      if (s.i < lo || s.i > hi) return input_scalar_str(s) + " is out of range for " + dtype_name(dtype);
+      if (s.i < lo || s.i > hi)
+        return input_scalar_str(s) + " is out of range for " + dtype_name(dtype);
       v = s.i;
       break;
     case InputScalar::Kind::UInt:
@@ -105,7 +106,8 @@ std::optional<std::string> store_scalar(const InputScalar& s, DType dtype, void*
     case DType::F64:
       break;
   }
-  if (s.kind == InputScalar::Kind::Bool) return "expected a number, found the boolean " + input_scalar_str(s);
+  if (s.kind == InputScalar::Kind::Bool)
+    return "expected a number, found the boolean " + input_scalar_str(s);
   double v = as_double(s);
   if (dtype == DType::F64) {
     put(dst, v);

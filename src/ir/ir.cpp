@@ -7,9 +7,12 @@ namespace ab {
 bool Scalar::operator==(const Scalar& o) const {
   if (kind != o.kind) return false;
   switch (kind) {
-    case Kind::Int: return i == o.i;
-    case Kind::Bool: return b == o.b;
-    case Kind::Float: return std::memcmp(&f, &o.f, sizeof f) == 0 || (f != f && o.f != o.f);
+    case Kind::Int:
+      return i == o.i;
+    case Kind::Bool:
+      return b == o.b;
+    case Kind::Float:
+      return std::memcmp(&f, &o.f, sizeof f) == 0 || (f != f && o.f != o.f);
   }
   return false;
 }
@@ -24,22 +27,32 @@ void Pattern::names(std::vector<const Pattern*>& out) const {
 
 const char* term_keyword(TermKind k) {
   switch (k) {
-    case TermKind::Branch: return "branch";
-    case TermKind::Goto: return "goto";
-    case TermKind::Return: return "return";
-    case TermKind::PushGoto: return "push_goto";
-    case TermKind::IndirectGoto: return "indirect_goto";
-    case TermKind::Halt: return "halt";
+    case TermKind::Branch:
+      return "branch";
+    case TermKind::Goto:
+      return "goto";
+    case TermKind::Return:
+      return "return";
+    case TermKind::PushGoto:
+      return "push_goto";
+    case TermKind::IndirectGoto:
+      return "indirect_goto";
+    case TermKind::Halt:
+      return "halt";
   }
   return "?";
 }
 
 const char* storage_class_name(StorageClass c) {
   switch (c) {
-    case StorageClass::Null: return "null";
-    case StorageClass::Temporary: return "temporary";
-    case StorageClass::Register: return "register";
-    case StorageClass::Full: return "full";
+    case StorageClass::Null:
+      return "null";
+    case StorageClass::Temporary:
+      return "temporary";
+    case StorageClass::Register:
+      return "register";
+    case StorageClass::Full:
+      return "full";
   }
   return "?";
 }

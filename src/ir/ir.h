@@ -86,12 +86,12 @@ enum class InstrKind : uint8_t {
 
 struct Instr {
   InstrKind kind = InstrKind::Prim;
-  Pattern out;                 // Prim, Call, Copy
-  PrimId prim = PrimId::Add;   // Prim
-  NameRef callee;              // Call: function; Prim: operation name
-  std::vector<Operand> args;   // Prim, Call; Copy: exactly one
-  std::vector<Attr> attrs;     // Prim
-  std::vector<NameRef> popped; // Pop
+  Pattern out;                  // Prim, Call, Copy
+  PrimId prim = PrimId::Add;    // Prim
+  NameRef callee;               // Call: function; Prim: operation name
+  std::vector<Operand> args;    // Prim, Call; Copy: exactly one
+  std::vector<Attr> attrs;      // Prim
+  std::vector<NameRef> popped;  // Pop
   SourceLoc loc;
   bool operator==(const Instr&) const = default;
 };

@@ -7,8 +7,10 @@ namespace ab {
 
 std::string print_scalar(const Scalar& s) {
   switch (s.kind) {
-    case Scalar::Kind::Bool: return s.b ? "true" : "false";
-    case Scalar::Kind::Int: return std::to_string(s.i);
+    case Scalar::Kind::Bool:
+      return s.b ? "true" : "false";
+    case Scalar::Kind::Int:
+      return std::to_string(s.i);
     case Scalar::Kind::Float: {
       if (std::isnan(s.f)) return "nan";
       if (std::isinf(s.f)) return s.f > 0 ? "inf" : "-inf";
@@ -89,10 +91,17 @@ std::string print_instr(const Instr& in) {
   }
   std::string rhs;
   switch (in.kind) {
-    case InstrKind::Copy: rhs = print_operand(in.args.front()); break;
-    case InstrKind::Call: rhs = "call " + in.callee.name + print_args(in); break;
-    case InstrKind::Prim: rhs = in.callee.name + print_args(in); break;
-    case InstrKind::Pop: break;
+    case InstrKind::Copy:
+      rhs = print_operand(in.args.front());
+      break;
+    case InstrKind::Call:
+      rhs = "call " + in.callee.name + print_args(in);
+      break;
+    case InstrKind::Prim:
+      rhs = in.callee.name + print_args(in);
+      break;
+    case InstrKind::Pop:
+      break;
   }
   // A call whose results are discarded has an empty tuple pattern.
   if (in.kind == InstrKind::Call && in.out.is_tuple && in.out.elems.empty()) return rhs;
@@ -101,16 +110,22 @@ std::string print_instr(const Instr& in) {
 
 std::string print_terminator(const Terminator& t) {
   switch (t.kind) {
-    case TermKind::Branch: return "branch " + t.cond.name + ", " + t.target.name + ", " + t.target2.name;
-    case TermKind::Goto: return "goto " + t.target.name;
+    case TermKind::Branch:
+      return "branch " + t.cond.name + ", " + t.target.name + ", " + t.target2.name;
+    case TermKind::Goto:
+      return "goto " + t.target.name;
     case TermKind::Return: {
       std::string out = "return";
-      for (size_t i = 0; i < t.values.size(); ++i) out += (i ? ", " : " ") + print_operand(t.values[i]);
+      for (size_t i = 0; i < t.values.size(); ++i)
+        out += (i ? ", " : " ") + print_operand(t.values[i]);
       return out;
     }
-    case TermKind::PushGoto: return "push_goto " + t.target.name + ", " + t.target2.name;
-    case TermKind::IndirectGoto: return "indirect_goto";
-    case TermKind::Halt: return "halt";
+    case TermKind::PushGoto:
+      return "push_goto " + t.target.name + ", " + t.target2.name;
+    case TermKind::IndirectGoto:
+      return "indirect_goto";
+    case TermKind::Halt:
+      return "halt";
   }
   return "?";
 }

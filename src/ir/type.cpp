@@ -4,11 +4,16 @@ namespace ab {
 
 const char* dtype_name(DType d) {
   switch (d) {
-    case DType::Bool: return "bool";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
+    case DType::Bool:
+      return "bool";
+    case DType::I32:
+      return "i32";
+    case DType::I64:
+      return "i64";
+    case DType::F32:
+      return "f32";
+    case DType::F64:
+      return "f64";
   }
   return "?";
 }
@@ -24,11 +29,16 @@ std::optional<DType> parse_dtype(std::string_view s) {
 
 size_t dtype_size(DType d) {
   switch (d) {
-    case DType::Bool: return 1;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
-    case DType::F32: return 4;
-    case DType::F64: return 8;
+    case DType::Bool:
+      return 1;
+    case DType::I32:
+      return 4;
+    case DType::I64:
+      return 8;
+    case DType::F32:
+      return 4;
+    case DType::F64:
+      return 8;
   }
   return 0;
 }

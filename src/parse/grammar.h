@@ -53,8 +53,8 @@ AB_KW(f64, "f64");
 
 struct dtype : p::sor<kw_bool_, kw_i32, kw_i64, kw_f32, kw_f64> {};
 struct reserved
-    : p::sor<kw_func, kw_call, kw_branch, kw_goto_, kw_return_, kw_pop, kw_true_, kw_false_,
-             kw_inf, kw_nan, kw_push_goto, kw_indirect_goto, kw_halt, dtype> {};
+    : p::sor<kw_func, kw_call, kw_branch, kw_goto_, kw_return_, kw_pop, kw_true_, kw_false_, kw_inf,
+             kw_nan, kw_push_goto, kw_indirect_goto, kw_halt, dtype> {};
 
 // Names; `.` joins the parts of qualified names in lowered programs. Parts
 // after the first may start with a digit (`fib.ret.0`), so names the
@@ -75,21 +75,23 @@ struct tensor_lit;
 struct lit_elem : p::sor<tensor_lit, scalar_lit> {};
 struct tensor_close : p::one<']'> {};
 struct tensor_lit
-    : p::seq<p::one<'['>, ws, p::opt<lit_elem, p::star<ws, p::one<','>, ws, lit_elem>, ws, p::opt<p::one<','>>>,
-             ws, p::must<tensor_close>> {};
+    : p::seq<p::one<'['>, ws,
+             p::opt<lit_elem, p::star<ws, p::one<','>, ws, lit_elem>, ws, p::opt<p::one<','>>>, ws,
+             p::must<tensor_close>> {};
 struct literal : p::sor<tensor_lit, scalar_lit> {};
 struct operand : p::sor<literal, name> {};
 
 // ---- types -----------------------------------------------------------------
 struct dim : digits {};
 struct shape_close : p::one<']'> {};
-struct shape : p::seq<p::one<'['>, ws, p::opt<dim, p::star<ws, p::one<','>, ws, dim>>, ws, p::must<shape_close>> {};
+struct shape : p::seq<p::one<'['>, ws, p::opt<dim, p::star<ws, p::one<','>, ws, dim>>, ws,
+                      p::must<shape_close>> {};
 struct type_elem;
 struct type_tensor : p::seq<dtype, p::opt<shape>> {};
 struct type_close : p::one<')'> {};
 struct type_tuple
-    : p::seq<p::one<'('>, ws, p::must<type_elem>, p::star<ws, p::one<','>, ws, p::must<type_elem>>, ws,
-             p::must<type_close>> {};
+    : p::seq<p::one<'('>, ws, p::must<type_elem>, p::star<ws, p::one<','>, ws, p::must<type_elem>>,
+             ws, p::must<type_close>> {};
 struct type : p::sor<type_tuple, type_tensor> {};
 struct type_elem : type {};
 
@@ -104,9 +106,10 @@ struct param : p::seq<name, p::opt<colon_type>> {};
 struct param_next : param {};
 struct params_close : p::one<')'> {};
 struct params
-    : p::seq<p::one<'('>, ws, p::opt<reserved_here>,
-             p::opt<param, p::star<ws, p::one<','>, ws, p::opt<reserved_here>, p::must<param_next>>>, ws,
-             p::must<params_close>> {};
+    : p::seq<
+          p::one<'('>, ws, p::opt<reserved_here>,
+          p::opt<param, p::star<ws, p::one<','>, ws, p::opt<reserved_here>, p::must<param_next>>>,
+          ws, p::must<params_close>> {};
 struct results_paren
     : p::seq<p::one<'('>, ws, p::opt<type, p::star<ws, p::one<','>, ws, p::must<type_elem>>>, ws,
              p::must<type_close>> {};
@@ -133,7 +136,8 @@ struct args_close : p::one<')'> {};
 struct args : p::seq<ws, p::opt<arg, p::star<ws, p::one<','>, ws, p::must<arg_next>>>, ws> {};
 struct callee : name {};
 struct call_open : p::one<'('> {};
-struct rhs_call : p::seq<kw_call, sp, p::must<callee>, sp, p::must<call_open>, args, p::must<args_close>> {};
+struct rhs_call
+    : p::seq<kw_call, sp, p::must<callee>, sp, p::must<call_open>, args, p::must<args_close>> {};
 struct op_name : name {};
 struct rhs_prim : p::seq<op_name, sp, p::one<'('>, args, p::must<args_close>> {};
 struct rhs_copy : operand {};
@@ -141,20 +145,21 @@ struct rhs : p::sor<rhs_call, rhs_prim, rhs_copy> {};
 struct instr_assign : p::seq<pattern, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
 struct instr_call : rhs_call {};  // a call whose results, if any, are discarded
 struct popped : name {};
-struct instr_pop : p::seq<kw_pop, sp, p::must<popped>, p::star<sp, p::one<','>, sp, p::must<popped>>> {};
+struct instr_pop
+    : p::seq<kw_pop, sp, p::must<popped>, p::star<sp, p::one<','>, sp, p::must<popped>>> {};
 
 // ---- terminators ---------------------------------------------------------------
 struct label_ref : name {};
 struct comma : p::seq<sp, p::one<','>, sp> {};
 struct comma_req : comma {};  // a ',' that must be there
 struct cond_ref : name {};
-struct term_branch
-    : p::seq<kw_branch, sp, p::must<cond_ref>, p::must<comma_req>, p::must<label_ref>,
-             p::must<comma_req>, p::must<label_ref>> {};
+struct term_branch : p::seq<kw_branch, sp, p::must<cond_ref>, p::must<comma_req>,
+                            p::must<label_ref>, p::must<comma_req>, p::must<label_ref>> {};
 struct term_goto : p::seq<kw_goto_, sp, p::must<label_ref>> {};
 struct ret_next : operand {};
 struct term_return : p::seq<kw_return_, p::opt<sp1, operand, p::star<comma, p::must<ret_next>>>> {};
-struct term_push_goto : p::seq<kw_push_goto, sp, p::must<label_ref>, p::must<comma_req>, p::must<label_ref>> {};
+struct term_push_goto
+    : p::seq<kw_push_goto, sp, p::must<label_ref>, p::must<comma_req>, p::must<label_ref>> {};
 struct term_indirect_goto : kw_indirect_goto {};
 struct term_halt : kw_halt {};
 struct terminator
@@ -168,29 +173,29 @@ struct line_tail : p::seq<sp, p::opt<comment>, p::sor<p::eol, p::eof, p::at<p::o
 struct blank_line : p::seq<sp, p::opt<comment>, p::eol> {};
 struct content_line : p::seq<sp, line_content, p::must<line_tail>> {};
 struct body_close : p::one<'}'> {};
-struct body : p::seq<p::one<'{'>, p::star<p::sor<blank_line, content_line>>, sp, p::must<body_close>> {};
+struct body
+    : p::seq<p::one<'{'>, p::star<p::sor<blank_line, content_line>>, sp, p::must<body_close>> {};
 
 // ---- top level ---------------------------------------------------------------------
 struct func_name : name {};
-struct func_def
-    : p::seq<kw_func, sp, p::must<func_name>, sp, p::must<params>, sp, p::opt<results>, ws,
-             p::must<body>> {};
+struct func_def : p::seq<kw_func, sp, p::must<func_name>, sp, p::must<params>, sp, p::opt<results>,
+                         ws, p::must<body>> {};
 struct storage : p::sor<kw<TAO_PEGTL_STRING("null")>, kw<TAO_PEGTL_STRING("temporary")>,
                         kw<TAO_PEGTL_STRING("register")>, kw<TAO_PEGTL_STRING("full")>> {};
 struct var_name : name {};
-struct var_decl : p::seq<kw_var, sp, p::must<var_name>, p::opt<colon_type>, sp, p::must<storage>> {};
+struct var_decl : p::seq<kw_var, sp, p::must<var_name>, p::opt<colon_type>, sp, p::must<storage>> {
+};
 struct prog_var : name {};
 struct prog_var_next : prog_var {};
 struct prog_vars_close : p::one<')'> {};
-struct prog_vars
-    : p::seq<p::one<'('>, ws, p::opt<prog_var, p::star<ws, p::one<','>, ws, p::must<prog_var_next>>>, ws,
-             p::must<prog_vars_close>> {};
+struct prog_vars : p::seq<p::one<'('>, ws,
+                          p::opt<prog_var, p::star<ws, p::one<','>, ws, p::must<prog_var_next>>>,
+                          ws, p::must<prog_vars_close>> {};
 struct prog_inputs : prog_vars {};
 struct prog_outputs : prog_vars {};
 struct arrow : p::string<'-', '>'> {};
-struct program_def
-    : p::seq<kw_program, sp, p::must<func_name>, sp, p::must<prog_inputs>, sp, p::must<arrow>, sp,
-             p::must<prog_outputs>, ws, p::must<body>> {};
+struct program_def : p::seq<kw_program, sp, p::must<func_name>, sp, p::must<prog_inputs>, sp,
+                            p::must<arrow>, sp, p::must<prog_outputs>, ws, p::must<body>> {};
 struct top_item : p::sor<func_def, var_decl, program_def> {};
 struct file_end : p::eof {};
 struct file : p::seq<ws, p::star<top_item, ws>, p::must<file_end>> {};
@@ -203,12 +208,16 @@ inline constexpr const char* error_message = nullptr;
   inline constexpr const char* error_message<rule> = text
 AB_ERR(tensor_close, "expected ',' or ']' in tensor literal");
 AB_ERR(shape_close, "expected ',' or ']' in shape");
-AB_ERR(type_elem, "expected a type: bool, i32, i64, f32, f64 (with an optional shape such as f64[3]) or a tuple (A, B)");
+AB_ERR(type_elem,
+       "expected a type: bool, i32, i64, f32, f64 (with an optional shape such as f64[3]) or a "
+       "tuple (A, B)");
 AB_ERR(type_close, "expected ',' or ')' in type list");
 AB_ERR(param_next, "expected a parameter name");
 AB_ERR(params_close, "expected ',' or ')' after a parameter");
 AB_ERR(result_types, "expected result types after '->'");
-AB_ERR(nested_expr, "arguments must be variables or literals, not nested expressions; assign the inner operation to a variable first");
+AB_ERR(nested_expr,
+       "arguments must be variables or literals, not nested expressions; assign the inner "
+       "operation to a variable first");
 AB_ERR(attr_value, "expected a literal or a dtype after '='");
 AB_ERR(arg_next, "expected an argument (a variable or a literal)");
 AB_ERR(args_close, "expected ',' or ')' in argument list");

@@ -1,10 +1,10 @@
 #include "parse/parser.h"
 
 #include <charconv>
-#include <optional>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
@@ -19,22 +19,22 @@ using Node = p::parse_tree::node;
 
 template <typename Rule>
 using selector = p::parse_tree::selector<
-    Rule,
-    p::parse_tree::store_content::on<
-        g::name, g::func_name, g::callee, g::op_name, g::label_ref, g::cond_ref, g::popped,
-        g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float, g::true_lit, g::false_lit, g::dim,
-        g::dtype, g::storage, g::bang, g::tensor_lit, g::shape, g::type_tensor, g::type_tuple,
-        g::param, g::param_next, g::results, g::pat_tuple, g::pat_name, g::pattern, g::arg_attr,
-        g::rhs_call, g::rhs_prim, g::rhs_copy, g::instr_assign, g::instr_call, g::instr_pop,
-        g::term_branch, g::term_goto, g::term_return, g::term_push_goto, g::term_indirect_goto,
-        g::term_halt, g::label_def, g::func_def, g::var_decl, g::program_def, g::prog_inputs,
-        g::prog_outputs, g::body>>;
+    Rule, p::parse_tree::store_content::on<
+              g::name, g::func_name, g::callee, g::op_name, g::label_ref, g::cond_ref, g::popped,
+              g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float, g::true_lit,
+              g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
+              g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::pat_tuple,
+              g::pat_name, g::pattern, g::arg_attr, g::rhs_call, g::rhs_prim, g::rhs_copy,
+              g::instr_assign, g::instr_call, g::instr_pop, g::term_branch, g::term_goto,
+              g::term_return, g::term_push_goto, g::term_indirect_goto, g::term_halt, g::label_def,
+              g::func_def, g::var_decl, g::program_def, g::prog_inputs, g::prog_outputs, g::body>>;
 
 SourceLoc loc_of(const Node& n) {
   SourceLoc l;
   l.line = static_cast<uint32_t>(n.m_begin.line);
   l.col = static_cast<uint32_t>(n.m_begin.column);
-  size_t len = n.m_end.data && n.m_begin.data ? static_cast<size_t>(n.m_end.data - n.m_begin.data) : 1;
+  size_t len =
+      n.m_end.data && n.m_begin.data ? static_cast<size_t>(n.m_end.data - n.m_begin.data) : 1;
   // Underline at most the first line of a node that spans several.
   std::string_view text(n.m_begin.data, len);
   size_t nl = text.find('\n');
@@ -66,11 +66,14 @@ class Builder {
       if (m.program) {
         m.program->vars = std::move(pending_vars_);
       } else {
-        diags_.error(pending_vars_.front().loc, "'var' declarations belong to a lowered program, and this file has no 'program'");
+        diags_.error(
+            pending_vars_.front().loc,
+            "'var' declarations belong to a lowered program, and this file has no 'program'");
       }
     }
     if (m.program && !m.funcs.empty())
-      diags_.error(m.funcs.front().loc, "a lowered program cannot be mixed with 'func' definitions in one file");
+      diags_.error(m.funcs.front().loc,
+                   "a lowered program cannot be mixed with 'func' definitions in one file");
     return m;
   }
 
@@ -135,7 +138,9 @@ class Builder {
     bool nested = n.is_type<g::tensor_lit>();
     if (nested != (depth < lit.shape.size()) ||
         (nested && static_cast<int64_t>(n.children.size()) != lit.shape[depth])) {
-      if (ok) diags_.error(loc_of(n), "ragged tensor literal: every row must have the same length and depth");
+      if (ok)
+        diags_.error(loc_of(n),
+                     "ragged tensor literal: every row must have the same length and depth");
       ok = false;
       return;
     }
@@ -293,8 +298,9 @@ class Builder {
   }
 
   static bool is_terminator(const Node& n) {
-    return n.is_type<g::term_branch>() || n.is_type<g::term_goto>() || n.is_type<g::term_return>() ||
-           n.is_type<g::term_push_goto>() || n.is_type<g::term_indirect_goto>() || n.is_type<g::term_halt>();
+    return n.is_type<g::term_branch>() || n.is_type<g::term_goto>() ||
+           n.is_type<g::term_return>() || n.is_type<g::term_push_goto>() ||
+           n.is_type<g::term_indirect_goto>() || n.is_type<g::term_halt>();
   }
 
   // Groups the body's lines into blocks: a label opens a block, a terminator
@@ -305,7 +311,11 @@ class Builder {
     for (const auto& c : body.children) {
       if (c->is_type<g::label_def>()) {
         if (open && out.back().label.name != "<unlabelled>")
-          diags_.error(loc_of(*c), "block '" + out.back().label.name + "' does not end with a terminator (branch, goto or return) before label '" + c->children[0]->string() + "'");
+          diags_.error(
+              loc_of(*c),
+              "block '" + out.back().label.name +
+                  "' does not end with a terminator (branch, goto or return) before label '" +
+                  c->children[0]->string() + "'");
         Block b;
         b.label = name_ref(*c->children[0]);
         out.push_back(std::move(b));
@@ -314,7 +324,8 @@ class Builder {
         if (out.empty())
           diags_.error(loc_of(*c), "expected a label to start the first block of '" + owner + "'");
         else
-          diags_.error(loc_of(*c), "this follows the terminator of block '" + out.back().label.name + "'; start a new block with a label");
+          diags_.error(loc_of(*c), "this follows the terminator of block '" +
+                                       out.back().label.name + "'; start a new block with a label");
         // Keep going so later errors are reported too; the block made up
         // here to hold the stray line reports nothing of its own.
         Block b;
@@ -336,7 +347,9 @@ class Builder {
       }
     }
     if (open && out.back().label.name != "<unlabelled>")
-      diags_.error(out.back().label.loc, "block '" + out.back().label.name + "' does not end with a terminator (branch, goto or return)");
+      diags_.error(out.back().label.loc,
+                   "block '" + out.back().label.name +
+                       "' does not end with a terminator (branch, goto or return)");
     if (out.empty()) diags_.error(loc_of(body), "'" + owner + "' has no blocks");
     return out;
   }
@@ -412,7 +425,8 @@ static std::optional<SourceLoc> too_deep(const std::string& text) {
       continue;
     }
     if (!comment) {
-      if (c == '#') comment = true;
+      if (c == '#')
+        comment = true;
       else if (c == '(' || c == '[') {
         if (++depth > kMaxNesting) return SourceLoc{line, col, 1};
       } else if ((c == ')' || c == ']') && depth > 0) {
@@ -449,7 +463,8 @@ Result<Module> parse_module(SourceRef source) {
     // The generic PEGTL message names internal rules; make it readable.
     if (msg.rfind("parse error matching", 0) == 0) msg = "syntax error";
     bool at_end = pos.byte >= source->text().size();
-    diags.error(loc, std::string("syntax error: ") + (at_end ? "unexpected end of file: " : "") + msg);
+    diags.error(loc,
+                std::string("syntax error: ") + (at_end ? "unexpected end of file: " : "") + msg);
     return diags;
   }
 }

@@ -7,7 +7,9 @@
 
 namespace ab {
 
-std::string owner_function(const std::string& qualified) { return qualified.substr(0, qualified.find('.')); }
+std::string owner_function(const std::string& qualified) {
+  return qualified.substr(0, qualified.find('.'));
+}
 
 void allocate_storage(Program& p, const LoweringInfo& info) {
   // Which functions each function can reach (itself included).
@@ -47,10 +49,14 @@ void allocate_storage(Program& p, const LoweringInfo& info) {
   }
   for (auto& v : p.vars) {
     const std::string& n = v.name.name;
-    if (!read.count(n)) v.storage = StorageClass::Null;
-    else if (full.count(n)) v.storage = StorageClass::Full;
-    else if (!crosses.count(n)) v.storage = StorageClass::Temporary;
-    else v.storage = StorageClass::Register;
+    if (!read.count(n))
+      v.storage = StorageClass::Null;
+    else if (full.count(n))
+      v.storage = StorageClass::Full;
+    else if (!crosses.count(n))
+      v.storage = StorageClass::Temporary;
+    else
+      v.storage = StorageClass::Register;
   }
   // Pops of anything but full variables do nothing.
   for (auto& b : p.blocks) {

@@ -31,7 +31,8 @@ static void bypass_empty_jumps(Program& p) {
   };
   for (auto& b : p.blocks) {
     Terminator& t = b.term;
-    if (t.kind == TermKind::Branch || t.kind == TermKind::Goto) t.target.name = resolve(t.target.name);
+    if (t.kind == TermKind::Branch || t.kind == TermKind::Goto)
+      t.target.name = resolve(t.target.name);
     if (t.kind == TermKind::Branch) t.target2.name = resolve(t.target2.name);
     if (t.kind == TermKind::PushGoto) {
       t.target.name = resolve(t.target.name);
@@ -40,7 +41,8 @@ static void bypass_empty_jumps(Program& p) {
   }
   std::vector<Block> kept;
   for (size_t i = 0; i < p.blocks.size(); ++i)
-    if (i == 0 || !target.count(p.blocks[i].label.name) || resolve(p.blocks[i].label.name) == p.blocks[i].label.name)
+    if (i == 0 || !target.count(p.blocks[i].label.name) ||
+        resolve(p.blocks[i].label.name) == p.blocks[i].label.name)
       kept.push_back(std::move(p.blocks[i]));
   p.blocks = std::move(kept);
 }
@@ -48,7 +50,8 @@ static void bypass_empty_jumps(Program& p) {
 void order_blocks(Program& p) {
   bypass_empty_jumps(p);
   if (p.blocks.size() < 2) return;
-  std::stable_partition(p.blocks.begin() + 1, p.blocks.end(), [](const Block& b) { return !runs_primitive(b); });
+  std::stable_partition(p.blocks.begin() + 1, p.blocks.end(),
+                        [](const Block& b) { return !runs_primitive(b); });
 }
 
 }  // namespace ab

@@ -81,11 +81,12 @@ void fold_temporaries(Program& p) {
       size_t j = i + 1;
       bool clobbered = false;
       for (; j < b.instrs.size() && b.instrs[j].kind == InstrKind::Pop; ++j)
-        for (const auto& n : b.instrs[j].popped)
-          clobbered = clobbered || reads_var(def, n.name);
+        for (const auto& n : b.instrs[j].popped) clobbered = clobbered || reads_var(def, n.name);
       if (clobbered || j == b.instrs.size()) continue;
       Instr& copy = b.instrs[j];
-      if (copy.kind != InstrKind::Copy || copy.out.is_tuple || !copy.args[0].is_var || copy.args[0].name != t) continue;
+      if (copy.kind != InstrKind::Copy || copy.out.is_tuple || !copy.args[0].is_var ||
+          copy.args[0].name != t)
+        continue;
       Pattern dest = copy.out;
       def.out = dest;
       b.instrs.erase(b.instrs.begin() + static_cast<long>(j));

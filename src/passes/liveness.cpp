@@ -35,12 +35,21 @@ std::vector<size_t> successors(const std::vector<Block>& blocks, size_t b) {
   };
   const Terminator& t = blocks[b].term;
   switch (t.kind) {
-    case TermKind::Branch: add(t.target.name); add(t.target2.name); break;
-    case TermKind::Goto: add(t.target.name); break;
-    case TermKind::PushGoto: add(t.target.name); add(t.target2.name); break;
+    case TermKind::Branch:
+      add(t.target.name);
+      add(t.target2.name);
+      break;
+    case TermKind::Goto:
+      add(t.target.name);
+      break;
+    case TermKind::PushGoto:
+      add(t.target.name);
+      add(t.target2.name);
+      break;
     case TermKind::Return:
     case TermKind::IndirectGoto:
-    case TermKind::Halt: break;
+    case TermKind::Halt:
+      break;
   }
   return out;
 }
@@ -96,7 +105,8 @@ static std::string blocks_with_liveness(const std::vector<Block>& blocks, const 
     const Block& b = blocks[bi];
     out += b.label.name + ":  # live-in: " + set_str(info.live_in[bi]) + "\n";
     for (size_t ii = 0; ii < b.instrs.size(); ++ii)
-      out += "  " + print_instr(b.instrs[ii]) + "  # live-out: " + set_str(info.instr_out[bi][ii]) + "\n";
+      out += "  " + print_instr(b.instrs[ii]) + "  # live-out: " + set_str(info.instr_out[bi][ii]) +
+             "\n";
     out += "  " + print_terminator(b.term) + "  # live-out: " + set_str(info.live_out[bi]) + "\n";
   }
   return out;
@@ -114,7 +124,8 @@ std::string print_liveness(const Module& m) {
   std::string out;
   for (size_t i = 0; i < m.funcs.size(); ++i) {
     if (i) out += "\n";
-    out += print_signature(m.funcs[i]) + " {\n" + blocks_with_liveness(m.funcs[i].blocks, {}) + "}\n";
+    out +=
+        print_signature(m.funcs[i]) + " {\n" + blocks_with_liveness(m.funcs[i].blocks, {}) + "}\n";
   }
   return out;
 }

@@ -23,15 +23,16 @@ namespace ab {
 using VarSet = std::set<std::string>;
 
 struct LivenessInfo {
-  std::vector<VarSet> live_in;                   // [block]
-  std::vector<VarSet> live_out;                  // [block]
-  std::vector<std::vector<VarSet>> instr_out;    // [block][instr]: live after it
-  std::vector<VarSet> term_in;                   // [block]: live before the terminator
+  std::vector<VarSet> live_in;                 // [block]
+  std::vector<VarSet> live_out;                // [block]
+  std::vector<std::vector<VarSet>> instr_out;  // [block][instr]: live after it
+  std::vector<VarSet> term_in;                 // [block]: live before the terminator
 };
 
 // `extra_live_at_exit`: variables read after a returning block (a lowered
 // program's outputs, read at halt).
-LivenessInfo compute_liveness(const std::vector<Block>& blocks, const VarSet& extra_live_at_exit = {});
+LivenessInfo compute_liveness(const std::vector<Block>& blocks,
+                              const VarSet& extra_live_at_exit = {});
 
 void instr_reads(const Instr& in, VarSet& out);
 void instr_writes(const Instr& in, VarSet& out);

@@ -146,7 +146,8 @@ class FunctionLowering {
     for (const auto& p : f_.params) s_.var_types[q(name_, p.name.name)] = type_of(p.name.name);
     size_t nres = result_count(f_).value_or(0);
     for (size_t i = 0; i < nres; ++i)
-      s_.var_types[result_var(name_, i)] = ft_ && i < ft_->results.size() ? ft_->results[i] : std::nullopt;
+      s_.var_types[result_var(name_, i)] =
+          ft_ && i < ft_->results.size() ? ft_->results[i] : std::nullopt;
   }
 
   std::string new_temp(const std::optional<Type>& t) {
@@ -232,7 +233,8 @@ class FunctionLowering {
     for (const auto& [var, t] : renamed) {
       pop({q(name_, var)}, in.loc);
       popped.insert(var);
-      cur().instrs.push_back(copy_instr(name_pattern(q(name_, var), in.loc), var_operand(t, in.loc), in.loc));
+      cur().instrs.push_back(
+          copy_instr(name_pattern(q(name_, var), in.loc), var_operand(t, in.loc), in.loc));
       pop({t}, in.loc);
     }
     VarSet dying;
@@ -248,7 +250,8 @@ class FunctionLowering {
   bool is_tail_self_call(size_t bi, size_t k) const {
     const Block& b = f_.blocks[bi];
     const Instr& in = b.instrs[k];
-    if (in.callee.name != name_ || k + 1 != b.instrs.size() || b.term.kind != TermKind::Return) return false;
+    if (in.callee.name != name_ || k + 1 != b.instrs.size() || b.term.kind != TermKind::Return)
+      return false;
     const auto& vals = b.term.values;
     bool discarded = in.out.is_tuple && in.out.elems.empty();
     if (discarded) return vals.empty();
@@ -397,10 +400,12 @@ class FunctionLowering {
       lt.cond.name = q(name_, t.cond.name);
       lt.target2.name = q(name_, t.target2.name);
     }
-    if (t.kind == TermKind::Branch || t.kind == TermKind::Goto) lt.target.name = q(name_, t.target.name);
+    if (t.kind == TermKind::Branch || t.kind == TermKind::Goto)
+      lt.target.name = q(name_, t.target.name);
     if (t.kind == TermKind::Return) {
       for (size_t i = 0; i < t.values.size(); ++i)
-        cur().instrs.push_back(copy_instr(name_pattern(result_var(name_, i), t.values[i].loc), qualify(t.values[i], name_), t.loc));
+        cur().instrs.push_back(copy_instr(name_pattern(result_var(name_, i), t.values[i].loc),
+                                          qualify(t.values[i], name_), t.loc));
       pop(qualified(live_.term_in[bi]), t.loc);
       lt = Terminator{};
       lt.kind = halt_ ? TermKind::Halt : TermKind::IndirectGoto;
@@ -429,7 +434,8 @@ class FunctionLowering {
         continue;  // a tail call: its pops are already done
       for (NameRef* target : {&lb.term.target, &lb.term.target2}) {
         if (lb.term.kind == TermKind::Goto && target == &lb.term.target2) break;
-        const std::string& src_label = target == &lb.term.target ? f_.blocks[bi].term.target.name : f_.blocks[bi].term.target2.name;
+        const std::string& src_label = target == &lb.term.target ? f_.blocks[bi].term.target.name
+                                                                 : f_.blocks[bi].term.target2.name;
         size_t si = index.at(src_label);
         VarSet dead;
         for (const auto& v : live_.term_in[bi])
@@ -481,10 +487,12 @@ Lowered lower_function_calls(const Module& m, const std::string& entry, const Ty
     for (size_t bi = 0; bi < f->blocks.size(); ++bi)
       for (size_t sidx : successors(f->blocks, bi)) entry_has_preds = entry_has_preds || sidx == 0;
     bool dead_params = false;
-    for (const auto& p : f->params) dead_params = dead_params || !live.live_in[0].count(p.name.name);
+    for (const auto& p : f->params)
+      dead_params = dead_params || !live.live_in[0].count(p.name.name);
     bool start = entry_has_preds && dead_params;
     s.needs_start[f->name.name] = start;
-    s.entry_label[f->name.name] = q(f->name.name, f->blocks[0].label.name) + (start ? ".params" : "");
+    s.entry_label[f->name.name] =
+        q(f->name.name, f->blocks[0].label.name) + (start ? ".params" : "");
   }
   Program p;
   p.entry = {entry, ef->name.loc};
@@ -575,7 +583,8 @@ class DisciplineChecker {
       work.pop_back();
       auto it = seen.find(label);
       if (it != seen.end()) {
-        if (normalized(it->second) != normalized(st)) fail(f, label, "the stack depths differ between the paths into it");
+        if (normalized(it->second) != normalized(st))
+          fail(f, label, "the stack depths differ between the paths into it");
         continue;
       }
       seen.emplace(label, st);
@@ -586,7 +595,8 @@ class DisciplineChecker {
       }
       const Block& b = p_.blocks[bi->second];
       auto need = [&](const std::string& v, const char* what) {
-        if (tracked(v) && st[v] < 1) fail(f, label, std::string(what) + " of '" + v + "' with an empty stack");
+        if (tracked(v) && st[v] < 1)
+          fail(f, label, std::string(what) + " of '" + v + "' with an empty stack");
       };
       for (const auto& in : b.instrs) {
         if (in.kind == InstrKind::Pop) {
@@ -602,8 +612,10 @@ class DisciplineChecker {
         in.out.names(leaves);
         for (const Pattern* l : leaves) {
           if (!tracked(l->name)) continue;
-          if (l->in_place) need(l->name, "in-place update");
-          else ++st[l->name];
+          if (l->in_place)
+            need(l->name, "in-place update");
+          else
+            ++st[l->name];
         }
       }
       const Terminator& t = b.term;
@@ -645,7 +657,9 @@ class DisciplineChecker {
               if (!want.count(v) || want[v] != n) diff += " " + v + "=" + std::to_string(n);
             for (const auto& [v, n] : want)
               if (!normalized(st).count(v)) diff += " " + v + "=0";
-            fail(f, label, "at the return, stack depths (relative to the call) are" + diff + " (parameters must end at 0, results at 1, all else 0)");
+            fail(f, label,
+                 "at the return, stack depths (relative to the call) are" + diff +
+                     " (parameters must end at 0, results at 1, all else 0)");
           }
           break;
         }
@@ -663,7 +677,8 @@ class DisciplineChecker {
 
 }  // namespace
 
-void check_stack_discipline(const Program& p, const LoweringInfo& info, bool declared_classes, Diagnostics& diags) {
+void check_stack_discipline(const Program& p, const LoweringInfo& info, bool declared_classes,
+                            Diagnostics& diags) {
   DisciplineChecker(p, info, declared_classes, diags).run();
 }
 

@@ -77,6 +77,7 @@ Lowered lower_function_calls(const Module& m, const std::string& entry, const Ty
 // every path through each function body, its parameters are popped once,
 // its results pushed once, and every other stack is unchanged; no pop or read
 // of an empty stack. Problems go to `diags`.
-void check_stack_discipline(const Program& p, const LoweringInfo& info, bool declared_classes, Diagnostics& diags);
+void check_stack_discipline(const Program& p, const LoweringInfo& info, bool declared_classes,
+                            Diagnostics& diags);
 
 }  // namespace ab

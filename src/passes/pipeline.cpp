@@ -93,21 +93,28 @@ Result<Compiled> compile(const Module& m, const CompileOptions& opt) {
   // assigned), and stop there if that pass was asked for.
   auto after = [&](const char* pass, bool classes) {
     check_stack_discipline(p, c.info, classes, d);
-    if (d.has_errors()) d.error({}, std::string("internal error: ") + pass + " broke the stack discipline (please report)");
+    if (d.has_errors())
+      d.error({}, std::string("internal error: ") + pass +
+                      " broke the stack discipline (please report)");
     if (stop == pass) c.printed = print_module(c.lowered);
     return d.has_errors() || stop == pass;
   };
-  if (after("lower_function_calls", false)) return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
+  if (after("lower_function_calls", false))
+    return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
   allocate_storage(p, c.info);
-  if (after("allocation_strategy", true)) return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
+  if (after("allocation_strategy", true))
+    return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
   fuse_pop_push(p);
-  if (after("fuse_pop_push", true)) return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
+  if (after("fuse_pop_push", true))
+    return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
   order_blocks(p);
   c.printed = print_module(c.lowered);
   return c;
 }
 
-FunctionTypes infer_program_types(const Program& p, const std::vector<std::optional<Type>>& input_types, Diagnostics& diags, const SourceRef& source) {
+FunctionTypes infer_program_types(const Program& p,
+                                  const std::vector<std::optional<Type>>& input_types,
+                                  Diagnostics& diags, const SourceRef& source) {
   // Type inference is flow-insensitive, so the program's blocks can stand in
   // for one function's: its inputs are the parameters, `halt` returns its
   // outputs, and every other jump is only a jump.

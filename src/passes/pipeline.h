@@ -27,17 +27,17 @@ std::string pass_names();  // "parse, verify, ..." for messages
 Result<Module> load_and_verify(const std::string& path);
 
 struct CompileOptions {
-  std::string entry;                                  // must name a function
-  std::vector<std::optional<Type>> entry_types;       // from the inputs; may be empty
-  std::string print_after;                            // stop after this pass and print
+  std::string entry;                             // must name a function
+  std::vector<std::optional<Type>> entry_types;  // from the inputs; may be empty
+  std::string print_after;                       // stop after this pass and print
 };
 
 struct Compiled {
-  Module source;          // the verified module
+  Module source;  // the verified module
   TypeInfo types;
-  Module lowered;         // lowered.program after every pass run
+  Module lowered;  // lowered.program after every pass run
   LoweringInfo info;
-  std::string printed;    // what --print-after asked for (or the final program)
+  std::string printed;  // what --print-after asked for (or the final program)
 };
 
 // Runs the passes after verify on a verified module. Errors (types, an
@@ -47,6 +47,8 @@ Result<Compiled> compile(const Module& m, const CompileOptions& opt);
 // Types of a lowered program's variables: the declared ones, and the rest
 // inferred from `input_types` through the program's copies and primitives.
 // Indices of operand_types follow p.blocks[b].instrs[i].args[a] exactly.
-FunctionTypes infer_program_types(const Program& p, const std::vector<std::optional<Type>>& input_types, Diagnostics& diags, const SourceRef& source);
+FunctionTypes infer_program_types(const Program& p,
+                                  const std::vector<std::optional<Type>>& input_types,
+                                  Diagnostics& diags, const SourceRef& source);
 
 }  // namespace ab

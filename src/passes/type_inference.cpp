@@ -36,12 +36,14 @@ const Function* find_entry(const Module& m, const std::string& name, Diagnostics
   for (const auto& f : m.funcs) names.push_back(f.name.name);
   if (!name.empty()) {
     if (const Function* f = m.find_func(name)) return f;
-    diags.error({}, "no function '" + name + "' to use as the entry" + did_you_mean(name, names) + "; functions: " + join(names, ", "));
+    diags.error({}, "no function '" + name + "' to use as the entry" + did_you_mean(name, names) +
+                        "; functions: " + join(names, ", "));
     return nullptr;
   }
   if (const Function* f = m.find_func("main")) return f;
   if (m.funcs.size() == 1) return &m.funcs[0];
-  diags.error({}, "which function is the entry? name it with --entry (functions: " + join(names, ", ") + ")");
+  diags.error({}, "which function is the entry? name it with --entry (functions: " +
+                      join(names, ", ") + ")");
   return nullptr;
 }
 
@@ -84,7 +86,9 @@ IType from_type(const Type& t, Strength s) {
 }
 
 IType from_literal(const Literal& lit) {
-  DType d = lit.kind == Scalar::Kind::Bool ? DType::Bool : lit.kind == Scalar::Kind::Float ? DType::F64 : DType::I64;
+  DType d = lit.kind == Scalar::Kind::Bool    ? DType::Bool
+            : lit.kind == Scalar::Kind::Float ? DType::F64
+                                              : DType::I64;
   return leaf(d, Strength::Weak, lit.is_tensor ? lit.shape : Shape{});
 }
 
@@ -132,7 +136,9 @@ std::string describe(const IType& t) {
   }
   std::string shape = shape_str(t.shape);
   if (t.strength == Strength::Weak) {
-    const char* kind = t.dtype == DType::Bool ? "bool" : t.dtype == DType::F64 ? "float" : "integer";
+    const char* kind = t.dtype == DType::Bool  ? "bool"
+                       : t.dtype == DType::F64 ? "float"
+                                               : "integer";
     return std::string(kind) + " literal" + (shape.empty() ? "" : " " + shape);
   }
   return dtype_name(t.dtype) + shape;
@@ -211,24 +217,61 @@ std::vector<Group> groups_of(PrimId op) {
   const auto strong_bool = std::make_pair(DType::Bool, Strength::Strong);
   const auto strong_i64 = std::make_pair(DType::I64, Strength::Strong);
   switch (op) {
-    case PrimId::Add: case PrimId::Sub: case PrimId::Mul: case PrimId::Div: case PrimId::Mod:
-    case PrimId::Min: case PrimId::Max: case PrimId::Pow:
-    case PrimId::Dot: case PrimId::Matvec: case PrimId::Matmul: case PrimId::Outer:
+    case PrimId::Add:
+    case PrimId::Sub:
+    case PrimId::Mul:
+    case PrimId::Div:
+    case PrimId::Mod:
+    case PrimId::Min:
+    case PrimId::Max:
+    case PrimId::Pow:
+    case PrimId::Dot:
+    case PrimId::Matvec:
+    case PrimId::Matmul:
+    case PrimId::Outer:
       return {{{0, 1}, true, std::nullopt, nullptr}};
-    case PrimId::Neg: case PrimId::Abs: case PrimId::Fill: case PrimId::Reshape: case PrimId::Transpose:
-    case PrimId::Sum: case PrimId::Prod: case PrimId::ReduceMax: case PrimId::ReduceMin:
+    case PrimId::Neg:
+    case PrimId::Abs:
+    case PrimId::Fill:
+    case PrimId::Reshape:
+    case PrimId::Transpose:
+    case PrimId::Sum:
+    case PrimId::Prod:
+    case PrimId::ReduceMax:
+    case PrimId::ReduceMin:
       return {{{0}, true, std::nullopt, nullptr}};
-    case PrimId::Exp: case PrimId::Log: case PrimId::Log1p: case PrimId::Expm1: case PrimId::Sqrt:
-    case PrimId::Sin: case PrimId::Cos: case PrimId::Tan: case PrimId::Tanh: case PrimId::Sigmoid:
-    case PrimId::Floor: case PrimId::Ceil: case PrimId::Round: case PrimId::Mean:
+    case PrimId::Exp:
+    case PrimId::Log:
+    case PrimId::Log1p:
+    case PrimId::Expm1:
+    case PrimId::Sqrt:
+    case PrimId::Sin:
+    case PrimId::Cos:
+    case PrimId::Tan:
+    case PrimId::Tanh:
+    case PrimId::Sigmoid:
+    case PrimId::Floor:
+    case PrimId::Ceil:
+    case PrimId::Round:
+    case PrimId::Mean:
       return {{{0}, true, weak_float, "a float operand"}};
-    case PrimId::IsNan: case PrimId::IsFinite:
+    case PrimId::IsNan:
+    case PrimId::IsFinite:
       return {{{0}, false, weak_float, "a float operand"}};
-    case PrimId::Eq: case PrimId::Ne: case PrimId::Lt: case PrimId::Le: case PrimId::Gt: case PrimId::Ge:
+    case PrimId::Eq:
+    case PrimId::Ne:
+    case PrimId::Lt:
+    case PrimId::Le:
+    case PrimId::Gt:
+    case PrimId::Ge:
       return {{{0, 1}, false, std::nullopt, nullptr}};
-    case PrimId::And: case PrimId::Or: case PrimId::Xor:
+    case PrimId::And:
+    case PrimId::Or:
+    case PrimId::Xor:
       return {{{0, 1}, false, strong_bool, "bool operands"}};
-    case PrimId::Not: case PrimId::Any: case PrimId::All:
+    case PrimId::Not:
+    case PrimId::Any:
+    case PrimId::All:
       return {{{0}, false, strong_bool, "a bool operand"}};
     case PrimId::Select:
       return {{{0}, false, strong_bool, "a bool condition"}, {{1, 2}, true, std::nullopt, nullptr}};
@@ -236,9 +279,15 @@ std::vector<Group> groups_of(PrimId op) {
       return {{{0}, true, std::nullopt, nullptr}, {{1}, false, weak_int, "an integer index"}};
     case PrimId::Set:
       return {{{0, 2}, true, std::nullopt, nullptr}, {{1}, false, weak_int, "an integer index"}};
-    case PrimId::Uniform: case PrimId::Normal: case PrimId::Split:
+    case PrimId::Uniform:
+    case PrimId::Normal:
+    case PrimId::Split:
       return {{{0}, false, strong_i64, "an i64 key"}};
-    case PrimId::Cast: case PrimId::Zeros: case PrimId::Iota: case PrimId::Tuple: case PrimId::Size:
+    case PrimId::Cast:
+    case PrimId::Zeros:
+    case PrimId::Iota:
+    case PrimId::Tuple:
+    case PrimId::Size:
       return {};
   }
   return {};
@@ -258,7 +307,9 @@ class Inference {
         IType t = from_type(*entry_params[i], Strength::Strong);
         IType j = nodes_[node];
         if (!join(j, t)) {
-          d_.error(entry.params[i].name.loc, "parameter '" + entry.params[i].name.name + "' is declared " + describe(nodes_[node]) + " but the input is " + describe(t));
+          d_.error(entry.params[i].name.loc, "parameter '" + entry.params[i].name.name +
+                                                 "' is declared " + describe(nodes_[node]) +
+                                                 " but the input is " + describe(t));
           j.state = IType::State::Error;
         }
         nodes_[node] = j;
@@ -280,7 +331,8 @@ class Inference {
     for (size_t fi = 0; fi < m_.funcs.size(); ++fi)
       for (const auto& p : m_.funcs[fi].params)
         if (too_large(nodes_[var_node(fi, p.name.name)]))
-          error(p.name.loc, "parameter '" + p.name.name + "' has a type larger than the limit of 2^28 elements per thread");
+          error(p.name.loc, "parameter '" + p.name.name +
+                                "' has a type larger than the limit of 2^28 elements per thread");
     std::vector<std::string> reachable = reachable_from(entry);
     check_literals();
     if (entry_known) report_unknown(reachable);
@@ -291,12 +343,12 @@ class Inference {
   const Module& m_;
   Diagnostics& d_;
   std::vector<IType> nodes_;
-  std::vector<std::string> origin_;  // how each node first got a type
-  std::vector<std::map<std::string, int>> vars_;           // [func] name -> node
-  std::vector<std::vector<int>> results_;                  // [func][slot] -> node
+  std::vector<std::string> origin_;               // how each node first got a type
+  std::vector<std::map<std::string, int>> vars_;  // [func] name -> node
+  std::vector<std::vector<int>> results_;         // [func][slot] -> node
   std::vector<std::vector<std::vector<std::vector<int>>>> operands_;  // [f][b][i][arg]
-  std::vector<std::vector<std::vector<int>>> returns_;     // [f][b][value]
-  std::vector<std::pair<const Literal*, int>> literals_;   // literal -> node
+  std::vector<std::vector<std::vector<int>>> returns_;                // [f][b][value]
+  std::vector<std::pair<const Literal*, int>> literals_;              // literal -> node
   std::vector<SourceLoc> literal_locs_;
   bool changed_ = false;
   bool reporting_ = false;
@@ -416,7 +468,8 @@ class Inference {
   }
 
   // Both places get the join of their types; `what` explains a conflict.
-  void equate(const Slot& a, const Slot& b, const SourceLoc& loc, const std::function<std::string(const IType&, const IType&)>& what) {
+  void equate(const Slot& a, const Slot& b, const SourceLoc& loc,
+              const std::function<std::string(const IType&, const IType&)>& what) {
     IType ta = read(a), tb = read(b);
     IType j = ta;
     if (!join(j, tb)) {
@@ -430,7 +483,8 @@ class Inference {
   }
 
   // A computed value flows into a place (one way).
-  void assign(const Slot& dest, const IType& value, const SourceLoc& loc, const std::function<std::string(const IType&, const IType&)>& what) {
+  void assign(const Slot& dest, const IType& value, const SourceLoc& loc,
+              const std::function<std::string(const IType&, const IType&)>& what) {
     IType td = read(dest);
     IType j = td;
     if (!join(j, value)) {
@@ -466,13 +520,16 @@ class Inference {
       const Function& f = m_.funcs[fi];
       for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
         const Block& b = f.blocks[bi];
-        for (size_t ii = 0; ii < b.instrs.size(); ++ii) instr(fi, b.instrs[ii], operands_[fi][bi][ii]);
+        for (size_t ii = 0; ii < b.instrs.size(); ++ii)
+          instr(fi, b.instrs[ii], operands_[fi][bi][ii]);
         terminator(fi, b.term, returns_[fi][bi]);
       }
     }
   }
 
-  static std::string var_or_value(const Operand& o) { return o.is_var ? "'" + o.name + "'" : "a literal"; }
+  static std::string var_or_value(const Operand& o) {
+    return o.is_var ? "'" + o.name + "'" : "a literal";
+  }
 
   // "; convert it with cast(n, dtype=f64)" for a variable; for bool, a comparison.
   static std::string convert_hint(const std::string& quoted, const IType& t, DType want) {
@@ -490,7 +547,8 @@ class Inference {
       case InstrKind::Copy: {
         Slot dest = pattern_slot(fi, in.out);
         equate(dest, node_slot(ops[0]), in.loc, [&](const IType& a, const IType& b) {
-          return "cannot assign " + describe(b) + " to " + print_target(in.out) + " of type " + describe(a) + " (a variable has one type in its whole function)";
+          return "cannot assign " + describe(b) + " to " + print_target(in.out) + " of type " +
+                 describe(a) + " (a variable has one type in its whole function)";
         });
         return;
       }
@@ -500,18 +558,27 @@ class Inference {
         size_t ci = index_of(*callee);
         for (size_t i = 0; i < ops.size() && i < callee->params.size(); ++i) {
           int param = var_node(ci, callee->params[i].name.name);
-          equate(node_slot(ops[i]), node_slot(param), in.args[i].loc, [&](const IType& a, const IType& p) {
-            std::string from = origin_[param].empty() ? "" : " " + origin_[param];
-            return "argument " + std::to_string(i + 1) + " of '" + callee->name.name + "' is " + describe(a) + " here, but parameter '" + callee->params[i].name.name + "' is " + describe(p) + from + "; a function has one type for each parameter";
-          });
+          equate(node_slot(ops[i]), node_slot(param), in.args[i].loc,
+                 [&](const IType& a, const IType& p) {
+                   std::string from = origin_[param].empty() ? "" : " " + origin_[param];
+                   return "argument " + std::to_string(i + 1) + " of '" + callee->name.name +
+                          "' is " + describe(a) + " here, but parameter '" +
+                          callee->params[i].name.name + "' is " + describe(p) + from +
+                          "; a function has one type for each parameter";
+                 });
         }
         bool discarded = in.out.is_tuple && in.out.elems.empty();
         if (!discarded && !results_[ci].empty()) {
-          equate(pattern_slot(fi, in.out), results_slot(ci), in.loc, [&](const IType& a, const IType& r) {
-            if (in.out.is_tuple && r.known() && !r.is_tuple)
-              return "'" + callee->name.name + "' returns one value (" + describe(r) + "), but the pattern " + print_target(in.out) + " takes a tuple of " + std::to_string(in.out.elems.size());
-            return "'" + callee->name.name + "' returns " + describe(r) + ", which does not fit " + print_target(in.out) + " of type " + describe(a);
-          });
+          equate(pattern_slot(fi, in.out), results_slot(ci), in.loc,
+                 [&](const IType& a, const IType& r) {
+                   if (in.out.is_tuple && r.known() && !r.is_tuple)
+                     return "'" + callee->name.name + "' returns one value (" + describe(r) +
+                            "), but the pattern " + print_target(in.out) + " takes a tuple of " +
+                            std::to_string(in.out.elems.size());
+                   return "'" + callee->name.name + "' returns " + describe(r) +
+                          ", which does not fit " + print_target(in.out) + " of type " +
+                          describe(a);
+                 });
         }
         return;
       }
@@ -538,7 +605,8 @@ class Inference {
       packed.is_tuple = true;
       for (int n : ops) packed.elems.push_back(node_slot(n));
       equate(dest, packed, in.loc, [&](const IType& a, const IType& b) {
-        return "cannot assign " + describe(b) + " to " + print_target(in.out) + " of type " + describe(a);
+        return "cannot assign " + describe(b) + " to " + print_target(in.out) + " of type " +
+               describe(a);
       });
       return;
     }
@@ -570,22 +638,33 @@ class Inference {
         quiet = quiet || t.tainted || first_t.tainted;
         if (quiet) return;
         if (g.extra && first_name.empty()) {
-          error(in.callee.loc, "'" + in.callee.name + "' needs " + g.needs + ", but " + desc + " is " + describe(t) + convert_hint(name, t, g.extra->first));
+          error(in.callee.loc, "'" + in.callee.name + "' needs " + g.needs + ", but " + desc +
+                                   " is " + describe(t) + convert_hint(name, t, g.extra->first));
         } else if (t.strength == Strength::Weak || first_t.strength == Strength::Weak) {
           // A literal next to a variable of a dtype it cannot take.
           const IType& var = t.strength == Strength::Weak ? first_t : t;
           const IType& lit = t.strength == Strength::Weak ? t : first_t;
           const std::string& var_name = t.strength == Strength::Weak ? first_name : name;
-          error(in.callee.loc, "'" + in.callee.name + "' mixes " + var_name + " (" + describe(var) + ") with " + std::string(lit.dtype == DType::F64 ? "a float literal" : lit.dtype == DType::Bool ? "a bool literal" : "an integer literal") + convert_hint(var_name, var, lit.dtype));
+          error(in.callee.loc, "'" + in.callee.name + "' mixes " + var_name + " (" + describe(var) +
+                                   ") with " +
+                                   std::string(lit.dtype == DType::F64    ? "a float literal"
+                                               : lit.dtype == DType::Bool ? "a bool literal"
+                                                                          : "an integer literal") +
+                                   convert_hint(var_name, var, lit.dtype));
         } else if (is_dest) {
-          error(in.callee.loc, "'" + in.callee.name + "' gives " + describe(first_t) + " here, but the result " + name + " is " + describe(t) + " elsewhere (a variable has one type in its whole function; use a new name, or cast)");
+          error(in.callee.loc, "'" + in.callee.name + "' gives " + describe(first_t) +
+                                   " here, but the result " + name + " is " + describe(t) +
+                                   " elsewhere (a variable has one type in its whole function; use "
+                                   "a new name, or cast)");
         } else {
           // Suggest converting the integer side to the float side's dtype.
           bool first_float = is_float(first_t.dtype) && !is_float(t.dtype);
           const std::string& victim = first_float ? name : first_name;
           DType to = first_float ? first_t.dtype : t.dtype;
           const IType& vt = first_float ? t : first_t;
-          error(in.callee.loc, "operands of '" + in.callee.name + "' have different dtypes: " + first_desc + " and " + desc + " (" + describe(t) + ")" + convert_hint(victim, vt, to));
+          error(in.callee.loc, "operands of '" + in.callee.name +
+                                   "' have different dtypes: " + first_desc + " and " + desc +
+                                   " (" + describe(t) + ")" + convert_hint(victim, vt, to));
         }
       };
       for (int o : g.operands)
@@ -628,13 +707,18 @@ class Inference {
     }
     IType result = from_type(*r.type, follows ? result_strength : Strength::Strong);
     if (too_large(result)) {
-      if (reporting_) error(in.callee.loc, "'" + in.callee.name + "' would make a value of type " + r.type->str() + ", larger than the limit of 2^28 elements per thread");
+      if (reporting_)
+        error(in.callee.loc, "'" + in.callee.name + "' would make a value of type " +
+                                 r.type->str() +
+                                 ", larger than the limit of 2^28 elements per thread");
       taint(dest);  // what depends on it is not reported again
       return;
     }
     for (int o : ops) result.tainted = result.tainted || any_taint(nodes_[o]);
     assign(dest, result, in.loc, [&](const IType& a, const IType& b) {
-      return "'" + in.callee.name + "' gives " + describe(b) + " here, but " + print_target(in.out) + " is " + describe(a) + " elsewhere (a variable has one type in its whole function)";
+      return "'" + in.callee.name + "' gives " + describe(b) + " here, but " +
+             print_target(in.out) + " is " + describe(a) +
+             " elsewhere (a variable has one type in its whole function)";
     });
   }
 
@@ -644,16 +728,20 @@ class Inference {
       int c = var_node(fi, t.cond.name);
       assign(node_slot(c), leaf(DType::Bool, Strength::Strong), t.cond.loc,
              [&](const IType& a, const IType&) {
-               return "branch condition '" + t.cond.name + "' must be a scalar bool, but it is " + describe(a);
+               return "branch condition '" + t.cond.name + "' must be a scalar bool, but it is " +
+                      describe(a);
              });
     }
     if (t.kind != TermKind::Return) return;
     for (size_t i = 0; i < values.size() && i < results_[fi].size(); ++i) {
       int r = results_[fi][i];
-      equate(node_slot(values[i]), node_slot(r), t.values[i].loc, [&](const IType& a, const IType& b) {
-        std::string from = origin_[r].empty() ? "" : " " + origin_[r];
-        return "'" + f.name.name + "' returns " + describe(a) + " here, but its result " + (results_[fi].size() > 1 ? std::to_string(i + 1) + " " : "") + "is " + describe(b) + from;
-      });
+      equate(node_slot(values[i]), node_slot(r), t.values[i].loc,
+             [&](const IType& a, const IType& b) {
+               std::string from = origin_[r].empty() ? "" : " " + origin_[r];
+               return "'" + f.name.name + "' returns " + describe(a) + " here, but its result " +
+                      (results_[fi].size() > 1 ? std::to_string(i + 1) + " " : "") + "is " +
+                      describe(b) + from;
+             });
     }
   }
 
@@ -665,7 +753,8 @@ class Inference {
       const Function* f = m_.find_func(out[i]);
       for (const auto& b : f->blocks)
         for (const auto& in : b.instrs)
-          if (in.kind == InstrKind::Call && m_.find_func(in.callee.name) && seen.insert(in.callee.name).second)
+          if (in.kind == InstrKind::Call && m_.find_func(in.callee.name) &&
+              seen.insert(in.callee.name).second)
             out.push_back(in.callee.name);
     }
     return out;
@@ -691,7 +780,8 @@ class Inference {
       size_t fi = index_of(*f);
       // The first place each variable is written, to point at.
       std::map<std::string, std::pair<SourceLoc, const Instr*>> defs;
-      for (const auto& p : f->params) defs.emplace(p.name.name, std::make_pair(p.name.loc, nullptr));
+      for (const auto& p : f->params)
+        defs.emplace(p.name.name, std::make_pair(p.name.loc, nullptr));
       for (const auto& b : f->blocks)
         for (const auto& in : b.instrs) {
           std::vector<const Pattern*> leaves;
@@ -703,7 +793,8 @@ class Inference {
         if (t.state != IType::State::Unknown || t.tainted) continue;
         std::string msg = "cannot determine the type of '" + var + "' in '" + name + "'";
         if (def.second && def.second->kind == InstrKind::Call)
-          msg += ": it comes from '" + def.second->callee.name + "', whose results never get a type (does its recursion reach a base case?)";
+          msg += ": it comes from '" + def.second->callee.name +
+                 "', whose results never get a type (does its recursion reach a base case?)";
         error(def.first, msg);
       }
     }

@@ -17,15 +17,20 @@ std::string where(const SourceLoc& l) { return "line " + std::to_string(l.line);
 void check_prim(const Instr& in, Diagnostics& d) {
   const PrimInfo* info = find_prim(in.callee.name);
   if (!info) {
-    d.error(in.callee.loc, "unknown operation '" + in.callee.name + "'" + did_you_mean(in.callee.name, prim_names()) + "; `autobatch ops` lists them");
+    d.error(in.callee.loc, "unknown operation '" + in.callee.name + "'" +
+                               did_you_mean(in.callee.name, prim_names()) +
+                               "; `autobatch ops` lists them");
     return;
   }
   int n = static_cast<int>(in.args.size());
   if (n < info->min_args || (info->max_args >= 0 && n > info->max_args)) {
     std::string want = info->min_args == info->max_args ? std::to_string(info->min_args)
                        : info->max_args < 0 ? "at least " + std::to_string(info->min_args)
-                                            : std::to_string(info->min_args) + " to " + std::to_string(info->max_args);
-    d.error(in.callee.loc, "'" + in.callee.name + "' takes " + want + " argument" + (want == "1" ? "" : "s") + ", but " + std::to_string(n) + (n == 1 ? " was" : " were") + " given");
+                                            : std::to_string(info->min_args) + " to " +
+                                                  std::to_string(info->max_args);
+    d.error(in.callee.loc, "'" + in.callee.name + "' takes " + want + " argument" +
+                               (want == "1" ? "" : "s") + ", but " + std::to_string(n) +
+                               (n == 1 ? " was" : " were") + " given");
   }
   auto specs = info->attr_specs();
   std::vector<std::string> keys;
@@ -39,23 +44,30 @@ void check_prim(const Instr& in, Diagnostics& d) {
     if (!spec) {
       std::string msg = "'" + in.callee.name + "' has no attribute '" + a.key + "'";
       std::string dym = did_you_mean(a.key, keys);
-      if (!dym.empty()) msg += dym;
-      else if (keys.empty()) msg += " (it takes none)";
-      else msg += " (it takes: " + join(keys, ", ") + ")";
+      if (!dym.empty())
+        msg += dym;
+      else if (keys.empty())
+        msg += " (it takes none)";
+      else
+        msg += " (it takes: " + join(keys, ", ") + ")";
       d.error(a.loc, msg);
       continue;
     }
     // Value kinds: dtype for `dtype`, a non-negative integer list for
     // `shape`, an integer for `axis` and `n`.
     if (a.key == "dtype") {
-      if (!a.is_dtype) d.error(a.loc, "attribute 'dtype' must be a dtype: bool, i32, i64, f32 or f64");
+      if (!a.is_dtype)
+        d.error(a.loc, "attribute 'dtype' must be a dtype: bool, i32, i64, f32 or f64");
     } else if (a.is_dtype) {
       d.error(a.loc, "attribute '" + a.key + "' must be a literal, not a dtype");
     } else if (a.key == "shape") {
       bool ok = a.lit.is_tensor && a.lit.shape.size() == 1 && a.lit.kind == Scalar::Kind::Int;
       if (a.lit.is_tensor && a.lit.elems.empty() && a.lit.shape.size() == 1) ok = true;
       for (const auto& e : a.lit.elems) ok = ok && e.kind == Scalar::Kind::Int && e.i >= 0;
-      if (!ok) d.error(a.loc, "attribute 'shape' must be a list of non-negative integers, such as [3] or [2,2] (or [] for a scalar)");
+      if (!ok)
+        d.error(a.loc,
+                "attribute 'shape' must be a list of non-negative integers, such as [3] or [2,2] "
+                "(or [] for a scalar)");
     } else if (a.lit.is_tensor || a.lit.kind != Scalar::Kind::Int) {
       d.error(a.loc, "attribute '" + a.key + "' must be an integer");
     } else if (a.key == "n" && a.lit.elems[0].i < 0) {
@@ -72,9 +84,12 @@ void check_pattern_names(const Pattern& p, Diagnostics& d, bool lowered) {
   p.names(leaves);
   std::set<std::string> seen;
   for (const Pattern* l : leaves) {
-    if (!seen.insert(l->name).second) d.error(l->loc, "'" + l->name + "' is bound twice in one pattern");
-    if (!lowered && l->in_place) d.error(l->loc, "in-place update '" + l->name + "!' only appears in lowered programs");
-    if (!lowered && dotted(l->name)) d.error(l->loc, "'" + l->name + "': names with '.' only appear in lowered programs");
+    if (!seen.insert(l->name).second)
+      d.error(l->loc, "'" + l->name + "' is bound twice in one pattern");
+    if (!lowered && l->in_place)
+      d.error(l->loc, "in-place update '" + l->name + "!' only appears in lowered programs");
+    if (!lowered && dotted(l->name))
+      d.error(l->loc, "'" + l->name + "': names with '.' only appear in lowered programs");
   }
 }
 
@@ -85,17 +100,27 @@ class FunctionVerifier {
   FunctionVerifier(const Module& m, const Function& f, Diagnostics& d) : m_(m), f_(f), d_(d) {}
 
   void run() {
-    if (dotted(f_.name.name)) d_.error(f_.name.loc, "function name '" + f_.name.name + "' contains '.', which only lowered programs use");
+    if (dotted(f_.name.name))
+      d_.error(f_.name.loc, "function name '" + f_.name.name +
+                                "' contains '.', which only lowered programs use");
     std::set<std::string> params;
     for (const auto& p : f_.params) {
-      if (!params.insert(p.name.name).second) d_.error(p.name.loc, "parameter '" + p.name.name + "' is declared twice in '" + f_.name.name + "'");
-      if (dotted(p.name.name)) d_.error(p.name.loc, "'" + p.name.name + "': names with '.' only appear in lowered programs");
+      if (!params.insert(p.name.name).second)
+        d_.error(p.name.loc,
+                 "parameter '" + p.name.name + "' is declared twice in '" + f_.name.name + "'");
+      if (dotted(p.name.name))
+        d_.error(p.name.loc,
+                 "'" + p.name.name + "': names with '.' only appear in lowered programs");
     }
     std::map<std::string, const Block*> labels;
     for (const auto& b : f_.blocks) {
-      if (dotted(b.label.name)) d_.error(b.label.loc, "label '" + b.label.name + "' contains '.', which only lowered programs use");
+      if (dotted(b.label.name))
+        d_.error(b.label.loc,
+                 "label '" + b.label.name + "' contains '.', which only lowered programs use");
       auto [it, fresh] = labels.emplace(b.label.name, &b);
-      if (!fresh) d_.error(b.label.loc, "label '" + b.label.name + "' is defined twice in '" + f_.name.name + "' (first at " + where(it->second->label.loc) + ")");
+      if (!fresh)
+        d_.error(b.label.loc, "label '" + b.label.name + "' is defined twice in '" + f_.name.name +
+                                  "' (first at " + where(it->second->label.loc) + ")");
       label_names_.push_back(b.label.name);
     }
     for (const auto& b : f_.blocks) {
@@ -140,19 +165,28 @@ class FunctionVerifier {
     if (!callee) {
       std::vector<std::string> names;
       for (const auto& f : m_.funcs) names.push_back(f.name.name);
-      d_.error(in.callee.loc, "unknown function '" + in.callee.name + "'" + did_you_mean(in.callee.name, names));
+      d_.error(in.callee.loc,
+               "unknown function '" + in.callee.name + "'" + did_you_mean(in.callee.name, names));
       return;
     }
     if (in.args.size() != callee->params.size())
-      d_.error(in.callee.loc, "'" + callee->name.name + "' takes " + std::to_string(callee->params.size()) + " argument" + (callee->params.size() == 1 ? "" : "s") + ", but " + std::to_string(in.args.size()) + (in.args.size() == 1 ? " was" : " were") + " given");
+      d_.error(in.callee.loc, "'" + callee->name.name + "' takes " +
+                                  std::to_string(callee->params.size()) + " argument" +
+                                  (callee->params.size() == 1 ? "" : "s") + ", but " +
+                                  std::to_string(in.args.size()) +
+                                  (in.args.size() == 1 ? " was" : " were") + " given");
     std::optional<size_t> k = result_count(*callee);
     if (!k) return;
     bool discarded = in.out.is_tuple && in.out.elems.empty();
     if (discarded) return;
     if (*k == 0) {
-      d_.error(in.out.loc, "'" + callee->name.name + "' returns no values, so its call cannot be assigned; write 'call " + callee->name.name + "(...)' alone");
+      d_.error(in.out.loc, "'" + callee->name.name +
+                               "' returns no values, so its call cannot be assigned; write 'call " +
+                               callee->name.name + "(...)' alone");
     } else if (*k >= 2 && in.out.is_tuple && in.out.elems.size() != *k) {
-      d_.error(in.out.loc, "the pattern binds " + std::to_string(in.out.elems.size()) + " values, but '" + callee->name.name + "' returns " + std::to_string(*k));
+      d_.error(in.out.loc, "the pattern binds " + std::to_string(in.out.elems.size()) +
+                               " values, but '" + callee->name.name + "' returns " +
+                               std::to_string(*k));
     }
   }
 
@@ -167,20 +201,26 @@ class FunctionVerifier {
         break;
       case TermKind::Return:
         if (f_.results_declared && t.values.size() != f_.results.size()) {
-          d_.error(t.loc, "'" + f_.name.name + "' declares " + std::to_string(f_.results.size()) + " result" + (f_.results.size() == 1 ? "" : "s") + " but this return gives " + std::to_string(t.values.size()));
+          d_.error(t.loc, "'" + f_.name.name + "' declares " + std::to_string(f_.results.size()) +
+                              " result" + (f_.results.size() == 1 ? "" : "s") +
+                              " but this return gives " + std::to_string(t.values.size()));
         } else if (!f_.results_declared) {
           if (!first_return_count_) {
             first_return_count_ = t.values.size();
             first_return_loc_ = t.loc;
           } else if (*first_return_count_ != t.values.size()) {
-            d_.error(t.loc, "this return gives " + std::to_string(t.values.size()) + " value" + (t.values.size() == 1 ? "" : "s") + " but the return at " + where(first_return_loc_) + " gives " + std::to_string(*first_return_count_));
+            d_.error(t.loc, "this return gives " + std::to_string(t.values.size()) + " value" +
+                                (t.values.size() == 1 ? "" : "s") + " but the return at " +
+                                where(first_return_loc_) + " gives " +
+                                std::to_string(*first_return_count_));
           }
         }
         break;
       case TermKind::PushGoto:
       case TermKind::IndirectGoto:
       case TermKind::Halt:
-        d_.error(t.loc, std::string("'") + term_keyword(t.kind) + "' only appears in lowered programs; functions end with 'return'");
+        d_.error(t.loc, std::string("'") + term_keyword(t.kind) +
+                            "' only appears in lowered programs; functions end with 'return'");
         break;
     }
   }
@@ -293,11 +333,15 @@ void verify_program(const Program& p, Diagnostics& d) {
   std::vector<std::string> var_names;
   for (const auto& v : p.vars) {
     auto [it, fresh] = vars.emplace(v.name.name, &v);
-    if (!fresh) d.error(v.name.loc, "variable '" + v.name.name + "' is declared twice (first at " + where(it->second->loc) + ")");
+    if (!fresh)
+      d.error(v.name.loc, "variable '" + v.name.name + "' is declared twice (first at " +
+                              where(it->second->loc) + ")");
     var_names.push_back(v.name.name);
   }
   auto use = [&](const std::string& n, const SourceLoc& loc) {
-    if (!vars.count(n)) d.error(loc, "undeclared variable '" + n + "'" + did_you_mean(n, var_names) + "; lowered programs declare every variable with 'var'");
+    if (!vars.count(n))
+      d.error(loc, "undeclared variable '" + n + "'" + did_you_mean(n, var_names) +
+                       "; lowered programs declare every variable with 'var'");
   };
   for (const auto& v : p.inputs) use(v.name, v.loc);
   for (const auto& v : p.outputs) use(v.name, v.loc);
@@ -305,11 +349,14 @@ void verify_program(const Program& p, Diagnostics& d) {
   std::vector<std::string> label_names;
   for (const auto& b : p.blocks) {
     auto [it, fresh] = labels.emplace(b.label.name, &b);
-    if (!fresh) d.error(b.label.loc, "label '" + b.label.name + "' is defined twice (first at " + where(it->second->label.loc) + ")");
+    if (!fresh)
+      d.error(b.label.loc, "label '" + b.label.name + "' is defined twice (first at " +
+                               where(it->second->label.loc) + ")");
     label_names.push_back(b.label.name);
   }
   auto label = [&](const NameRef& l) {
-    if (!labels.count(l.name)) d.error(l.loc, "unknown label '" + l.name + "'" + did_you_mean(l.name, label_names));
+    if (!labels.count(l.name))
+      d.error(l.loc, "unknown label '" + l.name + "'" + did_you_mean(l.name, label_names));
   };
   for (const auto& b : p.blocks) {
     for (const auto& in : b.instrs) {
@@ -340,16 +387,20 @@ void verify_program(const Program& p, Diagnostics& d) {
         label(t.target);
         label(t.target2);
         break;
-      case TermKind::Goto: label(t.target); break;
+      case TermKind::Goto:
+        label(t.target);
+        break;
       case TermKind::PushGoto:
         label(t.target);
         label(t.target2);
         break;
       case TermKind::Return:
-        d.error(t.loc, "'return' does not appear in lowered programs; they return with indirect_goto");
+        d.error(t.loc,
+                "'return' does not appear in lowered programs; they return with indirect_goto");
         break;
       case TermKind::IndirectGoto:
-      case TermKind::Halt: break;
+      case TermKind::Halt:
+        break;
     }
   }
 }
@@ -378,7 +429,9 @@ void verify_module(const Module& m, Diagnostics& diags) {
   std::map<std::string, const Function*> seen;
   for (const auto& f : m.funcs) {
     auto [it, fresh] = seen.emplace(f.name.name, &f);
-    if (!fresh) diags.error(f.name.loc, "function '" + f.name.name + "' is defined twice (first at " + where(it->second->name.loc) + ")");
+    if (!fresh)
+      diags.error(f.name.loc, "function '" + f.name.name + "' is defined twice (first at " +
+                                  where(it->second->name.loc) + ")");
   }
   for (const auto& f : m.funcs) FunctionVerifier(m, f, diags).run();
 }

@@ -18,9 +18,12 @@ void Diagnostics::append(const Diagnostics& other) {
 
 static const char* severity_name(Severity s) {
   switch (s) {
-    case Severity::Error: return "error";
-    case Severity::Warning: return "warning";
-    case Severity::Note: return "note";
+    case Severity::Error:
+      return "error";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Note:
+      return "note";
   }
   return "error";
 }
@@ -55,7 +58,9 @@ std::string render_diagnostic(const SourceFile* source, const Diagnostic& d) {
       out += (i - first < text.size() && text[i - first] == '\t') ? '\t' : ' ';
     out += '^';
     uint32_t len = d.loc.len == 0 ? 1 : d.loc.len;
-    uint32_t avail = d.loc.col - first < text.size() ? static_cast<uint32_t>(text.size()) - (d.loc.col - first) : 1;
+    uint32_t avail = d.loc.col - first < text.size()
+                         ? static_cast<uint32_t>(text.size()) - (d.loc.col - first)
+                         : 1;
     if (len > avail) len = avail == 0 ? 1 : avail;
     for (uint32_t i = 1; i < len; ++i) out += '~';
     out += "\n";

@@ -28,7 +28,8 @@ class Buffer {
   Buffer& operator=(Buffer&&) noexcept = default;
   void resize(size_t bytes) {
     if (bytes == size_) return;
-    data_.reset(bytes ? static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64})) : nullptr);
+    data_.reset(bytes ? static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}))
+                      : nullptr);
     if (bytes) std::memset(data_.get(), 0, bytes);
     size_ = bytes;
   }
@@ -45,17 +46,25 @@ class Buffer {
 };
 
 struct Array {
-  TensorType type;     // dtype and event shape
-  int64_t batch = 0;   // leading dimension
+  TensorType type;    // dtype and event shape
+  int64_t batch = 0;  // leading dimension
   Buffer data;
 
   Array() = default;
   Array(TensorType t, int64_t b)
-      : type(std::move(t)), batch(b), data(static_cast<size_t>(b * type.num_elements()) * dtype_size(type.dtype)) {}
+      : type(std::move(t)),
+        batch(b),
+        data(static_cast<size_t>(b * type.num_elements()) * dtype_size(type.dtype)) {}
   int64_t event_size() const { return type.num_elements(); }
   size_t byte_size() const { return data.size(); }
-  template <typename T> T* as() { return reinterpret_cast<T*>(data.data()); }
-  template <typename T> const T* as() const { return reinterpret_cast<const T*>(data.data()); }
+  template <typename T>
+  T* as() {
+    return reinterpret_cast<T*>(data.data());
+  }
+  template <typename T>
+  const T* as() const {
+    return reinterpret_cast<const T*>(data.data());
+  }
 };
 
 }  // namespace ab

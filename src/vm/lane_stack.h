@@ -35,9 +35,12 @@ class LaneStack {
     uint32_t d = count_[lane]++;
     if (d < kFlat) [[likely]] {
       Word* row = rows_[d].get();
-      if (!row) [[unlikely]] row = grow(d);
-      if (words_ == 1) row[lane] = entry[0];
-      else std::memcpy(row + lane * words_, entry, words_ * sizeof(Word));
+      if (!row) [[unlikely]]
+        row = grow(d);
+      if (words_ == 1)
+        row[lane] = entry[0];
+      else
+        std::memcpy(row + lane * words_, entry, words_ * sizeof(Word));
       return;
     }
     auto& v = deep_[lane];
@@ -48,8 +51,10 @@ class LaneStack {
     uint32_t d = --count_[lane];
     if (d < kFlat) [[likely]] {
       const Word* row = rows_[d].get();
-      if (words_ == 1) out[0] = row[lane];
-      else std::memcpy(out, row + lane * words_, words_ * sizeof(Word));
+      if (words_ == 1)
+        out[0] = row[lane];
+      else
+        std::memcpy(out, row + lane * words_, words_ * sizeof(Word));
       return;
     }
     auto& v = deep_[lane];

@@ -58,7 +58,8 @@ class Interpreter {
     if (opt_.stats) opt_.stats->init(block_names_);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       std::vector<Value> args;
-      for (size_t i = 0; i < inputs.size(); ++i) args.push_back(slice(inputs[i], inputs[i].batch == 1 ? 0 : t));
+      for (size_t i = 0; i < inputs.size(); ++i)
+        args.push_back(slice(inputs[i], inputs[i].batch == 1 ? 0 : t));
       thread_ = t;
       batch_ = batch;
       res.error = run_thread(ei, std::move(args), results[t]);
@@ -84,7 +85,9 @@ class Interpreter {
     return 0;
   }
 
-  std::vector<Type> types_of_results(const CompiledFunction& cf) const { return result_types_.at(cf.f->name.name); }
+  std::vector<Type> types_of_results(const CompiledFunction& cf) const {
+    return result_types_.at(cf.f->name.name);
+  }
   std::map<std::string, std::vector<Type>> result_types_;
 
   void compile(const Function& f, const FunctionTypes& ft) {
@@ -141,8 +144,11 @@ class Interpreter {
         CompiledFunction::Arg a;
         const Operand& o = b.term.values[vi];
         a.is_var = o.is_var;
-        if (o.is_var) a.slot = slot(o.name);
-        else a.constant = literal_value(o.lit, ft.return_types[bi][vi].value_or(Type::scalar(DType::I64)));
+        if (o.is_var)
+          a.slot = slot(o.name);
+        else
+          a.constant =
+              literal_value(o.lit, ft.return_types[bi][vi].value_or(Type::scalar(DType::I64)));
         cf.returns[bi].push_back(std::move(a));
       }
     }
@@ -173,12 +179,14 @@ class Interpreter {
       fr.vars[cf.slots.at(p.name)] = std::move(v);
       return;
     }
-    for (size_t i = 0; i < p.elems.size() && i < v.elems.size(); ++i) bind(fr, cf, p.elems[i], std::move(v.elems[i]));
+    for (size_t i = 0; i < p.elems.size() && i < v.elems.size(); ++i)
+      bind(fr, cf, p.elems[i], std::move(v.elems[i]));
   }
 
   RuntimeError error_at(const Frame& fr, SourceLoc loc, std::string msg) const {
     const Function& f = *fns_[fr.func].f;
-    return RuntimeError{loc, std::move(msg), thread_, batch_, f.name.name, f.blocks[fr.block].label.name};
+    return RuntimeError{loc,    std::move(msg), thread_,
+                        batch_, f.name.name,    f.blocks[fr.block].label.name};
   }
 
   std::optional<RuntimeError> prim(Frame& fr, const CompiledFunction& cf, const Instr& in) {
@@ -200,14 +208,16 @@ class Interpreter {
     return std::nullopt;
   }
 
-  std::optional<RuntimeError> run_thread(size_t entry, std::vector<Value> args, std::vector<Value>& results) {
+  std::optional<RuntimeError> run_thread(size_t entry, std::vector<Value> args,
+                                         std::vector<Value>& results) {
     std::vector<Frame> frames;
     auto enter = [&](size_t fi, std::vector<Value> params) {
       Frame fr;
       fr.func = fi;
       const CompiledFunction& cf = fns_[fi];
       fr.vars.resize(cf.slot_types.size());
-      for (size_t i = 0; i < params.size() && i < cf.param_slots.size(); ++i) fr.vars[cf.param_slots[i]] = std::move(params[i]);
+      for (size_t i = 0; i < params.size() && i < cf.param_slots.size(); ++i)
+        fr.vars[cf.param_slots[i]] = std::move(params[i]);
       frames.push_back(std::move(fr));
     };
     enter(entry, std::move(args));
@@ -219,18 +229,21 @@ class Interpreter {
       if (block_start) {
         ++steps_;
         if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-          return error_at(fr, b.label.loc, "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+          return error_at(fr, b.label.loc,
+                          "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
         block_start = false;
         size_t pc = offsets_[fr.func] + fr.block;
         uint32_t lane = static_cast<uint32_t>(thread_);
-        if (opt_.trace && opt_.trace->on()) opt_.trace->step(steps_ - 1, block_names_[pc], static_cast<int64_t>(pc), &lane, 1);
+        if (opt_.trace && opt_.trace->on())
+          opt_.trace->step(steps_ - 1, block_names_[pc], static_cast<int64_t>(pc), &lane, 1);
         if (opt_.stats) {
           int64_t prims = 0;
           for (size_t i = fr.instr; i < b.instrs.size() && b.instrs[i].kind != InstrKind::Call; ++i)
             prims += b.instrs[i].kind == InstrKind::Prim;
           if (fr.instr < b.instrs.size() && b.instrs[fr.instr].kind == InstrKind::Call) prims = 0;
           opt_.stats->record_step(pc, 1, batch_ - thread_, prims);
-          opt_.stats->peak_stack_depth = std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(frames.size()));
+          opt_.stats->peak_stack_depth =
+              std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(frames.size()));
         }
       }
       if (fr.instr < b.instrs.size()) {
@@ -241,7 +254,9 @@ class Interpreter {
           if (auto e = prim(fr, cf, in)) return e;
         } else if (in.kind == InstrKind::Call) {
           if (static_cast<int64_t>(frames.size()) >= opt_.max_stack_depth)
-            return error_at(fr, in.callee.loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " frames exceeded calling '" + in.callee.name + "'");
+            return error_at(fr, in.callee.loc,
+                            "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
+                                " frames exceeded calling '" + in.callee.name + "'");
           std::vector<Value> params;
           for (const auto& a : cf.args[fr.block][fr.instr]) params.push_back(arg_value(fr, a));
           size_t callee = cf.callees[fr.block][fr.instr];

@@ -21,7 +21,8 @@ struct Slot {
 
 class ProgramInterpreter {
  public:
-  ProgramInterpreter(const Program& p, const FunctionTypes& types, const RunOptions& opt) : p_(p), opt_(opt) {
+  ProgramInterpreter(const Program& p, const FunctionTypes& types, const RunOptions& opt)
+      : p_(p), opt_(opt) {
     for (size_t i = 0; i < p.blocks.size(); ++i) labels_[p.blocks[i].label.name] = i;
     for (const auto& v : p.vars) {
       Slot s;
@@ -91,7 +92,9 @@ class ProgramInterpreter {
 
   std::optional<RuntimeError> read(const std::string& name, SourceLoc loc, const Value*& out) {
     auto& st = stacks_[index_.at(name)];
-    if (st.empty()) return error(loc, "read of '" + name + "', which holds no value here (the lowered program is unbalanced)");
+    if (st.empty())
+      return error(loc, "read of '" + name +
+                            "', which holds no value here (the lowered program is unbalanced)");
     out = &st.back();
     return std::nullopt;
   }
@@ -105,11 +108,13 @@ class ProgramInterpreter {
     size_t s = index_.at(p.name);
     auto& st = stacks_[s];
     if (p.in_place) {
-      if (st.empty()) return error(loc, "in-place update of '" + p.name + "', whose stack is empty");
+      if (st.empty())
+        return error(loc, "in-place update of '" + p.name + "', whose stack is empty");
       st.back() = std::move(v);
     } else if (slots_[s].full) {
       if (static_cast<int64_t>(st.size()) >= opt_.max_stack_depth)
-        return error(loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " exceeded by '" + p.name + "'");
+        return error(loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
+                              " exceeded by '" + p.name + "'");
       st.push_back(std::move(v));
     } else if (st.empty()) {
       st.push_back(std::move(v));
@@ -134,7 +139,8 @@ class ProgramInterpreter {
       for (const auto& n : in.popped) {
         size_t s = index_.at(n.name);
         if (!slots_[s].full) continue;
-        if (stacks_[s].empty()) return error(n.loc, "pop of '" + n.name + "', whose stack is empty");
+        if (stacks_[s].empty())
+          return error(n.loc, "pop of '" + n.name + "', whose stack is empty");
         stacks_[s].pop_back();
       }
       return std::nullopt;
@@ -162,7 +168,8 @@ class ProgramInterpreter {
     return Type::tuple(std::move(elems));
   }
 
-  std::optional<RuntimeError> run_thread(const std::vector<Array>& inputs, std::vector<Value>& results) {
+  std::optional<RuntimeError> run_thread(const std::vector<Array>& inputs,
+                                         std::vector<Value>& results) {
     stacks_.assign(slots_.size(), {});
     for (size_t i = 0; i < p_.inputs.size() && i < inputs.size(); ++i) {
       const Array& a = inputs[i];
@@ -180,12 +187,14 @@ class ProgramInterpreter {
       if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
         return error(blk.label.loc, "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
       uint32_t lane = static_cast<uint32_t>(thread_);
-      if (opt_.trace && opt_.trace->on()) opt_.trace->step(steps_ - 1, blk.label.name, static_cast<int64_t>(block_), &lane, 1);
+      if (opt_.trace && opt_.trace->on())
+        opt_.trace->step(steps_ - 1, blk.label.name, static_cast<int64_t>(block_), &lane, 1);
       if (opt_.stats) {
         int64_t prims = 0;
         for (const auto& in : blk.instrs) prims += in.kind == InstrKind::Prim;
         opt_.stats->record_step(block_, 1, batch_ - thread_, prims);
-        opt_.stats->peak_stack_depth = std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(pcs.size()));
+        opt_.stats->peak_stack_depth =
+            std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(pcs.size()));
       }
       for (size_t i = 0; i < blk.instrs.size(); ++i)
         if (auto e = exec(block_, i)) return e;
@@ -199,10 +208,14 @@ class ProgramInterpreter {
           next = labels_.at(taken ? t.target.name : t.target2.name);
           break;
         }
-        case TermKind::Goto: next = labels_.at(t.target.name); break;
+        case TermKind::Goto:
+          next = labels_.at(t.target.name);
+          break;
         case TermKind::PushGoto:
           if (static_cast<int64_t>(pcs.size()) > opt_.max_stack_depth)
-            return error(t.loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " frames exceeded calling '" + owner_function(t.target2.name) + "'");
+            return error(t.loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
+                                    " frames exceeded calling '" + owner_function(t.target2.name) +
+                                    "'");
           pcs.push_back(labels_.at(t.target.name));
           next = labels_.at(t.target2.name);
           break;
@@ -229,8 +242,9 @@ class ProgramInterpreter {
 
 }  // namespace
 
-RunResult run_reference_program(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
-                                int64_t batch, const RunOptions& opt) {
+RunResult run_reference_program(const Program& p, const FunctionTypes& types,
+                                const std::vector<Array>& inputs, int64_t batch,
+                                const RunOptions& opt) {
   return ProgramInterpreter(p, types, opt).run(inputs, batch);
 }
 

@@ -12,7 +12,8 @@
 namespace ab {
 
 // `types` from infer_program_types for this program.
-RunResult run_reference_program(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
-                                int64_t batch, const RunOptions& opt);
+RunResult run_reference_program(const Program& p, const FunctionTypes& types,
+                                const std::vector<Array>& inputs, int64_t batch,
+                                const RunOptions& opt);
 
 }  // namespace ab

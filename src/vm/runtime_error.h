@@ -8,7 +8,7 @@ namespace ab {
 
 struct RuntimeError {
   SourceLoc loc;
-  std::string message;   // "integer division by zero"
+  std::string message;  // "integer division by zero"
   int64_t thread = -1;
   int64_t batch = 0;
   std::string function;

@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "passes/type_inference.h"
 #include "ir/printer.h"
+#include "passes/type_inference.h"
 #include "vm/kernel.h"
 #include "vm/lane_stack.h"
 #include "vm/literal.h"
@@ -17,7 +17,8 @@ std::pair<std::string, std::string> split_lowered_label(const std::string& label
   size_t a = label.find('.');
   if (a == std::string::npos) return {"", label};
   size_t b = label.find('.', a + 1);
-  return {label.substr(0, a), label.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1)};
+  return {label.substr(0, a),
+          label.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1)};
 }
 
 namespace {
@@ -33,13 +34,15 @@ struct Leaf {
   bool shared_ready = false;
   TensorType type;
   size_t ebytes = 0;
-  Buffer top;      // register/full: one event per thread; shared: one event
-  Buffer scratch;  // temporary/null: one event per lane of a chunk
+  Buffer top;                   // register/full: one event per thread; shared: one event
+  Buffer scratch;               // temporary/null: one event per lane of a chunk
   std::vector<uint32_t> depth;  // full: stack depth per thread (the top included)
   LaneStack<uint64_t> below;    // full: the values below the top, in 8-byte words
   size_t words = 0;             // words per event
   bool full() const { return cls == StorageClass::Full && !shared; }
-  bool in_scratch() const { return !shared && (cls == StorageClass::Temporary || cls == StorageClass::Null); }
+  bool in_scratch() const {
+    return !shared && (cls == StorageClass::Temporary || cls == StorageClass::Null);
+  }
 };
 
 struct Ref {
@@ -80,11 +83,12 @@ struct Constant {
 
 class StackVM {
  public:
-  StackVM(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs, int64_t n_inputs,
-          const RunOptions& opt)
+  StackVM(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
+          int64_t n_inputs, const RunOptions& opt)
       : p_(p), inputs_(inputs), n_inputs_(n_inputs), opt_(opt) {
     lanes_ = opt.lanes > 0 ? std::min<int64_t>(opt.lanes, n_inputs) : n_inputs;
-    for (size_t i = 0; i < p.blocks.size(); ++i) label_index_[p.blocks[i].label.name] = static_cast<uint32_t>(i);
+    for (size_t i = 0; i < p.blocks.size(); ++i)
+      label_index_[p.blocks[i].label.name] = static_cast<uint32_t>(i);
     analyze_sharing(types);
     make_leaves(types);
     compile(types);
@@ -127,11 +131,14 @@ class StackVM {
       bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
       ++step;
       if (opt_.max_steps > 0 && step > opt_.max_steps) {
-        res.error = error_at(b, p_.blocks[b].label.loc, cur[0], "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+        res.error = error_at(b, p_.blocks[b].label.loc, cur[0],
+                             "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
         break;
       }
-      if (opt_.trace && opt_.trace->on()) opt_.trace->step(step - 1, p_.blocks[b].label.name, b, cur.data(), cur.size());
-      if (opt_.stats) opt_.stats->record_step(b, static_cast<int64_t>(cur.size()), live_, blocks_[b].prims);
+      if (opt_.trace && opt_.trace->on())
+        opt_.trace->step(step - 1, p_.blocks[b].label.name, b, cur.data(), cur.size());
+      if (opt_.stats)
+        opt_.stats->record_step(b, static_cast<int64_t>(cur.size()), live_, blocks_[b].prims);
       for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
         int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
         res.error = run_chunk(b, cur.data() + s, n);
@@ -139,7 +146,8 @@ class StackVM {
       if (res.error) break;
     }
     res.steps = step;
-    if (opt_.stats) opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
+    if (opt_.stats)
+      opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
     if (!res.error) res.outputs = std::move(outputs_);
     return res;
   }
@@ -214,7 +222,8 @@ class StackVM {
           } else {
             // Computed here: shared only as the one write, of shared operands.
             bool shared_args = sites.size() == 1 && in->kind != InstrKind::Call;
-            for (const auto& a : in->args) shared_args = shared_args && (!a.is_var || source.count(a.name));
+            for (const auto& a : in->args)
+              shared_args = shared_args && (!a.is_var || source.count(a.name));
             if (!shared_args) {
               ok = false;
               break;
@@ -247,7 +256,8 @@ class StackVM {
           std::vector<const Pattern*> leaves;
           in->out.names(leaves);
           for (const Pattern* l : leaves) ok = ok && source.count(l->name);
-          for (const auto& a : in->args) ok = ok && (!a.is_var || a.name == v || source.count(a.name));
+          for (const auto& a : in->args)
+            ok = ok && (!a.is_var || a.name == v || source.count(a.name));
         }
         if (!ok) {
           source.erase(v);
@@ -385,7 +395,9 @@ class StackVM {
         Leaf& leaf = leaves_[l];
         if (leaf.shared || leaf.in_scratch()) continue;
         int64_t row = a.batch == 1 ? 0 : input;
-        if (leaf.ebytes) std::memcpy(leaf.top.data() + t * leaf.ebytes, a.data.data() + row * leaf.ebytes, leaf.ebytes);
+        if (leaf.ebytes)
+          std::memcpy(leaf.top.data() + t * leaf.ebytes, a.data.data() + row * leaf.ebytes,
+                      leaf.ebytes);
         if (leaf.full()) leaf.depth[t] = 1;
       }
     }
@@ -408,7 +420,8 @@ class StackVM {
 
   uint32_t next_block() const {
     for (size_t w = 0; w < bits_.size(); ++w)
-      if (bits_[w]) return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits_[w])));
+      if (bits_[w])
+        return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits_[w])));
     return kHalt;
   }
 
@@ -470,7 +483,10 @@ class StackVM {
       for (int64_t j = 0; j < n; ++j) {
         uint32_t t = idx[j];
         uint32_t d = l.depth[t];
-        if (d == 0) return error_at(b, op.loc, t, "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
+        if (d == 0)
+          return error_at(
+              b, op.loc, t,
+              "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
         l.depth[t] = --d;
         if (d == 0 || eb == 0) continue;
         if (eb == 8) {
@@ -498,18 +514,25 @@ class StackVM {
       const uint32_t* si = src.index;
       const uint32_t* di = dst.index;
       if (dst.access == Access::Gather) {
-        if (src.access == Access::Gather) for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[si[j]];
-        else if (src.access == Access::Dense) for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[j];
-        else for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[0];
+        if (src.access == Access::Gather)
+          for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[si[j]];
+        else if (src.access == Access::Dense)
+          for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[j];
+        else
+          for (int64_t j = 0; j < n; ++j) d8[di[j]] = s8[0];
       } else {
-        if (src.access == Access::Gather) for (int64_t j = 0; j < n; ++j) d8[j] = s8[si[j]];
-        else if (src.access == Access::Dense) for (int64_t j = 0; j < n; ++j) d8[j] = s8[j];
-        else for (int64_t j = 0; j < n; ++j) d8[j] = s8[0];
+        if (src.access == Access::Gather)
+          for (int64_t j = 0; j < n; ++j) d8[j] = s8[si[j]];
+        else if (src.access == Access::Dense)
+          for (int64_t j = 0; j < n; ++j) d8[j] = s8[j];
+        else
+          for (int64_t j = 0; j < n; ++j) d8[j] = s8[0];
       }
       return;
     }
     for (int64_t j = 0; j < n; ++j)
-      std::memmove(d + lane_slot(dst.access, dst.index, j) * eb, s + lane_slot(src.access, src.index, j) * eb, eb);
+      std::memmove(d + lane_slot(dst.access, dst.index, j) * eb,
+                   s + lane_slot(src.access, src.index, j) * eb, eb);
   }
 
   std::optional<RuntimeError> run_op(uint32_t b, Op& op, const uint32_t* idx, int64_t n) {
@@ -531,7 +554,8 @@ class StackVM {
   }
 
   // Runs the op on n lanes (idx null: a shared op, once).
-  std::optional<RuntimeError> execute(uint32_t b, const Op& op, const uint32_t* idx, int64_t n, const uint32_t* lanes) {
+  std::optional<RuntimeError> execute(uint32_t b, const Op& op, const uint32_t* idx, int64_t n,
+                                      const uint32_t* lanes) {
     // Uninitialised: every used slot is written below.
     alignas(ArgView) unsigned char arg_store[16 * sizeof(ArgView)];
     alignas(OutView) unsigned char out_store[16 * sizeof(OutView)];
@@ -589,7 +613,8 @@ class StackVM {
           append_lanes(c ? cb.t1 : cb.t2, idx, n);
           break;
         }
-        const uint8_t* cond = reinterpret_cast<const uint8_t*>(l.in_scratch() ? l.scratch.data() : l.top.data());
+        const uint8_t* cond =
+            reinterpret_cast<const uint8_t*>(l.in_scratch() ? l.scratch.data() : l.top.data());
         if (l.in_scratch()) {
           for (int64_t j = 0; j < n; ++j) {
             uint32_t t = idx[j];
@@ -620,7 +645,9 @@ class StackVM {
           int64_t depth = pcs_.size(t);  // frames, counting the halt at the bottom
           if (depth > opt_.max_stack_depth) {
             auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
-            return error_at(b, cb.term_loc, t, "stack depth limit of " + std::to_string(opt_.max_stack_depth) + " frames exceeded calling '" + fn + "'");
+            return error_at(b, cb.term_loc, t,
+                            "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
+                                " frames exceeded calling '" + fn + "'");
           }
           pcs_.push(t, &cb.t1);
           deepest = std::max(deepest, depth + 1);  // frames now active, the entry's included
@@ -691,8 +718,8 @@ class StackVM {
 
 }  // namespace
 
-RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs, int64_t batch,
-                    const RunOptions& opt) {
+RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
+                    int64_t batch, const RunOptions& opt) {
   if (batch == 0) {
     RunResult r;
     for (const auto& o : p.outputs) {

@@ -31,8 +31,8 @@ namespace ab {
 
 // `types` from infer_program_types for this program (variables and literal
 // operands).
-RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs, int64_t batch,
-                    const RunOptions& opt);
+RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
+                    int64_t batch, const RunOptions& opt);
 
 // The function and source block a lowered label belongs to:
 // `gcd.again.1` -> ("gcd", "again").

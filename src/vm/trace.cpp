@@ -26,8 +26,8 @@ void TraceWriter::header(const char* vm, int64_t batch, const std::vector<std::s
         << ", \"batch\": " << batch << ", \"blocks\": " << nlohmann::json(blocks).dump() << "}\n";
 }
 
-void TraceWriter::step(int64_t step, const std::string& block, int64_t pc, const uint32_t* lanes, size_t n,
-                       std::optional<int64_t> depth) {
+void TraceWriter::step(int64_t step, const std::string& block, int64_t pc, const uint32_t* lanes,
+                       size_t n, std::optional<int64_t> depth) {
   if (!out_) return;
   std::string& line = mask_;
   line.clear();
@@ -69,13 +69,14 @@ nlohmann::ordered_json Stats::to_json() const {
   nlohmann::ordered_json secs = nlohmann::ordered_json::object();
   for (const char* phase : {"parse", "inputs", "compile", "run", "output"})
     if (seconds.count(phase)) secs[phase] = seconds.at(phase);
-  return nlohmann::ordered_json{{"steps", steps},
-          {"block_executions", per_block},
-          {"primitive_executions", primitive_executions},
-          {"lane_operations", lane_operations},
-          {"mean_utilization", steps ? utilization_sum / static_cast<double>(steps) : 0.0},
-          {"peak_stack_depth", peak_stack_depth},
-          {"seconds", secs}};
+  return nlohmann::ordered_json{
+      {"steps", steps},
+      {"block_executions", per_block},
+      {"primitive_executions", primitive_executions},
+      {"lane_operations", lane_operations},
+      {"mean_utilization", steps ? utilization_sum / static_cast<double>(steps) : 0.0},
+      {"peak_stack_depth", peak_stack_depth},
+      {"seconds", secs}};
 }
 
 }  // namespace ab

@@ -40,19 +40,19 @@ class TraceWriter {
   MaskFormat fmt_ = MaskFormat::Bits;
   int64_t batch_ = 0;
   std::string error_;
-  std::string mask_;          // reused
+  std::string mask_;              // reused
   std::vector<uint32_t> sorted_;  // reused
 };
 
 struct Stats {
   int64_t steps = 0;
-  std::vector<std::string> block_names;          // in priority order
-  std::vector<int64_t> block_executions;         // per block
-  int64_t primitive_executions = 0;              // primitive instructions run (once per step)
-  int64_t lane_operations = 0;                   // primitive instructions x active threads
-  double utilization_sum = 0;                    // sum over steps of active / live threads
-  int64_t peak_stack_depth = 0;                  // deepest call stack of any thread
-  std::map<std::string, double> seconds;         // wall time per phase
+  std::vector<std::string> block_names;   // in priority order
+  std::vector<int64_t> block_executions;  // per block
+  int64_t primitive_executions = 0;       // primitive instructions run (once per step)
+  int64_t lane_operations = 0;            // primitive instructions x active threads
+  double utilization_sum = 0;             // sum over steps of active / live threads
+  int64_t peak_stack_depth = 0;           // deepest call stack of any thread
+  std::map<std::string, double> seconds;  // wall time per phase
 
   void init(std::vector<std::string> blocks) {
     block_names = std::move(blocks);

@@ -6,14 +6,16 @@
 
 namespace ab {
 
-std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args, const PrimAttrs& attrs,
-                                        Value& result) {
+std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args,
+                                        const PrimAttrs& attrs, Value& result) {
   std::vector<Value*> outs;
   result.leaves(outs);
   std::vector<ArgView> views;
-  for (const Value* a : args) views.push_back(ArgView{a->data.data(), Access::Dense, nullptr, &a->type});
+  for (const Value* a : args)
+    views.push_back(ArgView{a->data.data(), Access::Dense, nullptr, &a->type});
   std::vector<OutView> out_views;
-  for (Value* o : outs) out_views.push_back(OutView{o->data.data(), Access::Dense, nullptr, &o->type});
+  for (Value* o : outs)
+    out_views.push_back(OutView{o->data.data(), Access::Dense, nullptr, &o->type});
   KernelCall call;
   call.n = 1;
   call.args = views.data();
@@ -28,7 +30,8 @@ std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value
   return std::nullopt;
 }
 
-std::vector<Array> gather_results(const std::vector<Type>& types, std::vector<std::vector<Value>>& per_thread) {
+std::vector<Array> gather_results(const std::vector<Type>& types,
+                                  std::vector<std::vector<Value>>& per_thread) {
   std::vector<TensorType> leaves;
   for (const auto& t : types) t.leaves(leaves);
   int64_t batch = static_cast<int64_t>(per_thread.size());

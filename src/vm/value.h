@@ -44,11 +44,12 @@ struct Value {
 // One primitive on one thread's values (the reference interpreters' way of
 // calling a batched kernel: one lane, dense). Returns the kernel's error
 // message, if any; `result` must already have the result's type.
-std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args, const PrimAttrs& attrs,
-                                        Value& result);
+std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args,
+                                        const PrimAttrs& attrs, Value& result);
 
 // Per-thread results (one vector of values per thread) as one Array per
 // result leaf, batch first.
-std::vector<Array> gather_results(const std::vector<Type>& types, std::vector<std::vector<Value>>& per_thread);
+std::vector<Array> gather_results(const std::vector<Type>& types,
+                                  std::vector<std::vector<Value>>& per_thread);
 
 }  // namespace ab

@@ -41,7 +41,7 @@ inline void close_fd(int& fd) {
 // read concurrently with the stdin write (poll), so nothing deadlocks on a
 // full pipe. After `timeout_s` seconds the child is killed.
 inline Proc run_binary(const fs::path& cwd, const std::vector<std::string>& args,
-                const std::optional<std::string>& input, double timeout_s) {
+                       const std::optional<std::string>& input, double timeout_s) {
   Proc r;
   // Everything the child needs is prepared before fork.
   std::vector<std::string> argv_s;
@@ -58,7 +58,8 @@ inline Proc run_binary(const fs::path& cwd, const std::vector<std::string>& args
   REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
 
   // A child that exits without reading its stdin must not kill us.
-  struct sigaction ignore {}, saved {};
+  struct sigaction ignore {
+  }, saved{};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &saved);
 
@@ -80,13 +81,16 @@ inline Proc run_binary(const fs::path& cwd, const std::vector<std::string>& args
   int w = in[1], o = out[0], e = err[0];
   const std::string data = input.value_or("");
   size_t written = 0;
-  if (data.empty()) close_fd(w);
-  else ::fcntl(w, F_SETFL, O_NONBLOCK);
+  if (data.empty())
+    close_fd(w);
+  else
+    ::fcntl(w, F_SETFL, O_NONBLOCK);
 
   const auto deadline = start + std::chrono::duration<double>(timeout_s);
   char buf[65536];
   while (o >= 0 || e >= 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       ::kill(pid, SIGKILL);
       r.timed_out = true;
@@ -108,8 +112,10 @@ inline Proc run_binary(const fs::path& cwd, const std::vector<std::string>& args
     auto drain = [&](int idx, int& fd, std::string& to) {
       if (idx < 0 || !fds[idx].revents) return;
       ssize_t k = ::read(fd, buf, sizeof buf);
-      if (k > 0) to.append(buf, static_cast<size_t>(k));
-      else if (k == 0 || (errno != EAGAIN && errno != EINTR)) close_fd(fd);
+      if (k > 0)
+        to.append(buf, static_cast<size_t>(k));
+      else if (k == 0 || (errno != EAGAIN && errno != EINTR))
+        close_fd(fd);
     };
     drain(oi, o, r.out);
     drain(ei, e, r.err);
@@ -122,8 +128,10 @@ inline Proc run_binary(const fs::path& cwd, const std::vector<std::string>& args
   }
   ::sigaction(SIGPIPE, &saved, nullptr);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) r.code = 128 + WTERMSIG(status);
+  if (WIFEXITED(status))
+    r.code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    r.code = 128 + WTERMSIG(status);
   return r;
 }
 

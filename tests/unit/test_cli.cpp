@@ -7,8 +7,6 @@
 // Paths are given relative to that directory, so messages read
 // `div.ab:3:7: ...` whatever the temporary directory is called.
 #include <doctest/doctest.h>
-
-#include "cli_harness.h"
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -31,13 +29,14 @@
 #include <string_view>
 #include <vector>
 
+#include "cli_harness.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
 using ab_test::Proc;
 using ab_test::run_binary;
-
 
 // A fresh temporary directory per test, removed (with everything in it)
 // when the test ends; the binary runs inside it.
@@ -51,7 +50,8 @@ class Sandbox {
   ~Sandbox() {
     std::error_code ec;
     fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
-    for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    for (auto it = fs::recursive_directory_iterator(dir_, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
       fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
     fs::remove_all(dir_, ec);
   }
@@ -86,11 +86,12 @@ class Sandbox {
     return out;
   }
 
-  Proc run(const std::vector<std::string>& args, const std::optional<std::string>& input = std::nullopt,
-           double timeout_s = 120) const {
+  Proc run(const std::vector<std::string>& args,
+           const std::optional<std::string>& input = std::nullopt, double timeout_s = 120) const {
     Proc p = run_binary(dir_, args, input, timeout_s);
     CHECK_MESSAGE(!p.timed_out, "autobatch did not finish within " << timeout_s << " s");
-    CHECK_MESSAGE(p.code < 128, "autobatch died of signal " << p.code - 128 << "; stderr:\n" << p.err);
+    CHECK_MESSAGE(p.code < 128, "autobatch died of signal " << p.code - 128 << "; stderr:\n"
+                                                            << p.err);
     return p;
   }
 
@@ -98,7 +99,9 @@ class Sandbox {
   fs::path dir_;
 };
 
-bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+bool contains(std::string_view hay, std::string_view needle) {
+  return hay.find(needle) != std::string_view::npos;
+}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -114,20 +117,20 @@ using Listing = std::vector<std::string>;
   CHECK_MESSAGE(!contains((hay), (needle)), "did not expect\n  " << (needle) << "\nin:\n" << (hay))
 
 // A failed run: the exit status, nothing on stdout.
-#define CHECK_FAILED(proc, status)                                              \
-  do {                                                                          \
-    INFO("stderr:\n" << (proc).err << "stdout:\n" << (proc).out);               \
-    CHECK((proc).code == (status));                                             \
-    CHECK((proc).out.empty());                                                  \
-    CHECK_FALSE((proc).err.empty());                                            \
+#define CHECK_FAILED(proc, status)                                \
+  do {                                                            \
+    INFO("stderr:\n" << (proc).err << "stdout:\n" << (proc).out); \
+    CHECK((proc).code == (status));                               \
+    CHECK((proc).out.empty());                                    \
+    CHECK_FALSE((proc).err.empty());                              \
   } while (0)
 
 // A successful run printing exactly `expected` on stdout.
-#define CHECK_OUTPUT(proc, expected)                                            \
-  do {                                                                          \
-    INFO("stderr:\n" << (proc).err);                                            \
-    CHECK((proc).code == 0);                                                    \
-    CHECK((proc).out == (expected));                                            \
+#define CHECK_OUTPUT(proc, expected) \
+  do {                               \
+    INFO("stderr:\n" << (proc).err); \
+    CHECK((proc).code == 0);         \
+    CHECK((proc).out == (expected)); \
   } while (0)
 
 // A compiler-style excerpt: a line holding `source` (after some indent) and
@@ -139,14 +142,17 @@ void check_caret(const std::string& err, const std::string& source, size_t col) 
   bool found = false;
   for (size_t i = 0; i + 1 < lines.size() && !found; ++i) {
     const std::string& l = lines[i];
-    if (l.size() < source.size() || l.compare(l.size() - source.size(), source.size(), source) != 0) continue;
+    if (l.size() < source.size() || l.compare(l.size() - source.size(), source.size(), source) != 0)
+      continue;
     size_t indent = l.size() - source.size();
     if (l.find_first_not_of(' ') < indent) continue;
     const std::string& c = lines[i + 1];
     size_t at = indent + col - 1;
     found = c.size() > at && c.find_first_not_of(' ') == at && c[at] == '^';
   }
-  CHECK_MESSAGE(found, "expected the line '" << source << "' with a caret under column " << col << " in:\n" << err);
+  CHECK_MESSAGE(found, "expected the line '" << source << "' with a caret under column " << col
+                                             << " in:\n"
+                                             << err);
 }
 
 // --- .npy bytes, written by hand -----------------------------------------
@@ -159,13 +165,15 @@ std::string npy_v1(const std::string& descr, const std::string& shape, const std
   std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + dict.size() + 1;
   dict += std::string((64 - total % 64) % 64, ' ') + "\n";
-  return std::string("\x93NUMPY\x01\x00", 8) + le_u16(static_cast<uint16_t>(dict.size())) + dict + data;
+  return std::string("\x93NUMPY\x01\x00", 8) + le_u16(static_cast<uint16_t>(dict.size())) + dict +
+         data;
 }
 
 std::string i64_le(std::initializer_list<int64_t> vs) {
   std::string out;
   for (int64_t v : vs)
-    for (int b = 0; b < 8; ++b) out += static_cast<char>((static_cast<uint64_t>(v) >> (8 * b)) & 0xff);
+    for (int b = 0; b < 8; ++b)
+      out += static_cast<char>((static_cast<uint64_t>(v) >> (8 * b)) & 0xff);
   return out;
 }
 
@@ -243,7 +251,9 @@ const char* const kDivOkInputs = R"({"a": [10, 20, 30, 40, 50], "b": [1, 2, 3, 4
 // function and block; nothing on stdout.
 // ===========================================================================
 
-TEST_CASE("cli: integer division by zero names thread 2 of 5, the function, the block and div's position") {
+TEST_CASE(
+    "cli: integer division by zero names thread 2 of 5, the function, the block and div's "
+    "position") {
   Sandbox box;
   box.write("div.ab", kDiv);
   // Only thread 2 divides by zero, so every VM must blame it.
@@ -253,7 +263,9 @@ TEST_CASE("cli: integer division by zero names thread 2 of 5, the function, the 
     if (!vm.empty()) args.insert(args.end(), {"--vm", vm});
     Proc p = box.run(args);
     CHECK_FAILED(p, 1);
-    CHECK_HAS(p.err, "div.ab:3:7: runtime error: integer division by zero in thread 2 of 5 (function main, block entry)");
+    CHECK_HAS(p.err,
+              "div.ab:3:7: runtime error: integer division by zero in thread 2 of 5 (function "
+              "main, block entry)");
   }
   CHECK(box.listing() == Listing{"div.ab"});
 }
@@ -285,7 +297,8 @@ TEST_CASE("cli: get out of range is a runtime error naming the index and the thr
             "  return v\n"
             "}\n");
   SUBCASE("past the end") {
-    Proc p = box.run({"run", "get.ab", "--inputs", R"({"x": [[1, 2, 3], [4, 5, 6]], "i": [2, 3]})"});
+    Proc p =
+        box.run({"run", "get.ab", "--inputs", R"({"x": [[1, 2, 3], [4, 5, 6]], "i": [2, 3]})"});
     CHECK_FAILED(p, 1);
     CHECK_HAS(p.err, "get.ab:5:7: runtime error:");
     CHECK_HAS(p.err, "out of range");
@@ -293,14 +306,16 @@ TEST_CASE("cli: get out of range is a runtime error naming the index and the thr
     CHECK_HAS(p.err, "in thread 1 of 2 (function main, block look)");
   }
   SUBCASE("before the start (negative indices count from the end, -4 is too far)") {
-    Proc p = box.run({"run", "get.ab", "--inputs", R"({"x": [[1, 2, 3], [4, 5, 6]], "i": [-3, -4]})"});
+    Proc p =
+        box.run({"run", "get.ab", "--inputs", R"({"x": [[1, 2, 3], [4, 5, 6]], "i": [-3, -4]})"});
     CHECK_FAILED(p, 1);
     CHECK_HAS(p.err, "get.ab:5:7: runtime error:");
     CHECK_HAS(p.err, "-4");
     CHECK_HAS(p.err, "in thread 1 of 2 (function main, block look)");
   }
   SUBCASE("in range, including -1, succeeds") {
-    Proc p = box.run({"run", "get.ab", "--inputs", R"({"x": [[1, 2, 3], [4, 5, 6]], "i": [0, -1]})"});
+    Proc p =
+        box.run({"run", "get.ab", "--inputs", R"({"x": [[1, 2, 3], [4, 5, 6]], "i": [0, -1]})"});
     CHECK_OUTPUT(p, "{\"outputs\": [[1.0, 6.0]]}\n");
   }
 }
@@ -346,7 +361,8 @@ TEST_CASE("cli: --max-steps stops an infinite loop quickly") {
             "  n = add(n, 1)\n"
             "  goto spin\n"
             "}\n");
-  Proc p = box.run({"run", "loop.ab", "--inputs", R"({"n": [1, 2]})", "--max-steps", "10000"}, std::nullopt, 30);
+  Proc p = box.run({"run", "loop.ab", "--inputs", R"({"n": [1, 2]})", "--max-steps", "10000"},
+                   std::nullopt, 30);
   CHECK_FAILED(p, 1);
   CHECK(p.seconds < 10);
   CHECK_HAS(p.err, "loop.ab:");
@@ -359,7 +375,8 @@ TEST_CASE("cli: --max-steps stops an infinite loop quickly") {
 TEST_CASE("cli: --max-stack-depth 50 stops recursion 100 deep, naming the function and thread") {
   Sandbox box;
   box.write("down.ab", kDown);
-  Proc p = box.run({"run", "down.ab", "--inputs", R"({"n": [10, 100, 20]})", "--max-stack-depth", "50"});
+  Proc p =
+      box.run({"run", "down.ab", "--inputs", R"({"n": [10, 100, 20]})", "--max-stack-depth", "50"});
   CHECK_FAILED(p, 1);
   CHECK_HAS(p.err, "down.ab:9:12: runtime error:");
   CHECK_HAS(p.err, "stack");
@@ -390,7 +407,8 @@ TEST_CASE("cli: a division guarded by a branch does not fail in threads that ski
             "}\n");
   for (std::string vm : {"stack", "stackless", "reference"}) {
     CAPTURE(vm);
-    Proc p = box.run({"run", "guard.ab", "--vm", vm, "--inputs", R"({"a": [7, 8, 9, 10, 11], "b": [2, 0, 3, 0, -4]})"});
+    Proc p = box.run({"run", "guard.ab", "--vm", vm, "--inputs",
+                      R"({"a": [7, 8, 9, 10, 11], "b": [2, 0, 3, 0, -4]})"});
     CHECK_OUTPUT(p, "{\"outputs\": [[3, 0, 3, 0, -3]]}\n");  // floor division: 11 // -4 = -3
   }
 }
@@ -423,7 +441,8 @@ TEST_CASE("cli: --output FILE.json writes the whole JSON and prints nothing on s
 TEST_CASE("cli: --output FILE.npy writes one whole .npy and prints nothing on stdout") {
   Sandbox box;
   box.write("div.ab", kDiv);
-  Proc p = box.run({"run", "div.ab", "--inputs", R"({"a": [10, -20, 30], "b": [1, 2, 3]})", "--output", "out.npy"});
+  Proc p = box.run({"run", "div.ab", "--inputs", R"({"a": [10, -20, 30], "b": [1, 2, 3]})",
+                    "--output", "out.npy"});
   CHECK_OUTPUT(p, "");
   CHECK(box.listing() == Listing{"div.ab", "out.npy"});
   NpyParts npy = split_npy(box.read("out.npy"));
@@ -437,7 +456,8 @@ TEST_CASE("cli: --output FILE.npy writes one whole .npy and prints nothing on st
 TEST_CASE("cli: --output DIR/ writes out0.npy, out1.npy, ... and prints nothing on stdout") {
   Sandbox box;
   box.write("two.ab", kTwo);
-  Proc p = box.run({"run", "two.ab", "--inputs", R"({"n": [1, 2], "x": [3.0, -1.0]})", "--output", "res/"});
+  Proc p = box.run(
+      {"run", "two.ab", "--inputs", R"({"n": [1, 2], "x": [3.0, -1.0]})", "--output", "res/"});
   CHECK_OUTPUT(p, "");
   CHECK(box.listing() == Listing{"res/", "res/out0.npy", "res/out1.npy", "two.ab"});
   NpyParts a = split_npy(box.read("res/out0.npy"));
@@ -477,7 +497,8 @@ TEST_CASE("cli: malformed JSON in an inputs file is an input error naming file:l
   CHECK_HAS(p.err, "invalid JSON");
 }
 
-TEST_CASE("cli: batch sizes that differ (and are not 1) are an input error naming both parameters") {
+TEST_CASE(
+    "cli: batch sizes that differ (and are not 1) are an input error naming both parameters") {
   Sandbox box;
   box.write("div.ab", kDiv);
   box.write("b.json", R"({"b": [1, 2]})");
@@ -507,7 +528,8 @@ TEST_CASE("cli: an unknown input name is an input error naming it and the parame
   CHECK_HAS(p.err, "'a', 'b'");
 }
 
-TEST_CASE("cli: 1.5 for an i64 parameter is an input error naming the source, parameter and element") {
+TEST_CASE(
+    "cli: 1.5 for an i64 parameter is an input error naming the source, parameter and element") {
   Sandbox box;
   box.write("div.ab", kDiv);
   SUBCASE("inline") {
@@ -594,11 +616,10 @@ TEST_CASE("cli: a big-endian >f8 .npy is rejected naming the file and the dtype"
   CHECK_HAS(p.err, "not supported");
 }
 
-// Regression test for a fixed bug: an error from reading a NAME=FILE.npy input (unsupported dtype, file
-// missing, bad header) names the file but not the parameter, although the
-// README ("Input errors ... name the file (or `inline JSON`) and the
-// parameter") and src/io/README.md promise both. load_npy() in
-// src/io/inputs.cpp returns read_npy_file()'s diagnostics unchanged; only the
+// Regression test for a fixed bug: an error from reading a NAME=FILE.npy input (unsupported dtype,
+// file missing, bad header) names the file but not the parameter, although the README ("Input
+// errors ... name the file (or `inline JSON`) and the parameter") and src/io/README.md promise
+// both. load_npy() in src/io/inputs.cpp returns read_npy_file()'s diagnostics unchanged; only the
 // later shape/dtype-conversion errors get the "parameter 'x'" prefix.
 // Seen: "autobatch: error: be.npy: dtype '>f8' is not supported (supported:
 // |b1 <i4 <i8 <f4 <f8)".
@@ -653,12 +674,14 @@ TEST_CASE("cli: --max-steps -1 is a usage error") {
   CHECK_HAS(p.err, "-1");
 }
 
-// Regression test for a fixed bug: the range messages of the numeric flags come straight from CLI11's
-// PositiveNumber/NonNegativeNumber validators and are unreadable or wrong:
+// Regression test for a fixed bug: the range messages of the numeric flags come straight from
+// CLI11's PositiveNumber/NonNegativeNumber validators and are unreadable or wrong:
 //   autobatch run div.ab --inputs '{"a":1,"b":1}' --max-steps -1
-//     autobatch: error: --max-steps: Value -1 not in range 0.000000 to 17976931348623157081...(DBL_MAX written out: 309 digits).000000
+//     autobatch: error: --max-steps: Value -1 not in range 0.000000 to
+//     17976931348623157081...(DBL_MAX written out: 309 digits).000000
 //   autobatch run div.ab --inputs '{"a":1,"b":1}' --max-stack-depth 0
-//     autobatch: error: --max-stack-depth: Value 0 not in range 0.000000 to 17976931348623157081...(the same)
+//     autobatch: error: --max-stack-depth: Value 0 not in range 0.000000 to
+//     17976931348623157081...(the same)
 // (the second says 0 is not in a range that starts at 0). The exit status 2
 // is right; the message should say e.g. "must be at least 1" / "must not be
 // negative", as --batch 0 already does ("the batch size must be at least 1").
@@ -704,7 +727,8 @@ TEST_CASE("cli: an unknown --entry is an error with a did-you-mean") {
   CHECK_OUTPUT(ok, "{\"outputs\": [[1]]}\n");
 }
 
-TEST_CASE("cli: --output with an extension other than .json/.npy (or a trailing /) is a usage error") {
+TEST_CASE(
+    "cli: --output with an extension other than .json/.npy (or a trailing /) is a usage error") {
   Sandbox box;
   box.write("div.ab", kDiv);
   for (std::string target : {"out.txt", "out"}) {
@@ -770,11 +794,11 @@ TEST_CASE("cli: a JSON array in an inputs file gives the parameters in order") {
   CHECK_OUTPUT(p, "{\"outputs\": [[6, 3, 2]]}\n");
 }
 
-// Regression test for a fixed bug: an inline JSON *array* given to --inputs is mangled before autobatch
-// sees it. CLI11 (2.1.2) treats an option value that starts with '[' and ends
-// with ']' as its own list syntax for vector options: it strips the brackets
-// and splits at every comma (Option::_add_result, active because
-// allow_extra_args is on for the std::vector<std::string> --inputs). So
+// Regression test for a fixed bug: an inline JSON *array* given to --inputs is mangled before
+// autobatch sees it. CLI11 (2.1.2) treats an option value that starts with '[' and ends with ']' as
+// its own list syntax for vector options: it strips the brackets and splits at every comma
+// (Option::_add_result, active because allow_extra_args is on for the std::vector<std::string>
+// --inputs). So
 //   autobatch run div.ab --inputs '[[6, 7, 8], [1, 2, 3]]'
 // exits 2 with "inline JSON:1:3: invalid JSON: ..." for "[6" followed by
 // "7: cannot read the inputs file", " 8]: cannot read ..." and so on, and
@@ -860,12 +884,14 @@ TEST_CASE("cli: a tuple result contributes one output per leaf") {
             "}\n");
   Proc p = box.run({"run", "tup.ab", "--inputs", R"({"n": [1, 2], "x": [0.5, -3]})"});
   CHECK_OUTPUT(p, "{\"outputs\": [[2, 4], [-0.5, 3.0], [false, true]]}\n");
-  Proc dir = box.run({"run", "tup.ab", "--inputs", R"({"n": [1, 2], "x": [0.5, -3]})", "--output", "o/"});
+  Proc dir =
+      box.run({"run", "tup.ab", "--inputs", R"({"n": [1, 2], "x": [0.5, -3]})", "--output", "o/"});
   CHECK_OUTPUT(dir, "");
   CHECK(box.listing() == Listing{"o/", "o/out0.npy", "o/out1.npy", "o/out2.npy", "tup.ab"});
 }
 
-TEST_CASE("cli: NaN and infinities are the strings NaN, Infinity, -Infinity in inputs and outputs") {
+TEST_CASE(
+    "cli: NaN and infinities are the strings NaN, Infinity, -Infinity in inputs and outputs") {
   Sandbox box;
   box.write("nan.ab",
             "func main(x: f64) -> (f64, bool, f64) {\n"
@@ -875,10 +901,12 @@ TEST_CASE("cli: NaN and infinities are the strings NaN, Infinity, -Infinity in i
             "  z = sub(x, x)\n"
             "  return y, b, z\n"
             "}\n");
-  Proc p = box.run({"run", "nan.ab", "--inputs", R"({"x": ["NaN", "Infinity", "-Infinity", 1.5]})"});
-  CHECK_OUTPUT(p,
-               "{\"outputs\": [[\"NaN\", \"Infinity\", \"-Infinity\", 3.0], [true, false, false, false], "
-               "[\"NaN\", \"NaN\", \"NaN\", 0.0]]}\n");
+  Proc p =
+      box.run({"run", "nan.ab", "--inputs", R"({"x": ["NaN", "Infinity", "-Infinity", 1.5]})"});
+  CHECK_OUTPUT(
+      p,
+      "{\"outputs\": [[\"NaN\", \"Infinity\", \"-Infinity\", 3.0], [true, false, false, false], "
+      "[\"NaN\", \"NaN\", \"NaN\", 0.0]]}\n");
   Proc bad = box.run({"run", "nan.ab", "--inputs", R"({"x": ["nan"]})"});
   CHECK_FAILED(bad, 2);
   CHECK_HAS(bad.err, "inline JSON: parameter 'x'");

@@ -828,7 +828,8 @@ TEST_CASE("scalar: store_scalar edges") {
   CHECK(store_scalar(InputScalar::of_float(2147483648.0), DType::I32, &i32));
   CHECK(store_scalar(InputScalar::of_uint(9223372036854775808ull), DType::I64, &i64));
   CHECK_FALSE(store_scalar(InputScalar::of_float(-1e39), DType::F32, &f) == std::nullopt);
-  CHECK(store_scalar(InputScalar::of_float(3.4028235677973366e38), DType::F32, &f));  // rounds to inf
+  CHECK(
+      store_scalar(InputScalar::of_float(3.4028235677973366e38), DType::F32, &f));  // rounds to inf
   CHECK_FALSE(store_scalar(InputScalar::of_float(3.4028235677973362e38), DType::F32, &f));
   CHECK(f == FLT_MAX);
   CHECK_FALSE(store_scalar(InputScalar::of_float(-INFINITY), DType::F32, &f));

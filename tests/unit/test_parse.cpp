@@ -114,13 +114,17 @@ TEST_CASE("literals: integers, floats, specials, booleans, tensors") {
 
 TEST_CASE("integer literal out of range is an error with a location") {
   std::string e = parse_error("func f() {\nentry:\n  a = 9223372036854775808\n  return\n}\n");
-  CHECK(e.find("t.ab:3:7: error: integer literal 9223372036854775808 is out of range") != std::string::npos);
+  CHECK(e.find("t.ab:3:7: error: integer literal 9223372036854775808 is out of range") !=
+        std::string::npos);
 }
 
 TEST_CASE("ragged and mixed tensor literals are rejected") {
-  CHECK(parse_error("func f() {\nentry:\n  a = [[1, 2], [3]]\n  return\n}\n").find("ragged") != std::string::npos);
-  CHECK(parse_error("func f() {\nentry:\n  a = [[1, 2], 3]\n  return\n}\n").find("ragged") != std::string::npos);
-  CHECK(parse_error("func f() {\nentry:\n  a = [1, true]\n  return\n}\n").find("mixes booleans") != std::string::npos);
+  CHECK(parse_error("func f() {\nentry:\n  a = [[1, 2], [3]]\n  return\n}\n").find("ragged") !=
+        std::string::npos);
+  CHECK(parse_error("func f() {\nentry:\n  a = [[1, 2], 3]\n  return\n}\n").find("ragged") !=
+        std::string::npos);
+  CHECK(parse_error("func f() {\nentry:\n  a = [1, true]\n  return\n}\n").find("mixes booleans") !=
+        std::string::npos);
 }
 
 TEST_CASE("types: scalars, shapes, tuples, and the three spellings of results") {
@@ -183,23 +187,39 @@ TEST_CASE("a call whose results are discarded stands alone") {
 }
 
 TEST_CASE("return with zero, one and several operands, and a return before '}'") {
-  Module m = parse_ok("func f(a) {\ne:\n  branch a, x, y\nx:\n  return\ny:\n  goto z\nz:\n  return a, 1 }\n");
+  Module m = parse_ok(
+      "func f(a) {\ne:\n  branch a, x, y\nx:\n  return\ny:\n  goto z\nz:\n  return a, 1 }\n");
   const Function& f = m.funcs[0];
   CHECK(f.blocks[1].term.values.empty());
   CHECK(f.blocks[3].term.values.size() == 2);
 }
 
 TEST_CASE("syntax errors name the position and what was expected") {
-  CHECK(parse_error("func f(x {\n").find("t.ab:1:10: error: syntax error: expected ',' or ')' after a parameter") != std::string::npos);
-  CHECK(parse_error("func f() {\ne:\n  a = call g(sub(x, 1))\n  return\n}\n").find("t.ab:3:14: error: syntax error: arguments must be variables or literals") != std::string::npos);
-  CHECK(parse_error("func f() {\ne:\n  a = add(x, 1\n  return\n}\n").find("t.ab:4:3: error: syntax error: expected ',' or ')' in argument list") != std::string::npos);
-  CHECK(parse_error("func f() {\ne:\n  a = 1\n").find("t.ab:4:1: error: syntax error: unexpected end of file: expected a label") != std::string::npos);
-  CHECK(parse_error("func f() {\ne:\n  a = 1 2\n  return\n}\n").find("t.ab:3:9: error: syntax error: unexpected text") != std::string::npos);
-  CHECK(parse_error("func f() {\ne:\n  return = 1\n  return\n}\n").find("t.ab:3:3: error: syntax error: a reserved word cannot be used as a name") != std::string::npos);
-  CHECK(parse_error("func f(x: int) {\ne:\n  return\n}\n").find("t.ab:1:11: error: syntax error: expected a type") != std::string::npos);
-  CHECK(parse_error("func f() {\ne:\n  branch true, a, b\n}\n").find("expected a condition variable") != std::string::npos);
-  CHECK(parse_error("fun f() {}\n").find("t.ab:1:1: error: syntax error: expected 'func'") != std::string::npos);
-  CHECK(parse_error("func f() {\ne:\n  a = [1, 2\n  return\n}\n").find("expected ',' or ']'") != std::string::npos);
+  CHECK(parse_error("func f(x {\n")
+            .find("t.ab:1:10: error: syntax error: expected ',' or ')' after a parameter") !=
+        std::string::npos);
+  CHECK(parse_error("func f() {\ne:\n  a = call g(sub(x, 1))\n  return\n}\n")
+            .find("t.ab:3:14: error: syntax error: arguments must be variables or literals") !=
+        std::string::npos);
+  CHECK(parse_error("func f() {\ne:\n  a = add(x, 1\n  return\n}\n")
+            .find("t.ab:4:3: error: syntax error: expected ',' or ')' in argument list") !=
+        std::string::npos);
+  CHECK(parse_error("func f() {\ne:\n  a = 1\n")
+            .find("t.ab:4:1: error: syntax error: unexpected end of file: expected a label") !=
+        std::string::npos);
+  CHECK(parse_error("func f() {\ne:\n  a = 1 2\n  return\n}\n")
+            .find("t.ab:3:9: error: syntax error: unexpected text") != std::string::npos);
+  CHECK(parse_error("func f() {\ne:\n  return = 1\n  return\n}\n")
+            .find("t.ab:3:3: error: syntax error: a reserved word cannot be used as a name") !=
+        std::string::npos);
+  CHECK(parse_error("func f(x: int) {\ne:\n  return\n}\n")
+            .find("t.ab:1:11: error: syntax error: expected a type") != std::string::npos);
+  CHECK(parse_error("func f() {\ne:\n  branch true, a, b\n}\n")
+            .find("expected a condition variable") != std::string::npos);
+  CHECK(parse_error("fun f() {}\n").find("t.ab:1:1: error: syntax error: expected 'func'") !=
+        std::string::npos);
+  CHECK(parse_error("func f() {\ne:\n  a = [1, 2\n  return\n}\n").find("expected ',' or ']'") !=
+        std::string::npos);
 }
 
 TEST_CASE("blocks: a missing terminator and code after a terminator are reported") {
@@ -251,5 +271,6 @@ TEST_CASE("lowered programs: var declarations, program header, lowered instructi
 }
 
 TEST_CASE("lowered forms cannot be mixed with functions") {
-  CHECK(parse_error("var x: i64 full\nfunc f() {\ne:\n  return\n}\n").find("'var' declarations belong to a lowered program") != std::string::npos);
+  CHECK(parse_error("var x: i64 full\nfunc f() {\ne:\n  return\n}\n")
+            .find("'var' declarations belong to a lowered program") != std::string::npos);
 }

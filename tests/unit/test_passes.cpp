@@ -30,7 +30,8 @@ Module parse_verified(const std::string& text) {
   return m.take();
 }
 
-Compiled compile_ok(const Module& m, const std::string& entry, std::vector<std::optional<Type>> types = {}) {
+Compiled compile_ok(const Module& m, const std::string& entry,
+                    std::vector<std::optional<Type>> types = {}) {
   CompileOptions opt;
   opt.entry = entry;
   opt.entry_types = std::move(types);
@@ -49,7 +50,8 @@ StorageClass class_of(const Program& p, const std::string& var) {
 
 const std::string kFib =
     "func fib(n) {\nentry:\n  small = le(n, 1)\n  branch small, base, recur\nbase:\n  return 1\n"
-    "recur:\n  n1 = sub(n, 1)\n  a = call fib(n1)\n  n2 = sub(n, 2)\n  b = call fib(n2)\n  s = add(a, b)\n"
+    "recur:\n  n1 = sub(n, 1)\n  a = call fib(n1)\n  n2 = sub(n, 2)\n  b = call fib(n2)\n  s = "
+    "add(a, b)\n"
     "  return s\n}\n";
 
 Array i64_batch(std::vector<int64_t> v) {
@@ -60,7 +62,8 @@ Array i64_batch(std::vector<int64_t> v) {
 
 // Runs the source with the reference interpreter and the lowered program with
 // the lowered-program interpreter; both must give the same i64 outputs.
-void same_outputs(const std::string& text, const std::string& entry, std::vector<std::vector<int64_t>> inputs) {
+void same_outputs(const std::string& text, const std::string& entry,
+                  std::vector<std::vector<int64_t>> inputs) {
   Module m = parse_verified(text);
   std::vector<Array> arrays;
   std::vector<std::optional<Type>> types;
@@ -83,14 +86,16 @@ void same_outputs(const std::string& text, const std::string& entry, std::vector
   REQUIRE_FALSE(low.error);
   REQUIRE(low.outputs.size() == plain.outputs.size());
   for (size_t i = 0; i < plain.outputs.size(); ++i)
-    for (int64_t t = 0; t < batch; ++t) CHECK(low.outputs[i].as<int64_t>()[t] == plain.outputs[i].as<int64_t>()[t]);
+    for (int64_t t = 0; t < batch; ++t)
+      CHECK(low.outputs[i].as<int64_t>()[t] == plain.outputs[i].as<int64_t>()[t]);
 }
 
 }  // namespace
 
 TEST_CASE("liveness: straight line, branches and a loop") {
   Module m = parse_verified(
-      "func f(n) {\nentry:\n  i = 0\n  s = 0\n  goto head\nhead:\n  c = lt(i, n)\n  branch c, body, done\n"
+      "func f(n) {\nentry:\n  i = 0\n  s = 0\n  goto head\nhead:\n  c = lt(i, n)\n  branch c, "
+      "body, done\n"
       "body:\n  s = add(s, i)\n  i = add(i, 1)\n  goto head\ndone:\n  return s\n}\n");
   LivenessInfo live = compute_liveness(m.funcs[0].blocks);
   CHECK(live.live_in[0] == VarSet{"n"});
@@ -103,7 +108,8 @@ TEST_CASE("liveness: straight line, branches and a loop") {
 }
 
 TEST_CASE("liveness: a variable read only in one arm is live out of the branch") {
-  Module m = parse_verified("func f(a, b, c) {\ne:\n  branch c, x, y\nx:\n  return a\ny:\n  return b\n}\n");
+  Module m = parse_verified(
+      "func f(a, b, c) {\ne:\n  branch c, x, y\nx:\n  return a\ny:\n  return b\n}\n");
   LivenessInfo live = compute_liveness(m.funcs[0].blocks);
   CHECK(live.live_out[0] == VarSet{"a", "b"});
   CHECK(live.live_in[1] == VarSet{"a"});
@@ -112,16 +118,17 @@ TEST_CASE("liveness: a variable read only in one arm is live out of the branch")
 TEST_CASE("allocation: live across a recursive self-call is full") {
   Compiled c = compile_ok(parse_verified(kFib), "fib", {Type::scalar(DType::I64)});
   const Program& p = *c.lowered.program;
-  CHECK(class_of(p, "fib.a") == StorageClass::Full);   // held while fib(n2) runs
-  CHECK(class_of(p, "fib.n") == StorageClass::Full);   // held while fib(n1) runs
+  CHECK(class_of(p, "fib.a") == StorageClass::Full);  // held while fib(n2) runs
+  CHECK(class_of(p, "fib.n") == StorageClass::Full);  // held while fib(n1) runs
   CHECK(class_of(p, "fib.small") == StorageClass::Temporary);
   CHECK(class_of(p, "fib.s") == StorageClass::Temporary);
   CHECK(class_of(p, "fib.ret.0") == StorageClass::Register);
 }
 
 TEST_CASE("allocation: never read is null; read only inside its block is temporary") {
-  Compiled c = compile_ok(parse_verified("func f(x) {\ne:\n  unused = mul(x, 2)\n  t = add(x, 1)\n  u = mul(t, t)\n  goto f2\nf2:\n  return u\n}\n"), "f",
-                          {Type::scalar(DType::I64)});
+  Compiled c = compile_ok(parse_verified("func f(x) {\ne:\n  unused = mul(x, 2)\n  t = add(x, 1)\n "
+                                         " u = mul(t, t)\n  goto f2\nf2:\n  return u\n}\n"),
+                          "f", {Type::scalar(DType::I64)});
   const Program& p = *c.lowered.program;
   CHECK(class_of(p, "f.unused") == StorageClass::Null);
   CHECK(class_of(p, "f.t") == StorageClass::Temporary);
@@ -129,19 +136,21 @@ TEST_CASE("allocation: never read is null; read only inside its block is tempora
 }
 
 TEST_CASE("allocation: live across a call to a function that cannot come back is a register") {
-  Compiled c = compile_ok(parse_verified("func sq(x) {\ne:\n  y = mul(x, x)\n  return y\n}\n\n"
-                                         "func f(a) {\ne:\n  b = call sq(a)\n  c = add(a, b)\n  return c\n}\n"),
-                          "f", {Type::scalar(DType::I64)});
+  Compiled c = compile_ok(
+      parse_verified("func sq(x) {\ne:\n  y = mul(x, x)\n  return y\n}\n\n"
+                     "func f(a) {\ne:\n  b = call sq(a)\n  c = add(a, b)\n  return c\n}\n"),
+      "f", {Type::scalar(DType::I64)});
   const Program& p = *c.lowered.program;
   CHECK(class_of(p, "f.a") == StorageClass::Register);  // sq never reaches f
 }
 
 TEST_CASE("allocation: mutual recursion makes the caller's live variables full") {
-  Compiled c = compile_ok(parse_verified(
-                              "func f(n) {\ne:\n  z = le(n, 0)\n  branch z, b, r\nb:\n  return 0\nr:\n  m = sub(n, 1)\n"
-                              "  x = call g(m)\n  y = add(x, n)\n  return y\n}\n\n"
-                              "func g(n) {\ne:\n  w = call f(n)\n  return w\n}\n"),
-                          "f", {Type::scalar(DType::I64)});
+  Compiled c = compile_ok(
+      parse_verified(
+          "func f(n) {\ne:\n  z = le(n, 0)\n  branch z, b, r\nb:\n  return 0\nr:\n  m = sub(n, 1)\n"
+          "  x = call g(m)\n  y = add(x, n)\n  return y\n}\n\n"
+          "func g(n) {\ne:\n  w = call f(n)\n  return w\n}\n"),
+      "f", {Type::scalar(DType::I64)});
   CHECK(class_of(*c.lowered.program, "f.n") == StorageClass::Full);  // g calls f back
 }
 
@@ -150,15 +159,18 @@ TEST_CASE("lowering: fib has the seed's calling sequence") {
   std::string text = print_module(c.lowered);
   INFO(text);
   // Push the argument onto the callee's parameter and jump, remembering where to return.
-  CHECK(text.find("  fib.n = sub(fib.n, 1)\n  push_goto fib.recur.1, fib.entry\n") != std::string::npos);
+  CHECK(text.find("  fib.n = sub(fib.n, 1)\n  push_goto fib.recur.1, fib.entry\n") !=
+        std::string::npos);
   // Take the result; the caller's n is dead, so the second argument replaces it in place.
-  CHECK(text.find("fib.recur.1:\n  fib.a = fib.ret.0\n  fib.n! = sub(fib.n, 2)\n  push_goto fib.recur.2, fib.entry\n") != std::string::npos);
+  CHECK(text.find("fib.recur.1:\n  fib.a = fib.ret.0\n  fib.n! = sub(fib.n, 2)\n  push_goto "
+                  "fib.recur.2, fib.entry\n") != std::string::npos);
   CHECK(text.find("  pop fib.a\n  fib.ret.0 = fib.s\n  indirect_goto\n") != std::string::npos);
   CHECK(text.find("halt") == std::string::npos);  // fib calls itself: every return is indirect
 }
 
 TEST_CASE("lowering: the entry's return is halt when nothing calls it") {
-  Compiled c = compile_ok(parse_verified("func f(x) {\ne:\n  y = add(x, 1)\n  return y\n}\n"), "f", {Type::scalar(DType::I64)});
+  Compiled c = compile_ok(parse_verified("func f(x) {\ne:\n  y = add(x, 1)\n  return y\n}\n"), "f",
+                          {Type::scalar(DType::I64)});
   CHECK(c.lowered.program->blocks.back().term.kind == TermKind::Halt);
 }
 
@@ -166,7 +178,8 @@ TEST_CASE("lowering: a tail self-call becomes a goto") {
   std::string gcd =
       "func gcd(a, b) {\ne:\n  z = eq(b, 0)\n  branch z, done, step\ndone:\n  return a\n"
       "step:\n  r = mod(a, b)\n  g = call gcd(b, r)\n  return g\n}\n";
-  Compiled c = compile_ok(parse_verified(gcd), "gcd", {Type::scalar(DType::I64), Type::scalar(DType::I64)});
+  Compiled c =
+      compile_ok(parse_verified(gcd), "gcd", {Type::scalar(DType::I64), Type::scalar(DType::I64)});
   std::string text = print_module(c.lowered);
   INFO(text);
   CHECK(text.find("push_goto") == std::string::npos);
@@ -176,7 +189,8 @@ TEST_CASE("lowering: a tail self-call becomes a goto") {
 
 TEST_CASE("lowering: arguments that are the callee's own parameters, swapped") {
   same_outputs(
-      "func f(a, b, k) {\ne:\n  z = le(k, 0)\n  branch z, done, more\ndone:\n  r = sub(a, b)\n  return r\n"
+      "func f(a, b, k) {\ne:\n  z = le(k, 0)\n  branch z, done, more\ndone:\n  r = sub(a, b)\n  "
+      "return r\n"
       "more:\n  k1 = sub(k, 1)\n  x = call f(b, a, k1)\n  y = add(x, a)\n  return y\n}\n",
       "f", {{1, 5, 2, 9}, {10, 3, 7, 2}, {0, 1, 2, 3}});
 }
@@ -190,14 +204,17 @@ TEST_CASE("lowering: a loop, a variable dying on one branch edge, and a call in 
 }
 
 TEST_CASE("lowering: an entry block that is also a loop target, with an unread parameter") {
-  same_outputs("func f(n, unused) {\ne:\n  n = sub(n, 1)\n  c = gt(n, 0)\n  branch c, e, out\nout:\n  return n\n}\n", "f",
-               {{5, 1, 3}, {0, 0, 0}});
+  same_outputs(
+      "func f(n, unused) {\ne:\n  n = sub(n, 1)\n  c = gt(n, 0)\n  branch c, e, out\nout:\n  "
+      "return n\n}\n",
+      "f", {{5, 1, 3}, {0, 0, 0}});
 }
 
 TEST_CASE("fuse_pop_push: pop then write without a read between becomes x!") {
-  Result<Module> m = parse_text("p.ab",
-                                "var x: i64 full\nvar y: i64 full\n\nprogram p(x) -> (x) {\ne:\n  y = add(x, 1)\n  pop x\n"
-                                "  x = mul(y, 2)\n  pop y\n  halt\n}\n");
+  Result<Module> m = parse_text(
+      "p.ab",
+      "var x: i64 full\nvar y: i64 full\n\nprogram p(x) -> (x) {\ne:\n  y = add(x, 1)\n  pop x\n"
+      "  x = mul(y, 2)\n  pop y\n  halt\n}\n");
   REQUIRE(m.ok());
   Program p = *m->program;
   fuse_pop_push(p);
@@ -207,9 +224,10 @@ TEST_CASE("fuse_pop_push: pop then write without a read between becomes x!") {
 }
 
 TEST_CASE("fuse_pop_push: a read between the pop and the write keeps them apart") {
-  Result<Module> m = parse_text("p.ab",
-                                "var x: i64 full\nvar y: i64 full\n\nprogram p(x) -> (x) {\ne:\n  pop x\n  y = add(x, 1)\n"
-                                "  x = mul(y, 2)\n  pop y\n  halt\n}\n");
+  Result<Module> m = parse_text(
+      "p.ab",
+      "var x: i64 full\nvar y: i64 full\n\nprogram p(x) -> (x) {\ne:\n  pop x\n  y = add(x, 1)\n"
+      "  x = mul(y, 2)\n  pop y\n  halt\n}\n");
   REQUIRE(m.ok());
   Program p = *m->program;
   fuse_pop_push(p);
@@ -219,9 +237,10 @@ TEST_CASE("fuse_pop_push: a read between the pop and the write keeps them apart"
 }
 
 TEST_CASE("block_order: the entry stays first, blocks without primitives come next, stably") {
-  Result<Module> m = parse_text("p.ab",
-                                "var x: i64 register\n\nprogram p(x) -> (x) {\ne:\n  goto a\na:\n  x = add(x, 1)\n  goto b\n"
-                                "b:\n  x = x\n  goto c\nc:\n  x = mul(x, 2)\n  goto d\nd:\n  halt\n}\n");
+  Result<Module> m = parse_text(
+      "p.ab",
+      "var x: i64 register\n\nprogram p(x) -> (x) {\ne:\n  goto a\na:\n  x = add(x, 1)\n  goto b\n"
+      "b:\n  x = x\n  goto c\nc:\n  x = mul(x, 2)\n  goto d\nd:\n  halt\n}\n");
   REQUIRE(m.ok());
   Program p = *m->program;
   order_blocks(p);
@@ -231,9 +250,10 @@ TEST_CASE("block_order: the entry stays first, blocks without primitives come ne
 }
 
 TEST_CASE("block_order: blocks that only jump are bypassed, chains of them too") {
-  Result<Module> m = parse_text("p.ab",
-                                "var x: i64 register\n\nprogram p(x) -> (x) {\ne:\n  goto j1\nj1:\n  goto j2\nj2:\n  goto a\n"
-                                "a:\n  c = lt(x, 10)\n  x = add(x, 1)\n  branch c, j2, d\nd:\n  halt\n}\n");
+  Result<Module> m = parse_text(
+      "p.ab",
+      "var x: i64 register\n\nprogram p(x) -> (x) {\ne:\n  goto j1\nj1:\n  goto j2\nj2:\n  goto a\n"
+      "a:\n  c = lt(x, 10)\n  x = add(x, 1)\n  branch c, j2, d\nd:\n  halt\n}\n");
   REQUIRE(m.ok());
   Program p = *m->program;
   order_blocks(p);
@@ -252,7 +272,8 @@ TEST_CASE("the stack-discipline checker catches an unbalanced function") {
   for (auto& b : broken.blocks) {
     std::vector<Instr> kept;
     for (auto& in : b.instrs)
-      if (!(in.kind == InstrKind::Pop && in.popped.size() == 1 && in.popped[0].name == "fib.a")) kept.push_back(in);
+      if (!(in.kind == InstrKind::Pop && in.popped.size() == 1 && in.popped[0].name == "fib.a"))
+        kept.push_back(in);
     b.instrs = kept;
   }
   Diagnostics d;
@@ -278,7 +299,8 @@ TEST_CASE("every program in programs/ lowers with a sound stack discipline and r
     if (at != std::string::npos) entry = text.substr(at + 9, text.find('\n', at) - at - 9);
     if (entry.empty()) entry = m->funcs.front().name.name;
     INFO(e.path().string());
-    Compiled c = compile_ok(*m, entry);  // compile() runs the checker after lowering and after fusing
+    Compiled c =
+        compile_ok(*m, entry);  // compile() runs the checker after lowering and after fusing
     Diagnostics all_full;
     Lowered raw = lower_function_calls(*m, entry, nullptr);
     check_stack_discipline(*raw.module.program, raw.info, false, all_full);

@@ -16,8 +16,6 @@
 //   3 depth_min  4 depth_max  5 depth_sum  (tree depths over all iterations)
 //   6 n_leapfrog  7 n_divergent  8 accept_sum
 #include <doctest/doctest.h>
-
-#include "cli_harness.h"
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +29,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli_harness.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -69,7 +69,8 @@ Run run_cli(const WorkDir& dir, const std::vector<std::string>& args) {
 }
 
 // Runs and parses {"outputs": [...]}; fails the test on a non-zero exit.
-json run_outputs(const WorkDir& dir, const std::vector<std::string>& args, double* seconds = nullptr) {
+json run_outputs(const WorkDir& dir, const std::vector<std::string>& args,
+                 double* seconds = nullptr) {
   Run r = run_cli(dir, args);
   INFO("stderr: " << r.err);
   REQUIRE(r.code == 0);
@@ -152,7 +153,8 @@ struct Target {
   // 1), starting points overdispersed around the mean (mu_i + 2 sd_i U(-1,1),
   // uncorrelated: the target's correlations have to be found by sampling),
   // one key per chain, and the shared sampler settings.
-  json inputs(int chains, double eps, int max_depth, int n_warmup, int n_samples, uint64_t seed) const {
+  json inputs(int chains, double eps, int max_depth, int n_warmup, int n_samples,
+              uint64_t seed) const {
     SplitMix rng{seed};
     json q0 = json::array(), keys = json::array();
     for (int c = 0; c < chains; ++c) {
@@ -161,8 +163,14 @@ struct Target {
       q0.push_back(q);
       keys.push_back(static_cast<int64_t>(seed * 100000 + c));
     }
-    return json{{"prec", json::array({prec})}, {"mu", json::array({mu})}, {"q0", q0}, {"key", keys},
-                {"eps", eps}, {"max_depth", max_depth}, {"n_warmup", n_warmup}, {"n_samples", n_samples}};
+    return json{{"prec", json::array({prec})},
+                {"mu", json::array({mu})},
+                {"q0", q0},
+                {"key", keys},
+                {"eps", eps},
+                {"max_depth", max_depth},
+                {"n_warmup", n_warmup},
+                {"n_samples", n_samples}};
   }
 };
 
@@ -271,7 +279,8 @@ Pooled pool(const std::vector<double>& v) {
 // ~13 s in the Debug + ASan build (measured on a shared, busy 2-core
 // machine; the whole file ~17 s there); more iterations would tighten the
 // tolerances but cost proportionally more under ASan.
-TEST_CASE("nuts: 1000 chains on a correlated 10-d Gaussian recover its mean and covariance (stack VM)") {
+TEST_CASE(
+    "nuts: 1000 chains on a correlated 10-d Gaussian recover its mean and covariance (stack VM)") {
   const Target t;
   const int d = Target::d, C = 1000, W = 15, N = 35, max_depth = 10;
   const double eps = 0.4;
@@ -279,7 +288,8 @@ TEST_CASE("nuts: 1000 chains on a correlated 10-d Gaussian recover its mean and 
   WorkDir dir;
   write_file(dir.file("in.json"), t.inputs(C, eps, max_depth, W, N, 1).dump());
   double seconds = 0;
-  const json out = run_outputs(dir, {"run", kProgram, "--inputs", dir.file("in.json"), "--vm", "stack"}, &seconds);
+  const json out = run_outputs(
+      dir, {"run", kProgram, "--inputs", dir.file("in.json"), "--vm", "stack"}, &seconds);
   MESSAGE("nuts: 1000 chains x " << W + N << " iterations, --vm stack: " << seconds << " s");
   REQUIRE(out[1].size() == static_cast<size_t>(C));
 
@@ -293,10 +303,10 @@ TEST_CASE("nuts: 1000 chains on a correlated 10-d Gaussian recover its mean and 
     accept += out[8][c].get<double>();
   }
   const double iters = double(C) * (W + N);
-  MESSAGE("mean tree depth " << depth_sum / iters << ", leapfrog steps per iteration " << steps / iters
-                             << ", mean acceptance statistic " << accept / iters);
-  CHECK(divergent == 0);          // eps is well inside the stable range
-  CHECK(accept / iters > 0.5);    // and the energy error is small
+  MESSAGE("mean tree depth " << depth_sum / iters << ", leapfrog steps per iteration "
+                             << steps / iters << ", mean acceptance statistic " << accept / iters);
+  CHECK(divergent == 0);        // eps is well inside the stable range
+  CHECK(accept / iters > 0.5);  // and the energy error is small
 
   // Per-chain estimates.
   std::vector<std::vector<double>> m(C, std::vector<double>(d));
@@ -323,19 +333,21 @@ TEST_CASE("nuts: 1000 chains on a correlated 10-d Gaussian recover its mean and 
     for (int j = i; j < d; ++j) {
       std::vector<double> v(C);
       for (int c = 0; c < C; ++c)
-        v[c] = out[2][c][i][j].get<double>() / N - t.mu[i] * m[c][j] - m[c][i] * t.mu[j] + t.mu[i] * t.mu[j];
+        v[c] = out[2][c][i][j].get<double>() / N - t.mu[i] * m[c][j] - m[c][i] * t.mu[j] +
+               t.mu[i] * t.mu[j];
       const Pooled p = pool(v);
       const double z = (p.mean - t.cov[i][j]) / p.se;
       worst_z = std::max(worst_z, std::fabs(z));
-      INFO("cov[" << i << "][" << j << "] = " << p.mean << " vs " << t.cov[i][j] << ", SE " << p.se << ", z " << z);
+      INFO("cov[" << i << "][" << j << "] = " << p.mean << " vs " << t.cov[i][j] << ", SE " << p.se
+                  << ", z " << z);
       CHECK(std::fabs(z) < kCovSE);
       widest_cov = std::max(widest_cov, kCovSE * p.se / (t.sd[i] * t.sd[j]));
       CHECK(kCovSE * p.se < 0.15 * t.sd[i] * t.sd[j]);
     }
-  MESSAGE("largest |z| over the 65 mean and covariance entries: " << worst_z << "; smallest ESS per chain "
-                                                                   << min_ess << " of " << N
-                                                                   << "; widest tolerance: means " << widest_mean
-                                                                   << " sd, covariances " << widest_cov << " sd_i sd_j");
+  MESSAGE("largest |z| over the 65 mean and covariance entries: "
+          << worst_z << "; smallest ESS per chain " << min_ess << " of " << N
+          << "; widest tolerance: means " << widest_mean << " sd, covariances " << widest_cov
+          << " sd_i sd_j");
 }
 
 // With max_depth = 2 most trees on this target would go deeper, so the
@@ -386,13 +398,15 @@ TEST_CASE("nuts: stack, stackless and reference VMs, refill mode and the lowered
     INFO("--vm " << vm << " against --vm reference");
     const json o = run_outputs(dir, {"run", kProgram, "--inputs", in, "--vm", vm});
     same(o, ref, same);
-    if (o != ref) MESSAGE("--vm " << vm << " differs from the reference within the rounding tolerance");
+    if (o != ref)
+      MESSAGE("--vm " << vm << " differs from the reference within the rounding tolerance");
   }
 
   // Refill mode: 8 chains on 3 lanes, each lane taking the next chain when
   // its chain halts, gives the outputs of the plain run.
   const json stack = run_outputs(dir, {"run", kProgram, "--inputs", in, "--vm", "stack"});
-  same(run_outputs(dir, {"run", kProgram, "--inputs", in, "--vm", "stack", "--lanes", "3"}), stack, same);
+  same(run_outputs(dir, {"run", kProgram, "--inputs", in, "--vm", "stack", "--lanes", "3"}), stack,
+       same);
 
   // `autobatch lower` without inputs prints a program that runs again.
   Run lowered = run_cli(dir, {"lower", kProgram});

@@ -11,8 +11,6 @@
 // operations in the same order as the programs, and, independently of that,
 // the roots are checked against the known roots to a tolerance.
 #include <doctest/doctest.h>
-
-#include "cli_harness.h"
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_harness.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -68,7 +67,8 @@ Result run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {
 // The outputs of `autobatch run PROG --entry ENTRY --inputs INPUTS EXTRA...`.
 json run_outputs(const ScratchDir& dir, const fs::path& prog, const std::string& entry,
                  const fs::path& inputs, const std::vector<std::string>& extra) {
-  std::vector<std::string> args{"run", prog.string(), "--entry", entry, "--inputs", inputs.string()};
+  std::vector<std::string> args{"run", prog.string(), "--entry",
+                                entry, "--inputs",    inputs.string()};
   args.insert(args.end(), extra.begin(), extra.end());
   const Result r = run_cli(dir, args);
   INFO("autobatch run ", prog.filename().string(), " failed: ", r.err);
@@ -279,7 +279,8 @@ std::pair<double, int64_t> newton(const std::vector<double>& c, double x, double
   return {x, i};
 }
 
-TEST_CASE("programs: roots finds known roots of 300 cubics and square roots by bisection and Newton") {
+TEST_CASE(
+    "programs: roots finds known roots of 300 cubics and square roots by bisection and Newton") {
   const double tol = 1e-12;
   const int64_t max_iter = 100;
   std::mt19937_64 rng(20240611);
@@ -341,26 +342,27 @@ TEST_CASE("programs: roots finds known roots of 300 cubics and square roots by b
   CHECK(*std::max_element(ib.begin(), ib.end()) - *std::min_element(ib.begin(), ib.end()) >= 5);
 
   // The reference interpreter gets every 8th problem (38 of them).
-  const json inputs = {{"coef", coef}, {"lo", lo}, {"hi", hi}, {"x0", x0},
-                       {"tol", tol},   {"max_iter", max_iter}};
-  run_everywhere("roots", "roots", {inputs, every_nth(inputs, 8)}, [&](const json& out, const json& in) {
-    const size_t step = in["lo"].size() == coef.size() ? 1 : 8;
-    REQUIRE(out.size() == 4);
-    const auto got_xb = out[0].get<std::vector<double>>();
-    const auto got_ib = out[1].get<std::vector<int64_t>>();
-    const auto got_xn = out[2].get<std::vector<double>>();
-    const auto got_in = out[3].get<std::vector<int64_t>>();
-    REQUIRE(got_xb.size() == in["lo"].size());
-    REQUIRE(got_in.size() == in["lo"].size());
-    for (size_t j = 0; j < got_xb.size(); ++j) {
-      const size_t k = j * step;
-      INFO("problem ", k);
-      CHECK(got_xb[j] == xb[k]);
-      CHECK(got_ib[j] == ib[k]);
-      CHECK(got_xn[j] == xn[k]);
-      CHECK(got_in[j] == ni_all[k]);
-    }
-  });
+  const json inputs = {{"coef", coef}, {"lo", lo},   {"hi", hi},
+                       {"x0", x0},     {"tol", tol}, {"max_iter", max_iter}};
+  run_everywhere("roots", "roots", {inputs, every_nth(inputs, 8)},
+                 [&](const json& out, const json& in) {
+                   const size_t step = in["lo"].size() == coef.size() ? 1 : 8;
+                   REQUIRE(out.size() == 4);
+                   const auto got_xb = out[0].get<std::vector<double>>();
+                   const auto got_ib = out[1].get<std::vector<int64_t>>();
+                   const auto got_xn = out[2].get<std::vector<double>>();
+                   const auto got_in = out[3].get<std::vector<int64_t>>();
+                   REQUIRE(got_xb.size() == in["lo"].size());
+                   REQUIRE(got_in.size() == in["lo"].size());
+                   for (size_t j = 0; j < got_xb.size(); ++j) {
+                     const size_t k = j * step;
+                     INFO("problem ", k);
+                     CHECK(got_xb[j] == xb[k]);
+                     CHECK(got_ib[j] == ib[k]);
+                     CHECK(got_xn[j] == xn[k]);
+                     CHECK(got_in[j] == ni_all[k]);
+                   }
+                 });
 }
 
 }  // namespace

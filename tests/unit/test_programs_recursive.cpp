@@ -10,8 +10,6 @@
 // compared bit for bit (any NaN equals any NaN), so the order of signed zeros
 // after a stable sort and the sign of a zero result count too.
 #include <doctest/doctest.h>
-
-#include "cli_harness.h"
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_harness.h"
 
 namespace {
 

@@ -34,7 +34,8 @@ std::string header_entry(const Module& m) {
   return text.substr(at + 9, text.find('\n', at) - at - 9);
 }
 
-Loaded load(const std::string& text_or_path, const std::vector<std::string>& inputs, bool is_path = false) {
+Loaded load(const std::string& text_or_path, const std::vector<std::string>& inputs,
+            bool is_path = false) {
   Result<Module> m = is_path ? parse_file(text_or_path) : parse_text("t.ab", text_or_path);
   INFO(m.diags().render());
   REQUIRE(m.ok());
@@ -118,7 +119,8 @@ TEST_CASE("stack VM: every program gives the reference's outputs") {
 }
 
 TEST_CASE("stack VM: the trace agrees with its active counts and with the statistics") {
-  Loaded l = load(std::string(AUTOBATCH_SOURCE_DIR) + "/programs/fib.ab", {R"({"n": [6, 7, 8, 7]})"}, true);
+  Loaded l = load(std::string(AUTOBATCH_SOURCE_DIR) + "/programs/fib.ab",
+                  {R"({"n": [6, 7, 8, 7]})"}, true);
   fs::path path = fs::temp_directory_path() / "autobatch_trace_test.jsonl";
   TraceWriter trace(path.string(), MaskFormat::Bits);
   Stats stats;
@@ -151,7 +153,8 @@ TEST_CASE("stack VM: the trace agrees with its active counts and with the statis
   }
   CHECK(steps == stats.steps);
   CHECK(steps == r.steps);
-  for (size_t b = 0; b < stats.block_names.size(); ++b) CHECK(per_block[stats.block_names[b]] == stats.block_executions[b]);
+  for (size_t b = 0; b < stats.block_names.size(); ++b)
+    CHECK(per_block[stats.block_names[b]] == stats.block_executions[b]);
   // The same work as the reference: every primitive runs once per thread that reaches it.
   Stats ref_stats;
   RunOptions ropt;
@@ -163,7 +166,8 @@ TEST_CASE("stack VM: the trace agrees with its active counts and with the statis
 }
 
 TEST_CASE("stack VM: refill lanes give the outputs of the plain run") {
-  Loaded l = load(std::string(AUTOBATCH_SOURCE_DIR) + "/programs/collatz.ab", {R"({"n": [1, 27, 97, 5, 871, 2, 6171, 3]})"}, true);
+  Loaded l = load(std::string(AUTOBATCH_SOURCE_DIR) + "/programs/collatz.ab",
+                  {R"({"n": [1, 27, 97, 5, 871, 2, 6171, 3]})"}, true);
   RunResult plain = stack(l);
   for (int64_t lanes : {1, 2, 3, 7, 8, 100}) {
     RunOptions opt;
@@ -174,8 +178,10 @@ TEST_CASE("stack VM: refill lanes give the outputs of the plain run") {
 }
 
 TEST_CASE("stack VM: a division guarded by a branch does not fail in threads that skip it") {
-  Loaded l = load("func f(a, b) {\ne:\n  nz = ne(b, 0)\n  branch nz, d, s\nd:\n  q = div(a, b)\n  return q\ns:\n  return 0\n}\n",
-                  {R"({"a": [7, 8, 9], "b": [2, 0, -4]})"});
+  Loaded l = load(
+      "func f(a, b) {\ne:\n  nz = ne(b, 0)\n  branch nz, d, s\nd:\n  q = div(a, b)\n  return "
+      "q\ns:\n  return 0\n}\n",
+      {R"({"a": [7, 8, 9], "b": [2, 0, -4]})"});
   RunResult r = stack(l);
   REQUIRE_FALSE(r.error);
   CHECK(r.outputs[0].as<int64_t>()[0] == 3);
@@ -198,7 +204,9 @@ TEST_CASE("stack VM: division by zero names the thread, function and block") {
 }
 
 TEST_CASE("stack VM: the stack bound and the step bound are runtime errors") {
-  const char* down = "func d(n) {\ne:\n  z = le(n, 0)\n  branch z, b, r\nb:\n  return 0\nr:\n  m = sub(n, 1)\n  x = call d(m)\n  y = add(x, 1)\n  return y\n}\n";
+  const char* down =
+      "func d(n) {\ne:\n  z = le(n, 0)\n  branch z, b, r\nb:\n  return 0\nr:\n  m = sub(n, 1)\n  x "
+      "= call d(m)\n  y = add(x, 1)\n  return y\n}\n";
   Loaded l = load(down, {R"({"n": [3, 100, 5]})"});
   RunOptions opt;
   opt.max_stack_depth = 50;
@@ -215,8 +223,10 @@ TEST_CASE("stack VM: the stack bound and the step bound are runtime errors") {
 }
 
 TEST_CASE("stack VM: recursion 100000 deep in one thread next to shallow ones") {
-  Loaded l = load("func d(n) {\ne:\n  z = le(n, 0)\n  branch z, b, r\nb:\n  return 0\nr:\n  m = sub(n, 1)\n  x = call d(m)\n  y = add(x, 1)\n  return y\n}\n",
-                  {R"({"n": [100000, 3, 0]})"});
+  Loaded l = load(
+      "func d(n) {\ne:\n  z = le(n, 0)\n  branch z, b, r\nb:\n  return 0\nr:\n  m = sub(n, 1)\n  x "
+      "= call d(m)\n  y = add(x, 1)\n  return y\n}\n",
+      {R"({"n": [100000, 3, 0]})"});
   RunOptions opt;
   opt.max_stack_depth = 200000;
   RunResult r = stack(l, opt);
@@ -226,7 +236,8 @@ TEST_CASE("stack VM: recursion 100000 deep in one thread next to shallow ones") 
 }
 
 TEST_CASE("stack VM: a batch-1 input is shared and broadcast") {
-  Loaded l = load("func f(s, x) {\ne:\n  y = mul(s, x)\n  return y\n}\n", {R"({"s": [2.5], "x": [1.0, 2.0, 4.0]})"});
+  Loaded l = load("func f(s, x) {\ne:\n  y = mul(s, x)\n  return y\n}\n",
+                  {R"({"s": [2.5], "x": [1.0, 2.0, 4.0]})"});
   RunResult r = stack(l);
   REQUIRE_FALSE(r.error);
   CHECK(r.outputs[0].batch == 3);
@@ -244,7 +255,9 @@ TEST_CASE("stack VM: an empty batch gives empty outputs") {
 TEST_CASE("stack VM: an instruction writing a shared and a per-thread variable shares neither") {
   // w has one write, of a shared tuple; v is written twice. Found by the
   // random differential tests: w was stored once but written per thread.
-  Loaded l = load("func f(p) {\ne:\n  v = min(p, 6)\n  t = tuple(6, -8)\n  (w, v) = t\n  x = add(w, v)\n  y = add(x, p)\n  return y\n}\n",
-                  {R"({"p": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]})"});
+  Loaded l = load(
+      "func f(p) {\ne:\n  v = min(p, 6)\n  t = tuple(6, -8)\n  (w, v) = t\n  x = add(w, v)\n  y = "
+      "add(x, p)\n  return y\n}\n",
+      {R"({"p": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]})"});
   same(stack(l), reference(l));
 }

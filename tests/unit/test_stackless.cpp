@@ -3,11 +3,10 @@
 // they check: inactive threads, runtime errors, deep recursion, the step
 // bound, calls of every shape, shared values, trace and statistics.
 #include <doctest/doctest.h>
-
-#include <cmath>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -192,7 +191,9 @@ TEST_CASE("stackless: every program in programs/ gives the reference interpreter
     RunResult got = stackless(p, opt);
     RunResult want = reference(p);
     const std::string& text = p.m.source->text();
-    double rel = text.find("matvec") != std::string::npos || text.find("matmul") != std::string::npos ? 1e-12 : 0;
+    double rel =
+        text.find("matvec") != std::string::npos || text.find("matmul") != std::string::npos ? 1e-12
+                                                                                             : 0;
     check_same_outputs(got, want, rel);
     CHECK(stats.steps == got.steps);
     // Refill mode: two lanes take the threads in turn.

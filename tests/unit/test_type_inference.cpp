@@ -16,7 +16,8 @@ struct Inferred {
   std::string diags;
 };
 
-Inferred infer(const std::string& text, const std::string& entry, std::vector<std::optional<Type>> inputs) {
+Inferred infer(const std::string& text, const std::string& entry,
+               std::vector<std::optional<Type>> inputs) {
   Result<Module> m = parse_text("t.ab", text);
   INFO(m.diags().render());
   REQUIRE(m.ok());
@@ -61,9 +62,11 @@ TEST_CASE("recursion: fib's result type is found by fixpoint") {
 
 TEST_CASE("mutual recursion without annotations") {
   auto r = infer(
-      "func ev(n) {\ne:\n  z = eq(n, 0)\n  branch z, y, no\ny:\n  return true\nno:\n  m = sub(n, 1)\n"
+      "func ev(n) {\ne:\n  z = eq(n, 0)\n  branch z, y, no\ny:\n  return true\nno:\n  m = sub(n, "
+      "1)\n"
       "  o = call od(m)\n  return o\n}\n\n"
-      "func od(n) {\ne:\n  z = eq(n, 0)\n  branch z, y, no\ny:\n  return false\nno:\n  m = sub(n, 1)\n"
+      "func od(n) {\ne:\n  z = eq(n, 0)\n  branch z, y, no\ny:\n  return false\nno:\n  m = sub(n, "
+      "1)\n"
       "  o = call ev(m)\n  return o\n}\n",
       "ev", {i64});
   CHECK(r.diags == "");
@@ -82,14 +85,18 @@ TEST_CASE("a literal assigned alone takes the type the rest of the program gives
 }
 
 TEST_CASE("an integer literal becomes a float where a float literal or float op needs it") {
-  auto r = infer("func f() {\ne:\n  x = 1\n  y = add(x, 0.5)\n  z = 2\n  w = exp(z)\n  return y, w\n}\n", "f", {});
+  auto r =
+      infer("func f() {\ne:\n  x = 1\n  y = add(x, 0.5)\n  z = 2\n  w = exp(z)\n  return y, w\n}\n",
+            "f", {});
   CHECK(r.diags == "");
   CHECK(var_type(r, "f", "x") == "f64");
   CHECK(var_type(r, "f", "z") == "f64");
 }
 
 TEST_CASE("unconstrained literals default to i64 and f64") {
-  auto r = infer("func f() {\ne:\n  a = 1\n  b = 2.5\n  c = true\n  d = [1, 2]\n  return a, b, c, d\n}\n", "f", {});
+  auto r = infer(
+      "func f() {\ne:\n  a = 1\n  b = 2.5\n  c = true\n  d = [1, 2]\n  return a, b, c, d\n}\n", "f",
+      {});
   CHECK(r.diags == "");
   CHECK(var_type(r, "f", "a") == "i64");
   CHECK(var_type(r, "f", "b") == "f64");
@@ -97,9 +104,11 @@ TEST_CASE("unconstrained literals default to i64 and f64") {
   CHECK(var_type(r, "f", "d") == "i64[2]");
 }
 
-TEST_CASE("literal partners: a float literal next to f32 is f32; select's literal follows the other value") {
-  auto r = infer("func f(x, c) {\ne:\n  y = mul(x, 2.0)\n  z = select(c, 1.5, y)\n  return z\n}\n", "f",
-                 {f32, Type::scalar(DType::Bool)});
+TEST_CASE(
+    "literal partners: a float literal next to f32 is f32; select's literal follows the other "
+    "value") {
+  auto r = infer("func f(x, c) {\ne:\n  y = mul(x, 2.0)\n  z = select(c, 1.5, y)\n  return z\n}\n",
+                 "f", {f32, Type::scalar(DType::Bool)});
   CHECK(r.diags == "");
   CHECK(var_type(r, "f", "y") == "f32");
   CHECK(var_type(r, "f", "z") == "f32");
@@ -117,8 +126,10 @@ TEST_CASE("tuples and nested destructuring") {
 }
 
 TEST_CASE("vectors and matrices flow through linear algebra") {
-  auto r = infer("func f(m, v) {\ne:\n  w = matvec(m, v)\n  s = dot(w, v)\n  o = outer(v, w)\n  return s, o\n}\n", "f",
-                 {Type::tensor_of(DType::F64, {3, 3}), Type::tensor_of(DType::F64, {3})});
+  auto r = infer(
+      "func f(m, v) {\ne:\n  w = matvec(m, v)\n  s = dot(w, v)\n  o = outer(v, w)\n  return s, "
+      "o\n}\n",
+      "f", {Type::tensor_of(DType::F64, {3, 3}), Type::tensor_of(DType::F64, {3})});
   CHECK(r.diags == "");
   CHECK(var_type(r, "f", "w") == "f64[3]");
   CHECK(var_type(r, "f", "s") == "f64");
@@ -134,7 +145,9 @@ TEST_CASE("annotations are checked against the inputs and the body") {
 
 TEST_CASE("mixing dtypes suggests cast") {
   auto r = infer("func f(a, b) {\ne:\n  c = add(a, b)\n  return c\n}\n", "f", {i64, f64});
-  CHECK(has(r.diags, "t.ab:3:7: error: operands of 'add' have different dtypes: 'a' (i64) and 'b' (f64); convert it with cast(a, dtype=f64)"));
+  CHECK(has(r.diags,
+            "t.ab:3:7: error: operands of 'add' have different dtypes: 'a' (i64) and 'b' (f64); "
+            "convert it with cast(a, dtype=f64)"));
 }
 
 TEST_CASE("a float literal next to an integer is an error") {
@@ -144,9 +157,11 @@ TEST_CASE("a float literal next to an integer is an error") {
 
 TEST_CASE("functions are monomorphic: two argument types name both calls") {
   auto r = infer(
-      "func h(x) {\ne:\n  return x\n}\n\nfunc f(a, b) {\ne:\n  p = call h(a)\n  q = call h(b)\n  return p, q\n}\n",
+      "func h(x) {\ne:\n  return x\n}\n\nfunc f(a, b) {\ne:\n  p = call h(a)\n  q = call h(b)\n  "
+      "return p, q\n}\n",
       "f", {i64, f64});
-  CHECK(has(r.diags, "t.ab:9:14: error: argument 1 of 'h' is f64 here, but parameter 'x' is i64 at line 8"));
+  CHECK(has(r.diags,
+            "t.ab:9:14: error: argument 1 of 'h' is f64 here, but parameter 'x' is i64 at line 8"));
   CHECK(r.diags.find("error", r.diags.find("error") + 1) == std::string::npos);  // no cascade
 }
 

@@ -42,7 +42,8 @@ struct Prepared {
   FunctionTypes types;
 };
 
-Prepared prepare(const std::string& path, const std::string& entry, const std::vector<Array>& inputs) {
+Prepared prepare(const std::string& path, const std::string& entry,
+                 const std::vector<Array>& inputs) {
   Result<Module> m = load_and_verify(path);
   if (!m) {
     fprintf(stderr, "%s", m.diags().render().c_str());
@@ -77,9 +78,15 @@ Array i64_array(const std::vector<int64_t>& v) {
   return a;
 }
 
-nlohmann::ordered_json result(int64_t batch, double native, double vm, double target, const char* rule) {
-  return {{"batch", batch}, {"native_s", native}, {"vm_s", vm}, {"ratio", vm / native},
-          {"target", target}, {"target_rule", rule}, {"meets_target", vm / native <= target}};
+nlohmann::ordered_json result(int64_t batch, double native, double vm, double target,
+                              const char* rule) {
+  return {{"batch", batch},
+          {"native_s", native},
+          {"vm_s", vm},
+          {"ratio", vm / native},
+          {"target", target},
+          {"target_rule", rule},
+          {"meets_target", vm / native <= target}};
 }
 
 // ---- collatz -------------------------------------------------------------
@@ -136,12 +143,14 @@ nlohmann::ordered_json bench_fib(const std::string& dir, int64_t B, int reps, in
 }
 
 // ---- power iteration on a shared matrix ----------------------------------------
-nlohmann::ordered_json bench_power(const std::string& dir, int64_t B, int reps, int64_t d, int64_t k) {
+nlohmann::ordered_json bench_power(const std::string& dir, int64_t B, int reps, int64_t d,
+                                   int64_t k) {
   std::mt19937_64 g(13);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   std::vector<double> A(d * d);
   for (int64_t i = 0; i < d; ++i)
-    for (int64_t j = 0; j <= i; ++j) A[i * d + j] = A[j * d + i] = u(g) / std::sqrt(static_cast<double>(d));
+    for (int64_t j = 0; j <= i; ++j)
+      A[i * d + j] = A[j * d + i] = u(g) / std::sqrt(static_cast<double>(d));
   std::vector<double> x0(B * d);
   for (auto& v : x0) v = u(g);
   std::vector<int64_t> ks(B, k);
@@ -152,8 +161,8 @@ nlohmann::ordered_json bench_power(const std::string& dir, int64_t B, int reps, 
     for (int64_t t = 0; t < B; ++t) {
       std::copy(x0.begin() + t * d, x0.begin() + (t + 1) * d, x.begin());
       for (int64_t it = 0; it < k; ++it) {
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(d), static_cast<int>(d), 1.0, A.data(),
-                    static_cast<int>(d), x.data(), 1, 0.0, y.data(), 1);
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(d), static_cast<int>(d), 1.0,
+                    A.data(), static_cast<int>(d), x.data(), 1, 0.0, y.data(), 1);
         double s = 0;
         for (int64_t i = 0; i < d; ++i) s += y[i] * y[i];
         double norm = std::sqrt(s);
@@ -172,7 +181,8 @@ nlohmann::ordered_json bench_power(const std::string& dir, int64_t B, int reps, 
   double tv = best_of(reps, [&] { r = run_vm(p, in, B); });
   double maxdiff = 0;
   const double* got = r.outputs[0].as<double>();
-  for (int64_t i = 0; i < B * d; ++i) maxdiff = std::max(maxdiff, std::fabs(got[i] - native_out[i]));
+  for (int64_t i = 0; i < B * d; ++i)
+    maxdiff = std::max(maxdiff, std::fabs(got[i] - native_out[i]));
   auto j = result(B, tn, tv, 1.0, "vm faster than per-thread BLAS");
   j["dim"] = d;
   j["steps_per_thread"] = k;
@@ -187,8 +197,10 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string dir = "programs";
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--quick") quick = true;
-    else dir = argv[i];
+    if (std::string(argv[i]) == "--quick")
+      quick = true;
+    else
+      dir = argv[i];
   }
   int reps = quick ? 1 : 3;
   nlohmann::ordered_json out;
