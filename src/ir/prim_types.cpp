@@ -90,19 +90,9 @@ std::optional<std::string> check_index(PrimId op, const TensorType& i) {
   return "the index of " + q(op) + " must be an i32 or i64 scalar, got " + tstr(i);
 }
 
-enum class Kind {
-  Arith2,     // numeric, same dtype, broadcast
-  Arith1,     // numeric
-  Float1,     // float -> same
-  FloatPred,  // float -> bool
-  Compare,    // same dtype, broadcast -> bool
-  Logic2,     // bool, broadcast
-  Logic1,     // bool
-  Reduce,
-  Other,
-};
+}  // namespace
 
-Kind kind_of(PrimId op) {
+PrimKind prim_kind(PrimId op) {
   switch (op) {
     case PrimId::Add:
     case PrimId::Sub:
@@ -112,10 +102,10 @@ Kind kind_of(PrimId op) {
     case PrimId::Min:
     case PrimId::Max:
     case PrimId::Pow:
-      return Kind::Arith2;
+      return PrimKind::Arith2;
     case PrimId::Neg:
     case PrimId::Abs:
-      return Kind::Arith1;
+      return PrimKind::Arith1;
     case PrimId::Exp:
     case PrimId::Log:
     case PrimId::Log1p:
@@ -129,23 +119,23 @@ Kind kind_of(PrimId op) {
     case PrimId::Floor:
     case PrimId::Ceil:
     case PrimId::Round:
-      return Kind::Float1;
+      return PrimKind::Float1;
     case PrimId::IsNan:
     case PrimId::IsFinite:
-      return Kind::FloatPred;
+      return PrimKind::FloatPred;
     case PrimId::Eq:
     case PrimId::Ne:
     case PrimId::Lt:
     case PrimId::Le:
     case PrimId::Gt:
     case PrimId::Ge:
-      return Kind::Compare;
+      return PrimKind::Compare;
     case PrimId::And:
     case PrimId::Or:
     case PrimId::Xor:
-      return Kind::Logic2;
+      return PrimKind::Logic2;
     case PrimId::Not:
-      return Kind::Logic1;
+      return PrimKind::Logic1;
     case PrimId::Sum:
     case PrimId::Prod:
     case PrimId::ReduceMax:
@@ -153,11 +143,13 @@ Kind kind_of(PrimId op) {
     case PrimId::Mean:
     case PrimId::Any:
     case PrimId::All:
-      return Kind::Reduce;
+      return PrimKind::Reduce;
     default:
-      return Kind::Other;
+      return PrimKind::Other;
   }
 }
+
+namespace {
 
 PrimTypeResult reduce_type(PrimId op, const TensorType& x, const PrimAttrs& attrs) {
   if (op == PrimId::Any || op == PrimId::All) {
@@ -285,34 +277,34 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
     t.push_back(args[i].tensor);
   }
 
-  switch (kind_of(op)) {
-    case Kind::Arith2:
+  switch (prim_kind(op)) {
+    case PrimKind::Arith2:
       if (auto e = check_numeric(op, t[0])) return fail(*e);
       if (auto e = check_numeric(op, t[1])) return fail(*e);
       if (auto e = check_same_dtype(op, t[0], t[1])) return fail(*e);
       return broadcast_all(op, t, t[0].dtype);
-    case Kind::Arith1:
+    case PrimKind::Arith1:
       if (auto e = check_numeric(op, t[0])) return fail(*e);
       return ok(args[0]);
-    case Kind::Float1:
+    case PrimKind::Float1:
       if (auto e = check_float(op, t[0])) return fail(*e);
       return ok(args[0]);
-    case Kind::FloatPred:
+    case PrimKind::FloatPred:
       if (auto e = check_float(op, t[0])) return fail(*e);
       return ok(Type::tensor_of(DType::Bool, t[0].shape));
-    case Kind::Compare:
+    case PrimKind::Compare:
       if (auto e = check_same_dtype(op, t[0], t[1])) return fail(*e);
       return broadcast_all(op, t, DType::Bool);
-    case Kind::Logic2:
+    case PrimKind::Logic2:
       if (auto e = check_bool(op, t[0])) return fail(*e);
       if (auto e = check_bool(op, t[1])) return fail(*e);
       return broadcast_all(op, t, DType::Bool);
-    case Kind::Logic1:
+    case PrimKind::Logic1:
       if (auto e = check_bool(op, t[0])) return fail(*e);
       return ok(args[0]);
-    case Kind::Reduce:
+    case PrimKind::Reduce:
       return reduce_type(op, t[0], attrs);
-    case Kind::Other:
+    case PrimKind::Other:
       break;
   }
 

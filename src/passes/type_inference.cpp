@@ -216,63 +216,39 @@ std::vector<Group> groups_of(PrimId op) {
   const auto weak_int = std::make_pair(DType::I64, Strength::Weak);
   const auto strong_bool = std::make_pair(DType::Bool, Strength::Strong);
   const auto strong_i64 = std::make_pair(DType::I64, Strength::Strong);
+  switch (prim_kind(op)) {
+    case PrimKind::Arith2:
+      return {{{0, 1}, true, std::nullopt, nullptr}};
+    case PrimKind::Arith1:
+      return {{{0}, true, std::nullopt, nullptr}};
+    case PrimKind::Float1:
+      return {{{0}, true, weak_float, "a float operand"}};
+    case PrimKind::FloatPred:
+      return {{{0}, false, weak_float, "a float operand"}};
+    case PrimKind::Compare:
+      return {{{0, 1}, false, std::nullopt, nullptr}};
+    case PrimKind::Logic2:
+      return {{{0, 1}, false, strong_bool, "bool operands"}};
+    case PrimKind::Logic1:
+      return {{{0}, false, strong_bool, "a bool operand"}};
+    case PrimKind::Reduce:
+      if (op == PrimId::Mean) return {{{0}, true, weak_float, "a float operand"}};
+      if (op == PrimId::Any || op == PrimId::All)
+        return {{{0}, false, strong_bool, "a bool operand"}};
+      return {{{0}, true, std::nullopt, nullptr}};
+    case PrimKind::Other:
+      break;
+  }
   switch (op) {
-    case PrimId::Add:
-    case PrimId::Sub:
-    case PrimId::Mul:
-    case PrimId::Div:
-    case PrimId::Mod:
-    case PrimId::Min:
-    case PrimId::Max:
-    case PrimId::Pow:
     case PrimId::Dot:
     case PrimId::Matvec:
     case PrimId::Matmul:
     case PrimId::Outer:
       return {{{0, 1}, true, std::nullopt, nullptr}};
-    case PrimId::Neg:
-    case PrimId::Abs:
     case PrimId::Fill:
     case PrimId::Reshape:
     case PrimId::Transpose:
-    case PrimId::Sum:
-    case PrimId::Prod:
-    case PrimId::ReduceMax:
-    case PrimId::ReduceMin:
       return {{{0}, true, std::nullopt, nullptr}};
-    case PrimId::Exp:
-    case PrimId::Log:
-    case PrimId::Log1p:
-    case PrimId::Expm1:
-    case PrimId::Sqrt:
-    case PrimId::Sin:
-    case PrimId::Cos:
-    case PrimId::Tan:
-    case PrimId::Tanh:
-    case PrimId::Sigmoid:
-    case PrimId::Floor:
-    case PrimId::Ceil:
-    case PrimId::Round:
-    case PrimId::Mean:
-      return {{{0}, true, weak_float, "a float operand"}};
-    case PrimId::IsNan:
-    case PrimId::IsFinite:
-      return {{{0}, false, weak_float, "a float operand"}};
-    case PrimId::Eq:
-    case PrimId::Ne:
-    case PrimId::Lt:
-    case PrimId::Le:
-    case PrimId::Gt:
-    case PrimId::Ge:
-      return {{{0, 1}, false, std::nullopt, nullptr}};
-    case PrimId::And:
-    case PrimId::Or:
-    case PrimId::Xor:
-      return {{{0, 1}, false, strong_bool, "bool operands"}};
-    case PrimId::Not:
-    case PrimId::Any:
-    case PrimId::All:
-      return {{{0}, false, strong_bool, "a bool operand"}};
     case PrimId::Select:
       return {{{0}, false, strong_bool, "a bool condition"}, {{1, 2}, true, std::nullopt, nullptr}};
     case PrimId::Get:
@@ -283,14 +259,9 @@ std::vector<Group> groups_of(PrimId op) {
     case PrimId::Normal:
     case PrimId::Split:
       return {{{0}, false, strong_i64, "an i64 key"}};
-    case PrimId::Cast:
-    case PrimId::Zeros:
-    case PrimId::Iota:
-    case PrimId::Tuple:
-    case PrimId::Size:
+    default:  // cast, zeros, iota, tuple, size: no operands that must agree
       return {};
   }
-  return {};
 }
 
 class Inference {
