@@ -3,7 +3,7 @@
 // like. Errors come back as values (Diagnostic, RuntimeError): no exception
 // escapes the API and nothing calls exit.
 //
-//   autobatch::Result<autobatch::Program> p = autobatch::compile(text, {.entry = "fib"});
+//   autobatch::Result<autobatch::Program> p = autobatch::compile(text);  // CompileOptions: entry, ...
 //   if (!p) { std::cerr << p.rendered(); return 2; }
 //   int64_t n[] = {6, 7, 8, 7};
 //   autobatch::RunResult r = p->run({autobatch::ArrayView::of(n, 4)});
