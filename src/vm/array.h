@@ -45,8 +45,12 @@ class Buffer {
     return b;
   }
   void resize(size_t bytes) {
+    if (!data_.get_deleter().owned) {  // borrowed: let go, then own what follows
+      (void)data_.release();
+      data_.get_deleter().owned = true;
+      size_ = 0;
+    }
     if (bytes == size_) return;
-    data_.get_deleter().owned = true;
     data_.reset(bytes ? static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}))
                       : nullptr);
     if (bytes) std::memset(data_.get(), 0, bytes);

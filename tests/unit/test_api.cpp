@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <thread>
 
 #include "autobatch/autobatch.h"
+#include "vm/array.h"  // Buffer::borrow, under the API
 
 namespace {
 
@@ -409,4 +411,23 @@ TEST_CASE("api: trace callback, inputs from the CLI's forms, format") {
   CHECK(autobatch::check_pass_name("types"));
   CHECK_FALSE(autobatch::check_pass_name("typez"));
   CHECK(std::string(autobatch::version()).size() > 0);
+}
+
+TEST_CASE("api: a borrowed Buffer is never written through and copies own their bytes") {
+  double user[3] = {1, 2, 3};
+  ab::Buffer b = ab::Buffer::borrow(user, sizeof user);
+  CHECK(b.data() == reinterpret_cast<std::byte*>(user));
+  ab::Buffer copy = b;  // owns a copy
+  CHECK(copy.data() != b.data());
+  CHECK(std::memcmp(copy.data(), user, sizeof user) == 0);
+  double other[3] = {7, 8, 9};
+  ab::Buffer src(sizeof other);
+  std::memcpy(src.data(), other, sizeof other);
+  b = src;  // same size: must not write into the user's memory
+  CHECK(user[0] == 1);
+  CHECK(b.data() != reinterpret_cast<std::byte*>(user));
+  CHECK(reinterpret_cast<const double*>(b.data())[2] == 9);
+  ab::Buffer c = ab::Buffer::borrow(user, sizeof user);
+  c.resize(8);  // lets go of the borrowed bytes (freeing them would crash)
+  CHECK(c.size() == 8);
 }
