@@ -1,13 +1,13 @@
 // Philox-4x32-10 and the key -> numbers scheme described in philox.h.
 //
 // Speed: the kernels ask for many blocks at once (one or more per lane).
-// philox_many computes them kGroup at a time with each group's whole state
-// in local arrays the compiler keeps in vector registers (ten rounds per
-// group, never a pass over memory per round); on x86-64 with AVX2 (checked
-// at run time) it uses AVX2 intrinsics. Only integer operations
-// are vectorised, so every clone gives the same bits; the floating-point
-// steps (the 53-bit conversions, and normal's log, sqrt, cos and sin) are
-// the scalar ones of the plain definition, in the same order.
+// philox_many computes them kGroup at a time, the group's whole state in
+// registers for all ten rounds (never a pass over memory per round): with
+// AVX2 intrinsics when the CPU has them (checked at run time; the build does
+// not assume -march=native), else one block at a time. Only the integer
+// rounds are vectorised, so both paths give the same bits; the floating-point
+// steps (the 53-bit conversions, normal's log, sqrt, cos and sin) are the
+// scalar libm calls of the definition, in the same order.
 #include "vm/philox.h"
 
 #include <cmath>
@@ -36,6 +36,10 @@ inline void philox_round(PhiloxCounter& c, const PhiloxKey& k) {
 inline uint64_t join64(uint32_t lo, uint32_t hi) { return (static_cast<uint64_t>(hi) << 32) | lo; }
 
 constexpr double kTwoPow53Inv = 1.0 / 9007199254740992.0;  // 2^-53
+
+// u < 2^54 as a double, exactly: through int64 (one instruction; a uint64
+// conversion must also handle the top bit).
+inline double small_to_double(uint64_t u) { return static_cast<double>(static_cast<int64_t>(u)); }
 
 // Up to kBatch blocks in structure-of-arrays form: inputs key k0/k1 and
 // counter words c0/c1 (c2 = 0, c3 = the domain); outputs x0..x3.
@@ -126,29 +130,31 @@ template <class Emit>
 void for_each_block(const int64_t* keys, int64_t lanes, int64_t count, RandomDomain domain,
                     Emit emit) {
   const int64_t per_lane = (count + 1) / 2;
+  if (per_lane <= 0) return;
   Batch b;
-  int64_t lane_of[kBatch], block_of[kBatch];
-  int n = 0;
-  auto flush = [&] {
-    const int whole = (n + kGroup - 1) / kGroup * kGroup;
-    for (int s = n; s < whole; ++s) b.k0[s] = b.k1[s] = b.c0[s] = b.c1[s] = 0;
-    philox_many(b, whole, static_cast<uint32_t>(domain));
-    for (int s = 0; s < n; ++s) emit(lane_of[s], block_of[s], b, s);
-    n = 0;
-  };
-  for (int64_t j = 0; j < lanes; ++j) {
-    const uint64_t k = static_cast<uint64_t>(keys[j]);
-    for (int64_t blk = 0; blk < per_lane; ++blk) {
+  // Blocks go in lane-major order: the batch holds kBatch consecutive
+  // (lane, block) pairs starting at (j, blk).
+  int64_t j = 0, blk = 0;
+  while (j < lanes) {
+    const int64_t j_start = j, blk_start = blk;
+    int n = 0;
+    for (; n < kBatch && j < lanes; ++n) {
+      const uint64_t k = static_cast<uint64_t>(keys[j]);
       b.k0[n] = static_cast<uint32_t>(k);
       b.k1[n] = static_cast<uint32_t>(k >> 32);
       b.c0[n] = static_cast<uint32_t>(blk);
       b.c1[n] = static_cast<uint32_t>(static_cast<uint64_t>(blk) >> 32);
-      lane_of[n] = j;
-      block_of[n] = blk;
-      if (++n == kBatch) flush();
+      if (++blk == per_lane) blk = 0, ++j;
+    }
+    const int whole = (n + kGroup - 1) / kGroup * kGroup;
+    for (int s = n; s < whole; ++s) b.k0[s] = b.k1[s] = b.c0[s] = b.c1[s] = 0;
+    philox_many(b, whole, static_cast<uint32_t>(domain));
+    int64_t ej = j_start, eb = blk_start;
+    for (int s = 0; s < n; ++s) {
+      emit(ej, eb, b, s);
+      if (++eb == per_lane) eb = 0, ++ej;
     }
   }
-  if (n > 0) flush();
 }
 
 }  // namespace
@@ -175,9 +181,9 @@ void random_uniform_lanes(const int64_t* keys, double* const* out, int64_t count
   for_each_block(keys, lanes, count, RandomDomain::Uniform,
                  [&](int64_t j, int64_t blk, const Batch& b, int s) {
                    double* o = out[j] + 2 * blk;
-                   o[0] = static_cast<double>(join64(b.x0[s], b.x1[s]) >> 11) * kTwoPow53Inv;
+                   o[0] = small_to_double(join64(b.x0[s], b.x1[s]) >> 11) * kTwoPow53Inv;
                    if (2 * blk + 1 < count)
-                     o[1] = static_cast<double>(join64(b.x2[s], b.x3[s]) >> 11) * kTwoPow53Inv;
+                     o[1] = small_to_double(join64(b.x2[s], b.x3[s]) >> 11) * kTwoPow53Inv;
                  });
 }
 
@@ -185,9 +191,9 @@ void random_normal_lanes(const int64_t* keys, double* const* out, int64_t count,
   for_each_block(keys, lanes, count, RandomDomain::Normal,
                  [&](int64_t j, int64_t blk, const Batch& b, int s) {
                    double* o = out[j] + 2 * blk;
-                   double u1 = static_cast<double>((join64(b.x0[s], b.x1[s]) >> 11) + 1) *
+                   double u1 = small_to_double((join64(b.x0[s], b.x1[s]) >> 11) + 1) *
                                kTwoPow53Inv;  // (0, 1]
-                   double u2 = static_cast<double>(join64(b.x2[s], b.x3[s]) >> 11) *
+                   double u2 = small_to_double(join64(b.x2[s], b.x3[s]) >> 11) *
                                kTwoPow53Inv;  // [0, 1)
                    double r = std::sqrt(-2.0 * std::log(u1));
                    double theta = 2.0 * std::numbers::pi * u2;
