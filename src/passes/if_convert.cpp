@@ -336,8 +336,7 @@ class Converter {
       auto h = target(X.term.target);
       if (!h || *h == x) continue;
       const Block& H = f_.blocks[*h];
-      if (H.term.kind != TermKind::Branch || H.instrs.size() > kMaxHeader ||
-          !all_safe(H, types_))
+      if (H.term.kind != TermKind::Branch || H.instrs.size() > kMaxHeader || !all_safe(H, types_))
         continue;
       X.instrs.insert(X.instrs.end(), H.instrs.begin(), H.instrs.end());
       X.term = H.term;

@@ -41,6 +41,7 @@
 
 #include "ir/ir.h"
 #include "ir/type.h"
+#include "passes/type_inference.h"
 
 namespace ab {
 
@@ -53,7 +54,6 @@ constexpr size_t kMaxHeader = 8;
 bool if_convert_function(Function& f, const std::map<std::string, Type>& var_types);
 
 // Every function of a verified module, with the types inference found.
-struct TypeInfo;
 bool if_convert(Module& m, const TypeInfo& types);
 
 }  // namespace ab

@@ -41,7 +41,9 @@ bool generate(const KernelCall& c, Generator gen) {
 
 }  // namespace
 
-bool kernel_Uniform(const KernelCall& c, KernelError*) { return generate(c, &random_uniform_lanes); }
+bool kernel_Uniform(const KernelCall& c, KernelError*) {
+  return generate(c, &random_uniform_lanes);
+}
 bool kernel_Normal(const KernelCall& c, KernelError*) { return generate(c, &random_normal_lanes); }
 
 // Reads the lanes' keys before writing either result: `k, s = split(k)`

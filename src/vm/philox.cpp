@@ -188,18 +188,16 @@ void random_uniform_lanes(const int64_t* keys, double* const* out, int64_t count
 }
 
 void random_normal_lanes(const int64_t* keys, double* const* out, int64_t count, int64_t lanes) {
-  for_each_block(keys, lanes, count, RandomDomain::Normal,
-                 [&](int64_t j, int64_t blk, const Batch& b, int s) {
-                   double* o = out[j] + 2 * blk;
-                   double u1 = small_to_double((join64(b.x0[s], b.x1[s]) >> 11) + 1) *
-                               kTwoPow53Inv;  // (0, 1]
-                   double u2 = small_to_double(join64(b.x2[s], b.x3[s]) >> 11) *
-                               kTwoPow53Inv;  // [0, 1)
-                   double r = std::sqrt(-2.0 * std::log(u1));
-                   double theta = 2.0 * std::numbers::pi * u2;
-                   o[0] = r * std::cos(theta);
-                   if (2 * blk + 1 < count) o[1] = r * std::sin(theta);
-                 });
+  for_each_block(
+      keys, lanes, count, RandomDomain::Normal, [&](int64_t j, int64_t blk, const Batch& b, int s) {
+        double* o = out[j] + 2 * blk;
+        double u1 = small_to_double((join64(b.x0[s], b.x1[s]) >> 11) + 1) * kTwoPow53Inv;  // (0, 1]
+        double u2 = small_to_double(join64(b.x2[s], b.x3[s]) >> 11) * kTwoPow53Inv;        // [0, 1)
+        double r = std::sqrt(-2.0 * std::log(u1));
+        double theta = 2.0 * std::numbers::pi * u2;
+        o[0] = r * std::cos(theta);
+        if (2 * blk + 1 < count) o[1] = r * std::sin(theta);
+      });
 }
 
 void random_split_lanes(const int64_t* keys, int64_t* first, int64_t* second, int64_t lanes) {

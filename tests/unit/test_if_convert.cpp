@@ -161,7 +161,7 @@ TEST_CASE("if_convert: a while loop's body becomes one block that branches to it
   CHECK(step->term.kind == TermKind::Branch);
   CHECK(step->term.target2.name == "step");  // loops to itself
   CHECK(step->term.target.name == "finish");
-  CHECK(count_selects(f) == 1);  // n; t is dead after the join
+  CHECK(count_selects(f) == 1);            // n; t is dead after the join
   CHECK(f.find_block("loop") == nullptr);  // both jumps to it were rotated
   CHECK(f.blocks.size() == 3);             // entry, step, finish
 }

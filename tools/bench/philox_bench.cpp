@@ -28,7 +28,8 @@ double measure(PrimId op, int64_t E, int64_t values_wanted) {
   std::vector<int64_t> keys(kLanes);
   for (int64_t j = 0; j < kLanes; ++j) keys[j] = j * 7919 + 13;
   TensorType key_t{DType::I64, {}};
-  TensorType out_t = op == PrimId::Split ? key_t : TensorType{DType::F64, E == 1 ? Shape{} : Shape{E}};
+  TensorType out_t =
+      op == PrimId::Split ? key_t : TensorType{DType::F64, E == 1 ? Shape{} : Shape{E}};
   std::vector<double> out(static_cast<size_t>(kLanes * E));
   std::vector<int64_t> k1(kLanes), k2(kLanes);
   ArgView a{keys.data(), Access::Dense, nullptr, &key_t};
@@ -64,9 +65,10 @@ double measure(PrimId op, int64_t E, int64_t values_wanted) {
 
 int main(int argc, char** argv) {
   const int64_t want = (argc > 1 && std::strcmp(argv[1], "--quick") == 0) ? 200000 : 4000000;
-  std::printf("{\"ns_per_value\": {\"uniform\": %.2f, \"uniform[16]\": %.2f, \"normal\": %.2f, "
-              "\"normal[16]\": %.2f, \"split\": %.2f}}\n",
-              measure(PrimId::Uniform, 1, want), measure(PrimId::Uniform, 16, want),
-              measure(PrimId::Normal, 1, want), measure(PrimId::Normal, 16, want),
-              measure(PrimId::Split, 1, want));
+  std::printf(
+      "{\"ns_per_value\": {\"uniform\": %.2f, \"uniform[16]\": %.2f, \"normal\": %.2f, "
+      "\"normal[16]\": %.2f, \"split\": %.2f}}\n",
+      measure(PrimId::Uniform, 1, want), measure(PrimId::Uniform, 16, want),
+      measure(PrimId::Normal, 1, want), measure(PrimId::Normal, 16, want),
+      measure(PrimId::Split, 1, want));
 }
