@@ -5,6 +5,7 @@
 #include "passes/allocation_strategy.h"
 #include "passes/block_order.h"
 #include "passes/fuse_pop_push.h"
+#include "passes/if_convert.h"
 #include "passes/liveness.h"
 #include "passes/verify.h"
 
@@ -14,6 +15,7 @@ static const PassInfo kPasses[] = {
     {"parse", "read the .ab text into the IR (PEGTL grammar in grammar/)"},
     {"verify", "labels, callees, arities, attributes, definedness on every path"},
     {"types", "whole-program type inference from the entry's inputs"},
+    {"if_convert", "small branches become selects, loop headers are rotated into loop bodies"},
     {"liveness", "live variables into and out of every instruction (printed as comments)"},
     {"lower_function_calls", "calls become pushes, pops and push_goto; returns indirect_goto"},
     {"allocation_strategy", "storage class per variable: null, temporary, register, full"},
@@ -80,11 +82,26 @@ Result<Compiled> compile(const Module& m, const CompileOptions& opt) {
     c.printed = print_typed(m, c.types);
     return c;
   }
-  if (stop == "liveness") {
-    c.printed = print_liveness(m);
+  // if_convert rewrites the blocks; the later passes see the result and its
+  // re-inferred types (c.source and c.types stay those of the input).
+  Module conv = m;
+  TypeInfo conv_types = c.types;
+  if (if_convert(conv, c.types)) {
+    conv_types = infer_types(conv, opt.entry, opt.entry_types, d);
+    if (d.has_errors()) {
+      d.error({}, "internal error: if_convert broke type inference (please report)");
+      return d;
+    }
+  }
+  if (stop == "if_convert") {
+    c.printed = print_module(conv);
     return c;
   }
-  Lowered low = lower_function_calls(m, opt.entry, &c.types);
+  if (stop == "liveness") {
+    c.printed = print_liveness(conv);
+    return c;
+  }
+  Lowered low = lower_function_calls(conv, opt.entry, &conv_types);
   c.lowered = std::move(low.module);
   c.info = std::move(low.info);
   Program& p = *c.lowered.program;
