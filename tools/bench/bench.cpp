@@ -745,6 +745,9 @@ int main(int argc, char** argv) {
   out["mode"] = c.quick ? "quick" : "full";
   out["hardware_threads"] = std::thread::hardware_concurrency();
   out["timing"] = "best of reps (median and spread = (max - min) / median also given)";
+  out["ns_per_thread_step"] =
+      "vm_s / thread_steps; thread_steps = the row's step_unit summed over all threads";
+  out["ratio"] = "vm_s / baseline_s (best times)";
   out["rows"] = Json::array();
   for (const Row& r : rows) out["rows"].push_back(r.to_json());
   if (only.empty() || std::find(only.begin(), only.end(), "compile") != only.end())
