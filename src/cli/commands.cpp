@@ -11,7 +11,7 @@
 #include "ir/printer.h"
 #include "parse/parser.h"
 #include "passes/pipeline.h"
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 #include "support/strings.h"
 #include "vm/reference.h"
 #include "vm/reference_lowered.h"

@@ -12,7 +12,7 @@
 
 #include "ir/type.h"
 #include "support/result.h"
-#include "vm/array.h"
+#include "ir/array.h"
 
 namespace ab {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "ir/type.h"
-#include "vm/array.h"
+#include "ir/array.h"
 
 namespace ab {
 

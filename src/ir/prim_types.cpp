@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ir/ir.h"
+
 namespace ab {
 
 namespace {
@@ -91,6 +93,21 @@ std::optional<std::string> check_index(PrimId op, const TensorType& i) {
 }
 
 }  // namespace
+
+PrimAttrs resolve_attrs(const Instr& in) {
+  PrimAttrs a;
+  for (const auto& at : in.attrs) {
+    if (at.key == "dtype" && at.is_dtype) a.dtype = at.dtype;
+    if (at.key == "shape" && !at.is_dtype) {
+      Shape s;
+      for (const auto& e : at.lit.elems) s.push_back(e.i);
+      a.shape = s;
+    }
+    if (at.key == "axis" && !at.is_dtype && !at.lit.elems.empty()) a.axis = at.lit.elems[0].i;
+    if (at.key == "n" && !at.is_dtype && !at.lit.elems.empty()) a.n = at.lit.elems[0].i;
+  }
+  return a;
+}
 
 PrimKind prim_kind(PrimId op) {
   switch (op) {

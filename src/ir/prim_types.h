@@ -44,6 +44,12 @@ struct PrimTypeResult {
   bool ok() const { return type.has_value(); }
 };
 
+struct Instr;
+
+// The attributes of a primitive instruction (its `KEY=value` list), as its
+// kernel and type rule take them.
+PrimAttrs resolve_attrs(const Instr& in);
+
 PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const PrimAttrs& attrs);
 
 // How a primitive types its operands: the one classification the type rules

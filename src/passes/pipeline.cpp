@@ -42,7 +42,7 @@ Result<Module> load_and_verify(const std::string& path) {
   Result<Module> m = parse_file(path);
   if (!m) return m;
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  verify(*m, d);
   if (d.has_errors()) return d;
   return m;
 }
@@ -101,13 +101,13 @@ Result<Compiled> compile(const Module& m, const CompileOptions& opt) {
   };
   if (after("lower_function_calls", false))
     return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
-  allocate_storage(p, c.info);
+  allocation_strategy(p, c.info);
   if (after("allocation_strategy", true))
     return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
   fuse_pop_push(p);
   if (after("fuse_pop_push", true))
     return d.has_errors() ? Result<Compiled>(d) : Result<Compiled>(std::move(c));
-  order_blocks(p);
+  block_order(p);
   c.printed = print_module(c.lowered);
   return c;
 }

@@ -9,7 +9,7 @@
 
 #include "ir/ir.h"
 #include "passes/lower_function_calls.h"
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 #include "support/result.h"
 
 namespace ab {

@@ -421,7 +421,7 @@ std::optional<size_t> result_count(const Function& f) {
   return k;
 }
 
-void verify_module(const Module& m, Diagnostics& diags) {
+void verify(const Module& m, Diagnostics& diags) {
   if (m.program) {
     verify_program(*m.program, diags);
     return;

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <map>
 
-#include "passes/verify.h"
 #include "vm/kernel.h"
 #include "vm/literal.h"
 #include "vm/value.h"

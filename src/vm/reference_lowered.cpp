@@ -3,10 +3,9 @@
 #include <cstring>
 #include <map>
 
-#include "passes/allocation_strategy.h"
+#include "ir/lowered_names.h"
 #include "vm/kernel.h"
 #include "vm/literal.h"
-#include "vm/stack_vm.h"
 #include "vm/value.h"
 
 namespace ab {

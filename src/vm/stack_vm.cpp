@@ -5,21 +5,13 @@
 #include <map>
 #include <set>
 
+#include "ir/lowered_names.h"
 #include "ir/printer.h"
-#include "passes/type_inference.h"
 #include "vm/kernel.h"
 #include "vm/lane_stack.h"
 #include "vm/literal.h"
 
 namespace ab {
-
-std::pair<std::string, std::string> split_lowered_label(const std::string& label) {
-  size_t a = label.find('.');
-  if (a == std::string::npos) return {"", label};
-  size_t b = label.find('.', a + 1);
-  return {label.substr(0, a),
-          label.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1)};
-}
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "ir/ops.h"
 #include "ir/prim_types.h"
 #include "ir/type.h"
-#include "vm/array.h"
+#include "ir/array.h"
 
 namespace ab {
 

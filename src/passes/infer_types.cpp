@@ -1,4 +1,4 @@
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 
 #include <functional>
 #include <set>
@@ -7,29 +7,6 @@
 #include "support/strings.h"
 
 namespace ab {
-
-bool FunctionTypes::complete() const {
-  for (const auto& p : params)
-    if (!p) return false;
-  for (const auto& r : results)
-    if (!r) return false;
-  return true;
-}
-
-PrimAttrs resolve_attrs(const Instr& in) {
-  PrimAttrs a;
-  for (const auto& at : in.attrs) {
-    if (at.key == "dtype" && at.is_dtype) a.dtype = at.dtype;
-    if (at.key == "shape" && !at.is_dtype) {
-      Shape s;
-      for (const auto& e : at.lit.elems) s.push_back(e.i);
-      a.shape = s;
-    }
-    if (at.key == "axis" && !at.is_dtype && !at.lit.elems.empty()) a.axis = at.lit.elems[0].i;
-    if (at.key == "n" && !at.is_dtype && !at.lit.elems.empty()) a.n = at.lit.elems[0].i;
-  }
-  return a;
-}
 
 const Function* find_entry(const Module& m, const std::string& name, Diagnostics& diags) {
   std::vector<std::string> names;
