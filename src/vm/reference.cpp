@@ -228,8 +228,7 @@ class Interpreter {
       if (block_start) {
         ++steps_;
         if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-          return error_at(fr, b.label.loc,
-                          "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+          return error_at(fr, b.label.loc, max_steps_message(opt_.max_steps));
         block_start = false;
         size_t pc = offsets_[fr.func] + fr.block;
         uint32_t lane = static_cast<uint32_t>(thread_);
@@ -254,8 +253,7 @@ class Interpreter {
         } else if (in.kind == InstrKind::Call) {
           if (static_cast<int64_t>(frames.size()) >= opt_.max_stack_depth)
             return error_at(fr, in.callee.loc,
-                            "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                                " frames exceeded calling '" + in.callee.name + "'");
+                            stack_depth_message(opt_.max_stack_depth, in.callee.name));
           std::vector<Value> params;
           for (const auto& a : cf.args[fr.block][fr.instr]) params.push_back(arg_value(fr, a));
           size_t callee = cf.callees[fr.block][fr.instr];

@@ -108,12 +108,11 @@ class ProgramInterpreter {
     auto& st = stacks_[s];
     if (p.in_place) {
       if (st.empty())
-        return error(loc, "in-place update of '" + p.name + "', whose stack is empty");
+        return error(loc, empty_stack_message("in-place update", p.name));
       st.back() = std::move(v);
     } else if (slots_[s].full) {
       if (static_cast<int64_t>(st.size()) >= opt_.max_stack_depth)
-        return error(loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                              " exceeded by '" + p.name + "'");
+        return error(loc, variable_stack_depth_message(opt_.max_stack_depth, p.name));
       st.push_back(std::move(v));
     } else if (st.empty()) {
       st.push_back(std::move(v));
@@ -139,7 +138,7 @@ class ProgramInterpreter {
         size_t s = index_.at(n.name);
         if (!slots_[s].full) continue;
         if (stacks_[s].empty())
-          return error(n.loc, "pop of '" + n.name + "', whose stack is empty");
+          return error(n.loc, empty_stack_message("pop", n.name));
         stacks_[s].pop_back();
       }
       return std::nullopt;
@@ -184,7 +183,7 @@ class ProgramInterpreter {
       ++steps_;
       const Block& blk = p_.blocks[block_];
       if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-        return error(blk.label.loc, "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+        return error(blk.label.loc, max_steps_message(opt_.max_steps));
       uint32_t lane = static_cast<uint32_t>(thread_);
       if (opt_.trace && opt_.trace->on())
         opt_.trace->step(steps_ - 1, blk.label.name, static_cast<int64_t>(block_), &lane, 1);
@@ -212,9 +211,8 @@ class ProgramInterpreter {
           break;
         case TermKind::PushGoto:
           if (static_cast<int64_t>(pcs.size()) > opt_.max_stack_depth)
-            return error(t.loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                                    " frames exceeded calling '" + owner_function(t.target2.name) +
-                                    "'");
+            return error(t.loc, stack_depth_message(opt_.max_stack_depth,
+                                                    owner_function(t.target2.name)));
           pcs.push_back(labels_.at(t.target.name));
           next = labels_.at(t.target2.name);
           break;

@@ -123,8 +123,8 @@ class StackVM {
       bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
       ++step;
       if (opt_.max_steps > 0 && step > opt_.max_steps) {
-        res.error = error_at(b, p_.blocks[b].label.loc, cur[0],
-                             "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+        res.error =
+            error_at(b, p_.blocks[b].label.loc, cur[0], max_steps_message(opt_.max_steps));
         break;
       }
       if (opt_.trace && opt_.trace->on())
@@ -637,9 +637,7 @@ class StackVM {
           int64_t depth = pcs_.size(t);  // frames, counting the halt at the bottom
           if (depth > opt_.max_stack_depth) {
             auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
-            return error_at(b, cb.term_loc, t,
-                            "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                                " frames exceeded calling '" + fn + "'");
+            return error_at(b, cb.term_loc, t, stack_depth_message(opt_.max_stack_depth, fn));
           }
           pcs_.push(t, &cb.t1);
           deepest = std::max(deepest, depth + 1);  // frames now active, the entry's included

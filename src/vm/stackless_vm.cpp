@@ -712,7 +712,7 @@ std::optional<RuntimeError> StacklessVM::step(Frame& F, uint32_t q) {
   ++steps_;
   if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
     return error_at(F, pos.block, fn.f->blocks[pos.block].label.loc,
-                    "--max-steps " + std::to_string(opt_.max_steps) + " exceeded", lanes[0]);
+                    max_steps_message(opt_.max_steps), lanes[0]);
   uint32_t pc = fn.block_base + pos.block;
   if (tracing_) {
     for (uint32_t k = 0; k < m; ++k) tids_[k] = F.tid[lanes[k]];
@@ -875,9 +875,7 @@ std::optional<RuntimeError> StacklessVM::call(Frame& F, const Op& op, uint32_t b
                                               const uint32_t* lanes, uint32_t m) {
   if (static_cast<int64_t>(depth_) >= opt_.max_stack_depth)
     return error_at(F, block, op.ir->callee.loc,
-                    "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                        " frames exceeded calling '" + op.ir->callee.name + "'",
-                    lanes[0]);
+                    stack_depth_message(opt_.max_stack_depth, op.ir->callee.name), lanes[0]);
   const Func& callee = fns_[op.callee];
   Frame& C = push_frame();  // F stays valid: frames are individually allocated
   C.init(callee, m);
