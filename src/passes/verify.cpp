@@ -218,7 +218,7 @@ class FunctionVerifier {
         break;
       case TermKind::PushGoto:
       case TermKind::IndirectGoto:
-      case TermKind::Halt:
+      case TermKind::Halt:  // term_lowered_only
         d_.error(t.loc, std::string("'") + term_keyword(t.kind) +
                             "' only appears in lowered programs; functions end with 'return'");
         break;
