@@ -109,62 +109,7 @@ PrimAttrs resolve_attrs(const Instr& in) {
   return a;
 }
 
-PrimKind prim_kind(PrimId op) {
-  switch (op) {
-    case PrimId::Add:
-    case PrimId::Sub:
-    case PrimId::Mul:
-    case PrimId::Div:
-    case PrimId::Mod:
-    case PrimId::Min:
-    case PrimId::Max:
-    case PrimId::Pow:
-      return PrimKind::Arith2;
-    case PrimId::Neg:
-    case PrimId::Abs:
-      return PrimKind::Arith1;
-    case PrimId::Exp:
-    case PrimId::Log:
-    case PrimId::Log1p:
-    case PrimId::Expm1:
-    case PrimId::Sqrt:
-    case PrimId::Sin:
-    case PrimId::Cos:
-    case PrimId::Tan:
-    case PrimId::Tanh:
-    case PrimId::Sigmoid:
-    case PrimId::Floor:
-    case PrimId::Ceil:
-    case PrimId::Round:
-      return PrimKind::Float1;
-    case PrimId::IsNan:
-    case PrimId::IsFinite:
-      return PrimKind::FloatPred;
-    case PrimId::Eq:
-    case PrimId::Ne:
-    case PrimId::Lt:
-    case PrimId::Le:
-    case PrimId::Gt:
-    case PrimId::Ge:
-      return PrimKind::Compare;
-    case PrimId::And:
-    case PrimId::Or:
-    case PrimId::Xor:
-      return PrimKind::Logic2;
-    case PrimId::Not:
-      return PrimKind::Logic1;
-    case PrimId::Sum:
-    case PrimId::Prod:
-    case PrimId::ReduceMax:
-    case PrimId::ReduceMin:
-    case PrimId::Mean:
-    case PrimId::Any:
-    case PrimId::All:
-      return PrimKind::Reduce;
-    default:
-      return PrimKind::Other;
-  }
-}
+PrimKind prim_kind(PrimId op) { return prim_info(op).kind; }
 
 namespace {
 
