@@ -6,6 +6,7 @@
 #include "ir/lowered_names.h"
 #include "vm/kernel.h"
 #include "vm/literal.h"
+#include "vm/slots.h"
 #include "vm/value.h"
 
 namespace ab {
@@ -23,12 +24,14 @@ class ProgramInterpreter {
   ProgramInterpreter(const Program& p, const FunctionTypes& types, const RunOptions& opt)
       : p_(p), opt_(opt) {
     for (size_t i = 0; i < p.blocks.size(); ++i) labels_[p.blocks[i].label.name] = i;
-    for (const auto& v : p.vars) {
+    std::vector<std::string> inputs;
+    for (const auto& i : p.inputs) inputs.push_back(i.name);
+    Slots table = compile_slots(p.blocks, inputs, types, &p.vars);
+    index_ = table.index;
+    for (size_t i = 0; i < table.size(); ++i) {
       Slot s;
-      s.full = v.storage == StorageClass::Full;
-      auto it = types.vars.find(v.name.name);
-      s.type = it != types.vars.end() ? it->second : v.type.value_or(Type::scalar(DType::I64));
-      index_[v.name.name] = slots_.size();
+      s.full = i < p.vars.size() && p.vars[i].storage == StorageClass::Full;
+      s.type = table.types[i];
       slots_.push_back(s);
     }
     constants_.resize(p.blocks.size());
@@ -43,8 +46,7 @@ class ProgramInterpreter {
             cs.emplace_back();
             continue;
           }
-          const auto& t = types.operand_types[b][i][a];
-          cs.push_back(literal_value(in.args[a].lit, t.value_or(Type::scalar(DType::I64))));
+          cs.push_back(literal_constant(in.args[a].lit, operand_type(types, b, i, a)));
         }
         constants_[b].push_back(std::move(cs));
         attrs_[b].push_back(in.kind == InstrKind::Prim ? resolve_attrs(in) : PrimAttrs{});
@@ -76,7 +78,7 @@ class ProgramInterpreter {
   const Program& p_;
   RunOptions opt_;
   std::map<std::string, size_t> labels_;
-  std::map<std::string, size_t> index_;
+  std::map<std::string, uint32_t> index_;
   std::vector<Slot> slots_;
   std::vector<std::vector<std::vector<Value>>> constants_;
   std::vector<std::vector<PrimAttrs>> attrs_;
