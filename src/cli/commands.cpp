@@ -10,8 +10,8 @@
 #include "ir/ops.h"
 #include "ir/printer.h"
 #include "parse/parser.h"
-#include "passes/pipeline.h"
 #include "passes/infer_types.h"
+#include "passes/pipeline.h"
 #include "support/log.h"
 #include "support/strings.h"
 #include "vm/reference.h"
@@ -390,9 +390,9 @@ void register_commands(CLI::App& app, Options& opt) {
   add_inputs(lower);
   std::string pass_help = "print the program after this pass instead: " + pass_names();
   lower->add_option("--print-after", opt.print_after, pass_help);
-  lower->add_option("--passes", opt.passes,
-                    "run only these passes, in this order (comma list; default every pass): " +
-                        pass_names());
+  lower->add_option(
+      "--passes", opt.passes,
+      "run only these passes, in this order (comma list; default every pass): " + pass_names());
 
   CLI::App* check = app.add_subcommand("check", "parse, verify and infer types; print signatures");
   add_program(check);

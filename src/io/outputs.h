@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "support/result.h"
 #include "ir/array.h"
+#include "support/result.h"
 
 namespace ab {
 

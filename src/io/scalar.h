@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "ir/type.h"
 #include "ir/array.h"
+#include "ir/type.h"
 
 namespace ab {
 

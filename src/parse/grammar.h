@@ -50,12 +50,12 @@ AB_KW(f64, "f64");
 #undef AB_KW
 
 struct dtype : p::sor<kw_bool_, kw_i32, kw_i64, kw_f32, kw_f64> {};
-struct reserved
-    : p::sor<kw_func, kw_call, kw_pop, kw_true_, kw_false_, kw_inf, kw_nan,
+struct reserved : p::sor<kw_func, kw_call, kw_pop, kw_true_, kw_false_, kw_inf, kw_nan,
 #define AB_TERM(kind, rule, text, lowered) kw_##rule,
 #include "ir/terminators.def"
 #undef AB_TERM
-             dtype> {};
+                         dtype> {
+};
 
 // Names; `.` joins the parts of qualified names in lowered programs. Parts
 // after the first may start with a digit (`fib.ret.0`), so names the
@@ -168,7 +168,8 @@ struct terminator : p::sor<
 #define AB_TERM(kind, rule, text, lowered) term_##rule,
 #include "ir/terminators.def"
 #undef AB_TERM
-                        p::failure> {};
+                        p::failure> {
+};
 
 // ---- bodies ----------------------------------------------------------------------
 struct label_def : p::seq<name, sp, p::one<':'>> {};

@@ -29,8 +29,8 @@ using selector = p::parse_tree::selector<
 #define AB_TERM(kind, rule, text, lowered) g::term_##rule,
 #include "ir/terminators.def"
 #undef AB_TERM
-              g::label_def,
-              g::func_def, g::var_decl, g::program_def, g::prog_inputs, g::prog_outputs, g::body>>;
+              g::label_def, g::func_def, g::var_decl, g::program_def, g::prog_inputs,
+              g::prog_outputs, g::body>>;
 
 SourceLoc loc_of(const Node& n) {
   SourceLoc l;

@@ -23,8 +23,8 @@ namespace {
 void check_lowered(const Compiled& c, const char* pass, Diagnostics& d) {
   check_stack_discipline(*c.lowered.program, c.info, (c.facts & kClassed) != 0, d);
   if (d.has_errors())
-    d.error({}, std::string("internal error: ") + pass +
-                    " broke the stack discipline (please report)");
+    d.error({},
+            std::string("internal error: ") + pass + " broke the stack discipline (please report)");
 }
 
 void run_verify(Compiled& c, const CompileOptions&, Diagnostics& d) { verify(c.source, d); }
@@ -74,8 +74,8 @@ const PassInfo kPasses[] = {
      kSourceForm, 0, 0, run_liveness, nullptr},
     {"lower_function_calls", "calls become pushes, pops and push_goto; returns indirect_goto",
      kSourceForm | kTyped, kLowered, kSourceForm, run_lower_function_calls, nullptr},
-    {"allocation_strategy", "storage class per variable: null, temporary, register, full",
-     kLowered, kClassed, 0, run_allocation_strategy, nullptr},
+    {"allocation_strategy", "storage class per variable: null, temporary, register, full", kLowered,
+     kClassed, 0, run_allocation_strategy, nullptr},
     {"fuse_pop_push", "pop x followed by a write of x becomes an in-place update x!",
      kLowered | kClassed, 0, 0, run_fuse_pop_push, nullptr},
     {"block_order", "scheduling priority of blocks for the min-pc policy", kLowered, 0, 0,
@@ -181,9 +181,9 @@ std::optional<std::string> select_passes(const std::vector<std::string>& names,
   for (const auto& name : names) {
     const PassInfo* p = find_pass(name);
     if (!p)
-      return "unknown pass '" + name + "'" + did_you_mean(name, known) + "; passes: " +
-             pass_names();
-    if (!p->run) continue;  // parse: the front end runs it
+      return "unknown pass '" + name + "'" + did_you_mean(name, known) +
+             "; passes: " + pass_names();
+    if (!p->run) continue;                                        // parse: the front end runs it
     if (p->run == run_verify && (facts & kSourceForm)) continue;  // so does verify
     for (unsigned fact : {kSourceForm, kTyped, kLowered, kClassed})
       if ((p->needs & fact) && !(facts & fact))

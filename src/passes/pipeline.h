@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/infer_types.h"
 #include "passes/liveness.h"
 #include "passes/lower_function_calls.h"
-#include "passes/infer_types.h"
 #include "support/result.h"
 
 namespace ab {

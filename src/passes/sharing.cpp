@@ -81,7 +81,8 @@ SharingInfo sharing(const std::vector<Block>& blocks, const std::vector<std::str
         std::vector<const Pattern*> leaves;
         in->out.names(leaves);
         for (const Pattern* l : leaves) ok = ok && source.count(l->name);
-        for (const auto& a : in->args) ok = ok && (!a.is_var || a.name == v || source.count(a.name));
+        for (const auto& a : in->args)
+          ok = ok && (!a.is_var || a.name == v || source.count(a.name));
       }
       if (!ok) {
         source.erase(v);

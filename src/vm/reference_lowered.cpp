@@ -109,8 +109,7 @@ class ProgramInterpreter {
     size_t s = index_.at(p.name);
     auto& st = stacks_[s];
     if (p.in_place) {
-      if (st.empty())
-        return error(loc, empty_stack_message("in-place update", p.name));
+      if (st.empty()) return error(loc, empty_stack_message("in-place update", p.name));
       st.back() = std::move(v);
     } else if (slots_[s].full) {
       if (static_cast<int64_t>(st.size()) >= opt_.max_stack_depth)
@@ -139,8 +138,7 @@ class ProgramInterpreter {
       for (const auto& n : in.popped) {
         size_t s = index_.at(n.name);
         if (!slots_[s].full) continue;
-        if (stacks_[s].empty())
-          return error(n.loc, empty_stack_message("pop", n.name));
+        if (stacks_[s].empty()) return error(n.loc, empty_stack_message("pop", n.name));
         stacks_[s].pop_back();
       }
       return std::nullopt;
@@ -213,8 +211,8 @@ class ProgramInterpreter {
           break;
         case TermKind::PushGoto:
           if (static_cast<int64_t>(pcs.size()) > opt_.max_stack_depth)
-            return error(t.loc, stack_depth_message(opt_.max_stack_depth,
-                                                    owner_function(t.target2.name)));
+            return error(t.loc,
+                         stack_depth_message(opt_.max_stack_depth, owner_function(t.target2.name)));
           pcs.push_back(labels_.at(t.target.name));
           next = labels_.at(t.target2.name);
           break;

@@ -125,8 +125,7 @@ class StackVM {
       bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
       ++step;
       if (opt_.max_steps > 0 && step > opt_.max_steps) {
-        res.error =
-            error_at(b, p_.blocks[b].label.loc, cur[0], max_steps_message(opt_.max_steps));
+        res.error = error_at(b, p_.blocks[b].label.loc, cur[0], max_steps_message(opt_.max_steps));
         break;
       }
       if (opt_.trace && opt_.trace->on())

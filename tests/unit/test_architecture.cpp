@@ -5,8 +5,8 @@
 
 #include "cli_harness.h"
 #include "ir/ops.h"
-#include "ir/printer.h"
 #include "ir/prim_types.h"
+#include "ir/printer.h"
 #include "parse/parser.h"
 #include "passes/pipeline.h"
 #include "passes/sharing.h"
@@ -64,7 +64,8 @@ TEST_CASE("pass registry: every row but parse runs; names are unique; the alias 
 }
 
 TEST_CASE("pass registry: --passes lists are checked for names and order") {
-  CHECK(select_ok("infer_types,lower_function_calls,allocation_strategy,fuse_pop_push").size() == 4);
+  CHECK(select_ok("infer_types,lower_function_calls,allocation_strategy,fuse_pop_push").size() ==
+        4);
   CHECK(select_ok("parse, verify, infer_types").size() == 1);  // the front end's rows are implicit
   CHECK(select_error("infer_typs").find("did you mean 'infer_types'") != std::string::npos);
   CHECK(select_error("lower_function_calls").find("needs infer_types") != std::string::npos);
@@ -118,8 +119,8 @@ TEST_CASE("sharing: one write of shared operands, copies of one source, and retr
 }
 
 TEST_CASE("slots: typed variables first, then untyped names; tuple variables have several leaves") {
-  Module m = parse_ok(
-      "func f(a: i64) -> i64 {\nentry:\n  p = tuple(a, 2.0)\n  x, y = p\n  return x\n}\n");
+  Module m =
+      parse_ok("func f(a: i64) -> i64 {\nentry:\n  p = tuple(a, 2.0)\n  x, y = p\n  return x\n}\n");
   FunctionTypes ft;
   ft.vars["a"] = Type::scalar(DType::I64);
   ft.vars["p"] = Type::tuple({Type::scalar(DType::I64), Type::scalar(DType::F64)});
@@ -161,8 +162,8 @@ TEST_CASE("cli: --passes and -v/--log-level") {
   CHECK(v.out == quiet.out);
   CHECK(v.err.find("pass block_order: ") != std::string::npos);
   CHECK(v.err.find(" blocks, ") != std::string::npos);
-  Proc run = cli({"run", "programs/collatz.ab", "--inputs", "programs/collatz.json", "--log-level",
-                  "info"});
+  Proc run = cli(
+      {"run", "programs/collatz.ab", "--inputs", "programs/collatz.json", "--log-level", "info"});
   CHECK(run.code == 0);
   CHECK(run.err.find("phase run: ") != std::string::npos);
   CHECK(run.err.find("pass infer_types: ") != std::string::npos);
