@@ -8,6 +8,7 @@
 #include "ir/lowered_names.h"
 #include "ir/printer.h"
 #include "passes/sharing.h"
+#include "support/log.h"
 #include "vm/kernel.h"
 #include "vm/lane_stack.h"
 #include "vm/literal.h"
@@ -179,6 +180,12 @@ class StackVM {
     }
     SharingInfo info = sharing(p_.blocks, params, roots);
     for (const auto& v : p_.vars) shared_var_[v.name.name] = info.shared(v.name.name);
+    if (log_enabled(LogLevel::Debug)) {
+      std::string names;
+      for (const auto& [v, src] : info.source) names += " " + v;
+      log_debug("stack VM: " + std::to_string(info.source.size()) + " of " +
+                std::to_string(p_.vars.size()) + " variables shared:" + names);
+    }
   }
 
   void make_leaves(const FunctionTypes& types) {

@@ -170,3 +170,27 @@ TEST_CASE("cli: --passes and -v/--log-level") {
   Proc help = cli({"lower", "--help"});
   CHECK(help.out.find("allocation_strategy") != std::string::npos);
 }
+
+TEST_CASE("pass registry: --print-after every row prints that stage, not the final program") {
+  Module m = parse_ok(kFib);
+  CompileOptions opt;
+  opt.entry = "fib";
+  opt.entry_types = {Type::scalar(DType::I64)};
+  bool lowered = false;
+  std::string previous;
+  for (const auto& p : all_passes()) {
+    lowered = lowered || std::string(p.name) == "lower_function_calls";
+    opt.print_after = p.name;
+    Result<Compiled> c = compile(m, opt);
+    INFO(p.name);
+    REQUIRE(c.ok());
+    CHECK((c->printed.find("push_goto") != std::string::npos) == lowered);
+    if (std::string(p.name) == "liveness") CHECK(c->printed.find("# live-") != std::string::npos);
+    if (std::string(p.name) == "lower_function_calls")
+      CHECK(c->printed.find("pop ") != std::string::npos);
+    if (std::string(p.name) == "allocation_strategy") {
+      CHECK(c->printed != previous);  // storage classes assigned
+    }
+    previous = c->printed;
+  }
+}
