@@ -10,8 +10,9 @@
 #include "ir/ops.h"
 #include "ir/printer.h"
 #include "parse/parser.h"
+#include "passes/infer_types.h"
 #include "passes/pipeline.h"
-#include "passes/type_inference.h"
+#include "support/log.h"
 #include "support/strings.h"
 #include "vm/reference.h"
 #include "vm/reference_lowered.h"
@@ -138,6 +139,12 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+std::string format_ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
+  return buf;
+}
+
 // What one `run` carries from phase to phase: options for the VM, the trace
 // and statistics, and the phase timings.
 struct RunContext {
@@ -155,7 +162,9 @@ struct RunContext {
     ro.stats = o.stats ? &stats : nullptr;
   }
   void lap(const char* name) {
-    stats.seconds[name] += seconds_since(phase);
+    double s = seconds_since(phase);
+    if (log_enabled(LogLevel::Info)) log_info("phase " + std::string(name) + ": " + format_ms(s));
+    stats.seconds[name] += s;
     phase = Clock::now();
   }
 };
@@ -276,6 +285,12 @@ int cmd_run(const Options& opt) {
 }
 
 int cmd_lower(const Options& opt) {
+  std::vector<std::string> passes;
+  if (!opt.passes.empty()) {
+    passes = split_pass_list(opt.passes);
+    std::vector<const PassInfo*> rows;
+    if (auto e = select_passes(passes, rows)) return report_message("--passes: " + *e);
+  }
   if (!opt.print_after.empty() && !find_pass(opt.print_after)) {
     std::vector<std::string> names;
     for (const auto& p : all_passes()) names.push_back(p.name);
@@ -296,6 +311,7 @@ int cmd_lower(const Options& opt) {
   CompileOptions co;
   co.entry = entry->name.name;
   co.print_after = opt.print_after;
+  co.passes = passes;
   co.entry_types.resize(entry->params.size());
   if (!opt.inputs.empty()) {
     Result<InputSet> inputs = load_entry_inputs(*entry, opt);
@@ -329,6 +345,11 @@ CLI::Validator at_least(int64_t min) {
 void register_commands(CLI::App& app, Options& opt) {
   auto add_program = [&](CLI::App* sub) {
     sub->add_option("PROG", opt.program, "the .ab program ('-' reads standard input)")->required();
+    sub->add_flag("-v,--verbose", opt.verbose,
+                  "log each pass (time, size) and run phase on stderr; -vv: more");
+    sub->add_option("--log-level", opt.log_level,
+                    std::string("log level on stderr: ") + log_level_names() + " (default off)")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   };
   auto add_inputs = [&](CLI::App* sub) {
     // allow_extra_args(false): otherwise CLI11 reads '[...]' as its own list
@@ -369,6 +390,9 @@ void register_commands(CLI::App& app, Options& opt) {
   add_inputs(lower);
   std::string pass_help = "print the program after this pass instead: " + pass_names();
   lower->add_option("--print-after", opt.print_after, pass_help);
+  lower->add_option(
+      "--passes", opt.passes,
+      "run only these passes, in this order (comma list; default every pass): " + pass_names());
 
   CLI::App* check = app.add_subcommand("check", "parse, verify and infer types; print signatures");
   add_program(check);
@@ -381,6 +405,10 @@ void register_commands(CLI::App& app, Options& opt) {
 }
 
 int dispatch(CLI::App& app, const Options& opt) {
+  if (!opt.log_level.empty())
+    set_log_level(*parse_log_level(opt.log_level));
+  else if (opt.verbose > 0)
+    set_log_level(opt.verbose > 1 ? LogLevel::Debug : LogLevel::Info);
   if (app.got_subcommand("fmt")) return cmd_fmt(opt);
   if (app.got_subcommand("check")) return cmd_check(opt);
   if (app.got_subcommand("ops")) return cmd_ops();

@@ -3,7 +3,8 @@
 namespace ab {
 
 static const PrimInfo kPrims[] = {
-#define AB_PRIM(id, name, lo, hi, attrs, group, doc) {PrimId::id, name, lo, hi, attrs, group, doc},
+#define AB_PRIM(id, name, lo, hi, attrs, group, kind, dtypes, doc) \
+  {PrimId::id, name, lo, hi, attrs, group, PrimKind::kind, DtypeGroups::dtypes, doc},
 #include "ir/ops.def"
 #undef AB_PRIM
 };

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "passes/liveness.h"
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 
 namespace ab {
 

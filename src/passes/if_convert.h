@@ -41,7 +41,7 @@
 
 #include "ir/ir.h"
 #include "ir/type.h"
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 
 namespace ab {
 

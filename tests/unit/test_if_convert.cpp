@@ -8,7 +8,7 @@
 #include "parse/parser.h"
 #include "passes/if_convert.h"
 #include "passes/pipeline.h"
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 #include "passes/verify.h"
 #include "vm/reference.h"
 
@@ -21,7 +21,7 @@ Module parse_verified(const std::string& text) {
   INFO(m.diags().render());
   REQUIRE(m.ok());
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  verify(*m, d);
   INFO(d.render());
   REQUIRE_FALSE(d.has_errors());
   return m.take();

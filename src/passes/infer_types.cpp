@@ -1,4 +1,4 @@
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 
 #include <functional>
 #include <set>
@@ -7,29 +7,6 @@
 #include "support/strings.h"
 
 namespace ab {
-
-bool FunctionTypes::complete() const {
-  for (const auto& p : params)
-    if (!p) return false;
-  for (const auto& r : results)
-    if (!r) return false;
-  return true;
-}
-
-PrimAttrs resolve_attrs(const Instr& in) {
-  PrimAttrs a;
-  for (const auto& at : in.attrs) {
-    if (at.key == "dtype" && at.is_dtype) a.dtype = at.dtype;
-    if (at.key == "shape" && !at.is_dtype) {
-      Shape s;
-      for (const auto& e : at.lit.elems) s.push_back(e.i);
-      a.shape = s;
-    }
-    if (at.key == "axis" && !at.is_dtype && !at.lit.elems.empty()) a.axis = at.lit.elems[0].i;
-    if (at.key == "n" && !at.is_dtype && !at.lit.elems.empty()) a.n = at.lit.elems[0].i;
-  }
-  return a;
-}
 
 const Function* find_entry(const Module& m, const std::string& name, Diagnostics& diags) {
   std::vector<std::string> names;
@@ -211,57 +188,39 @@ struct Group {
   const char* needs = nullptr;  // what `extra` means, for messages
 };
 
+// ops.def's Dtypes column of the primitive, as groups.
 std::vector<Group> groups_of(PrimId op) {
   const auto weak_float = std::make_pair(DType::F64, Strength::Weak);
   const auto weak_int = std::make_pair(DType::I64, Strength::Weak);
   const auto strong_bool = std::make_pair(DType::Bool, Strength::Strong);
   const auto strong_i64 = std::make_pair(DType::I64, Strength::Strong);
-  switch (prim_kind(op)) {
-    case PrimKind::Arith2:
+  switch (prim_info(op).dtypes) {
+    case DtypeGroups::SameDest01:
       return {{{0, 1}, true, std::nullopt, nullptr}};
-    case PrimKind::Arith1:
+    case DtypeGroups::SameDest0:
       return {{{0}, true, std::nullopt, nullptr}};
-    case PrimKind::Float1:
+    case DtypeGroups::FloatDest0:
       return {{{0}, true, weak_float, "a float operand"}};
-    case PrimKind::FloatPred:
+    case DtypeGroups::Float0:
       return {{{0}, false, weak_float, "a float operand"}};
-    case PrimKind::Compare:
+    case DtypeGroups::Same01:
       return {{{0, 1}, false, std::nullopt, nullptr}};
-    case PrimKind::Logic2:
+    case DtypeGroups::Bool01:
       return {{{0, 1}, false, strong_bool, "bool operands"}};
-    case PrimKind::Logic1:
+    case DtypeGroups::Bool0:
       return {{{0}, false, strong_bool, "a bool operand"}};
-    case PrimKind::Reduce:
-      if (op == PrimId::Mean) return {{{0}, true, weak_float, "a float operand"}};
-      if (op == PrimId::Any || op == PrimId::All)
-        return {{{0}, false, strong_bool, "a bool operand"}};
-      return {{{0}, true, std::nullopt, nullptr}};
-    case PrimKind::Other:
-      break;
-  }
-  switch (op) {
-    case PrimId::Dot:
-    case PrimId::Matvec:
-    case PrimId::Matmul:
-    case PrimId::Outer:
-      return {{{0, 1}, true, std::nullopt, nullptr}};
-    case PrimId::Fill:
-    case PrimId::Reshape:
-    case PrimId::Transpose:
-      return {{{0}, true, std::nullopt, nullptr}};
-    case PrimId::Select:
+    case DtypeGroups::Select:
       return {{{0}, false, strong_bool, "a bool condition"}, {{1, 2}, true, std::nullopt, nullptr}};
-    case PrimId::Get:
+    case DtypeGroups::Get:
       return {{{0}, true, std::nullopt, nullptr}, {{1}, false, weak_int, "an integer index"}};
-    case PrimId::Set:
+    case DtypeGroups::Set:
       return {{{0, 2}, true, std::nullopt, nullptr}, {{1}, false, weak_int, "an integer index"}};
-    case PrimId::Uniform:
-    case PrimId::Normal:
-    case PrimId::Split:
+    case DtypeGroups::Key0:
       return {{{0}, false, strong_i64, "an i64 key"}};
-    default:  // cast, zeros, iota, tuple, size: no operands that must agree
+    case DtypeGroups::None:
       return {};
   }
+  return {};
 }
 
 class Inference {

@@ -1,4 +1,4 @@
-// types: whole-program type inference (SPEC §1.4, §1.5).
+// infer_types: whole-program type inference (SPEC §1.4, §1.5).
 //
 // What: every variable, parameter, result and literal of the functions gets
 // one type, from the entry's input types (or annotations) flowing through
@@ -20,32 +20,16 @@
 // which is reported naming the variable. Types of unreachable code are
 // inferred as far as their own sources allow.
 #pragma once
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/ir.h"
 #include "ir/prim_types.h"
+#include "ir/type_info.h"
 #include "support/diag.h"
 
 namespace ab {
-
-struct FunctionTypes {
-  std::vector<std::optional<Type>> params;
-  std::vector<std::optional<Type>> results;
-  std::map<std::string, Type> vars;  // every variable whose type is known
-  // [block][instr][arg]: the type of each operand, literals included.
-  std::vector<std::vector<std::vector<std::optional<Type>>>> operand_types;
-  // [block][value]: the types of a return's operands.
-  std::vector<std::vector<std::optional<Type>>> return_types;
-  bool complete() const;
-};
-
-struct TypeInfo {
-  std::map<std::string, FunctionTypes> funcs;
-  std::vector<std::string> reachable;  // from the entry, entry first
-};
 
 // `entry_params` gives the entry's parameter types where known (inputs);
 // missing ones come from annotations or stay unknown. When every entry
@@ -53,10 +37,6 @@ struct TypeInfo {
 // error; otherwise it is reported as depending on the inputs.
 TypeInfo infer_types(const Module& m, const std::string& entry,
                      const std::vector<std::optional<Type>>& entry_params, Diagnostics& diags);
-
-// The attributes of a primitive instruction, as its kernel and type rule
-// take them.
-PrimAttrs resolve_attrs(const Instr& in);
 
 // The entry function: `name` if given, else `main`, else the only function.
 const Function* find_entry(const Module& m, const std::string& name, Diagnostics& diags);
