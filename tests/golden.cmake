@@ -1,10 +1,10 @@
-# Golden suites of the CLI (tools/golden): what `autobatch fmt` and `autobatch check`
-# print is compared byte for byte with reviewed files beside each case. Regenerate with
-# `tools/golden update SUITE` and review `git diff` (tests/golden/README.md).
+# Golden suites of the CLI (tools/golden, tests/golden/README.md): what `autobatch` prints
+# is compared with reviewed expectations under tests/golden/. Regenerate with
+# `tools/golden update SUITE` and review `git diff tests/golden`.
 #
-set(AUTOBATCH_GOLDEN_SUITES fmt diag lower)
-
-foreach(suite ${AUTOBATCH_GOLDEN_SUITES})
+# fmt: hand-written canonical forms, and fmt of every program idempotent and running like
+# the program; diag: `check` diagnostics; lower: `lower` of every program.
+foreach(suite fmt diag lower)
   add_test(NAME golden_${suite}
     COMMAND ${PROJECT_SOURCE_DIR}/tools/golden check ${suite}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
@@ -13,14 +13,15 @@ foreach(suite ${AUTOBATCH_GOLDEN_SUITES})
     LABELS golden)
 endforeach()
 
-# Every program's outputs under the reference interpreter: against the
-# reviewed golden (run) and against the values worked out by hand (hand).
-# roundtrip: lower, then run what was printed, equals the reviewed outputs.
+# Every program's inferred signatures (sig) and outputs under the reference interpreter
+# (the RUN lines name `--vm reference`): against the reviewed expectation (run), through
+# lower then run of what was printed (roundtrip), and against the values worked out by
+# hand (hand).
 foreach(suite sig run roundtrip hand)
   add_test(NAME golden_${suite}_reference
     COMMAND ${PROJECT_SOURCE_DIR}/tools/golden check ${suite}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(golden_${suite}_reference PROPERTIES
-    ENVIRONMENT "AUTOBATCH=$<TARGET_FILE:autobatch>;GOLDEN_RUN_ARGS=--vm reference"
+    ENVIRONMENT "AUTOBATCH=$<TARGET_FILE:autobatch>"
     LABELS golden)
 endforeach()

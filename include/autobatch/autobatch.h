@@ -3,9 +3,8 @@
 // like. Errors come back as values (Diagnostic, RuntimeError): no exception
 // escapes the API and nothing calls exit.
 //
-//   autobatch::Result<autobatch::Program> p = autobatch::compile(text);  // CompileOptions: entry, ...
-//   if (!p) { std::cerr << p.rendered(); return 2; }
-//   int64_t n[] = {6, 7, 8, 7};
+//   autobatch::Result<autobatch::Program> p = autobatch::compile(text);  // CompileOptions: entry,
+//   ... if (!p) { std::cerr << p.rendered(); return 2; } int64_t n[] = {6, 7, 8, 7};
 //   autobatch::RunResult r = p->run({autobatch::ArrayView::of(n, 4)});
 //   if (!r.ok()) { std::cerr << r.rendered(); return 1; }
 //   const int64_t* fib = r.outputs[0].as<int64_t>();
@@ -287,13 +286,21 @@ std::vector<OpInfo> ops(const Primitives* extra = nullptr);
 struct CompileOptions {
   std::string entry;                // "" : main, or the only function
   std::string name = "<input>";     // the file name diagnostics show (compile from text)
-  std::vector<std::string> passes;  // reserved: only the full pipeline (empty) is supported
+  std::vector<std::string> passes;  // a pipeline of pass names, in order (empty: every pass)
   std::string schedule = "min-pc";  // the only policy so far
   Primitives primitives;            // custom primitives (besides the global ones)
 };
 
 // The pass names, in pipeline order (what lower's print_after accepts).
 std::vector<std::string> pass_names();
+// "a,b,c" split at commas, spaces around names dropped ("" gives none).
+std::vector<std::string> split_pass_list(const std::string& list);
+
+// Logging on stderr (each pass with its time and the program's size, each
+// run phase): silent by default. Levels: log_level_names(); set_log_level
+// returns false (and changes nothing) for an unknown name.
+std::vector<std::string> log_level_names();
+bool set_log_level(const std::string& level);
 // OK if `name` names a pass; else the message ("unknown pass ..., passes: ...").
 Status check_pass_name(const std::string& name);
 

@@ -13,6 +13,7 @@
 #include "ir/printer.h"
 #include "parse/parser.h"
 #include "passes/verify.h"
+#include "support/log.h"
 #include "support/strings.h"
 #include "vm/trace.h"
 
@@ -113,6 +114,22 @@ std::vector<std::string> pass_names() {
   return out;
 }
 
+std::vector<std::string> split_pass_list(const std::string& list) {
+  if (list.find_first_not_of(' ') == std::string::npos) return {};
+  return ab::split_pass_list(list);
+}
+
+std::vector<std::string> log_level_names() {
+  return {"trace", "debug", "info", "warn", "error", "off"};
+}
+
+bool set_log_level(const std::string& level) {
+  std::optional<ab::LogLevel> l = ab::parse_log_level(level);
+  if (!l) return false;
+  ab::set_log_level(*l);
+  return true;
+}
+
 Status check_pass_name(const std::string& name) {
   if (ab::find_pass(name)) return {};
   return Status{{option_error("unknown pass '" + name + "'" + ab::did_you_mean(name, pass_names()) +
@@ -150,11 +167,11 @@ Result<Program> compile_with(const CompileOptions& opt,
     if (opt.schedule != "min-pc")
       return std::vector<Diagnostic>{
           option_error("unknown --schedule '" + opt.schedule + "' (available: min-pc)")};
-    if (!opt.passes.empty())
-      return std::vector<Diagnostic>{option_error(
-          "choosing passes is not supported yet: leave CompileOptions::passes empty (every "
-          "pass runs: " +
-          ab::pass_names() + ")")};
+    if (!opt.passes.empty()) {
+      std::vector<const ab::PassInfo*> rows;
+      if (auto e = ab::select_passes(opt.passes, rows))
+        return std::vector<Diagnostic>{option_error("--passes: " + *e)};
+    }
     std::vector<ab::PrimId> prims = PrimitivesAccess::snapshot(opt.primitives);
     ab::PrimScope scope(&prims);
     return compile_module(parse(), opt, prims);
@@ -182,11 +199,12 @@ Result<Program> compile_module(ab::Result<ab::Module> parsed, const CompileOptio
                                std::vector<ab::PrimId> prims) {
   if (!parsed) return to_public(parsed.diags());
   auto impl = std::make_shared<Program::Impl>();
+  impl->passes = opt.passes;
   impl->module = parsed.take();
   impl->prims = std::move(prims);
   ab::Module& m = impl->module;
   ab::Diagnostics d(m.source);
-  ab::verify_module(m, d);
+  ab::verify(m, d);
   if (d.has_errors()) return to_public(d);
   if (m.program) {
     const ab::Program& p = *m.program;
@@ -262,13 +280,20 @@ std::shared_ptr<const Prepared> Program::Impl::prepare(
     ab::CompileOptions co;
     co.entry = entry;
     co.entry_types = types;
+    co.passes = passes;
     ab::Result<ab::Compiled> c = ab::compile(module, co);
     if (!c) {
       p->diags = c.diags();
     } else {
       p->compiled = c.take();
-      p->program_types =
-          ab::infer_program_types(*p->compiled->lowered.program, types, p->diags, module.source);
+      if (!(p->compiled->facts & ab::kClassed)) {
+        p->diags.error({},
+                       "--passes: the stack VM runs a fully lowered program; this pipeline "
+                       "leaves out lower_function_calls or allocation_strategy");
+        p->compiled.reset();
+      } else
+        p->program_types =
+            ab::infer_program_types(*p->compiled->lowered.program, types, p->diags, module.source);
     }
   } else {
     p->types = ab::infer_types(module, entry, types, p->diags);
@@ -378,6 +403,7 @@ Result<std::string> Program::lower(const std::string& print_after,
     ab::CompileOptions co;
     co.entry = impl.entry;
     co.print_after = print_after;
+    co.passes = impl.passes;
     co.entry_types.resize(impl.params().size());
     if (inputs) {
       auto t = view_types(impl, *inputs);

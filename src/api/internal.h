@@ -12,9 +12,9 @@
 #include "ir/ir.h"
 #include "ir/ops.h"
 #include "passes/pipeline.h"
-#include "passes/type_inference.h"
+#include "ir/type_info.h"
 #include "support/diag.h"
-#include "vm/array.h"
+#include "ir/array.h"
 
 namespace autobatch {
 
@@ -51,6 +51,7 @@ struct Program::Impl {
   std::string entry;  // "" when none could be chosen
   ab::Diagnostics entry_error;
   std::vector<ab::PrimId> prims;  // the per-compile custom primitives
+  std::vector<std::string> passes;  // the pipeline chosen (empty: every pass)
   mutable std::mutex mu;
   mutable std::map<std::string, std::shared_ptr<const Prepared>> cache;
 

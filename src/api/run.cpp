@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "api/internal.h"
+#include "support/log.h"
 #include "vm/reference.h"
 #include "vm/reference_lowered.h"
 #include "vm/stack_vm.h"
@@ -28,6 +29,16 @@
 #include "vm/trace.h"
 
 namespace autobatch {
+
+namespace {
+// One line per run phase on stderr when logging is on (-v).
+void log_phase(const char* name, double seconds) {
+  if (!ab::log_enabled(ab::LogLevel::Info)) return;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "phase %s: %.3f ms", name, seconds * 1e3);
+  ab::log_info(buf);
+}
+}  // namespace
 
 namespace {
 
@@ -249,6 +260,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
       return out;
     }
     double compile_seconds = seconds_since(start_time);
+    log_phase("compile", compile_seconds);
 
     // Trace.
     ab::TraceWriter trace;
@@ -339,6 +351,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     }
     trace.close();
     double run_seconds = seconds_since(run_start);
+    log_phase("run", run_seconds);
 
     // Errors: the first shard's, in batch order.
     for (const Shard& s : work) {

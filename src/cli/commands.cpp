@@ -29,6 +29,7 @@ autobatch::CompileOptions compile_options(const Options& opt) {
   autobatch::CompileOptions co;
   co.entry = opt.entry;
   co.schedule = opt.schedule;
+  co.passes = autobatch::split_pass_list(opt.passes);
   return co;
 }
 
@@ -206,6 +207,9 @@ void register_commands(CLI::App& app, Options& opt) {
   std::string pass_help =
       "print the program after this pass instead: " + join(autobatch::pass_names());
   lower->add_option("--print-after", opt.print_after, pass_help);
+  lower->add_option("--passes", opt.passes,
+                    "run only these passes, in this order (comma list; default every pass): " +
+                        join(autobatch::pass_names()));
 
   CLI::App* check = app.add_subcommand("check", "parse, verify and infer types; print signatures");
   add_program(check);
@@ -215,9 +219,21 @@ void register_commands(CLI::App& app, Options& opt) {
   add_program(fmt);
 
   app.add_subcommand("ops", "list the primitive operations");
+
+  for (CLI::App* sub : {run, lower, check, fmt}) {
+    sub->add_flag("-v,--verbose", opt.verbose,
+                  "log each pass (time, size) and run phase on stderr; -vv: more");
+    sub->add_option("--log-level", opt.log_level,
+                    "log level on stderr: " + join(autobatch::log_level_names()) + " (default off)")
+        ->check(CLI::IsMember(autobatch::log_level_names()));
+  }
 }
 
 int dispatch(CLI::App& app, const Options& opt) {
+  if (!opt.log_level.empty())
+    autobatch::set_log_level(opt.log_level);
+  else if (opt.verbose > 0)
+    autobatch::set_log_level(opt.verbose > 1 ? "debug" : "info");
   if (app.got_subcommand("fmt")) return cmd_fmt(opt);
   if (app.got_subcommand("check")) return cmd_check(opt);
   if (app.got_subcommand("ops")) return cmd_ops();

@@ -23,6 +23,9 @@ struct Options {
   bool stats = false;
   std::string output;
   std::string print_after;
+  std::string passes;     // lower --passes a,b,c
+  int verbose = 0;        // -v: info, -vv: debug
+  std::string log_level;  // --log-level; overrides -v
   bool in_place = false;
 };
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "ir/array.h"
 #include "ir/type.h"
 #include "support/result.h"
-#include "vm/array.h"
 
 namespace ab {
 

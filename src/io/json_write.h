@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "vm/array.h"
+#include "ir/array.h"
 
 namespace ab {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/array.h"
 #include "support/result.h"
-#include "vm/array.h"
 
 namespace ab {
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "ir/array.h"
 #include "ir/type.h"
-#include "vm/array.h"
 
 namespace ab {
 

@@ -25,23 +25,21 @@ void Pattern::names(std::vector<const Pattern*>& out) const {
   for (const auto& e : elems) e.names(out);
 }
 
-const char* term_keyword(TermKind k) {
-  switch (k) {
-    case TermKind::Branch:
-      return "branch";
-    case TermKind::Goto:
-      return "goto";
-    case TermKind::Return:
-      return "return";
-    case TermKind::PushGoto:
-      return "push_goto";
-    case TermKind::IndirectGoto:
-      return "indirect_goto";
-    case TermKind::Halt:
-      return "halt";
-  }
-  return "?";
-}
+namespace {
+struct TermInfo {
+  const char* keyword;
+  bool lowered_only;
+};
+constexpr TermInfo kTerms[] = {
+#define AB_TERM(kind, rule, text, lowered) {text, lowered},
+#include "ir/terminators.def"
+#undef AB_TERM
+};
+}  // namespace
+
+const char* term_keyword(TermKind k) { return kTerms[static_cast<size_t>(k)].keyword; }
+
+bool term_lowered_only(TermKind k) { return kTerms[static_cast<size_t>(k)].lowered_only; }
 
 const char* storage_class_name(StorageClass c) {
   switch (c) {

@@ -97,14 +97,12 @@ struct Instr {
 };
 
 enum class TermKind : uint8_t {
-  Branch,        // branch c, T, F
-  Goto,          // goto L
-  Return,        // return a, b      (functions)
-  PushGoto,      // push_goto RET, TARGET   (lowered)
-  IndirectGoto,  // indirect_goto           (lowered)
-  Halt,          // halt                    (lowered)
+#define AB_TERM(kind, rule, text, lowered) kind,
+#include "ir/terminators.def"
+#undef AB_TERM
 };
 const char* term_keyword(TermKind k);
+bool term_lowered_only(TermKind k);  // push_goto, indirect_goto, halt
 
 struct Terminator {
   TermKind kind = TermKind::Return;

@@ -8,7 +8,8 @@
 namespace ab {
 
 static const PrimInfo kPrims[] = {
-#define AB_PRIM(id, name, lo, hi, attrs, group, doc) {PrimId::id, name, lo, hi, attrs, group, doc},
+#define AB_PRIM(id, name, lo, hi, attrs, group, kind, dtypes, doc) \
+  {PrimId::id, name, lo, hi, attrs, group, PrimKind::kind, DtypeGroups::dtypes, doc},
 #include "ir/ops.def"
 #undef AB_PRIM
 };
@@ -74,8 +75,8 @@ std::optional<PrimId> register_custom_prim(CustomPrimDef def) {
   if (g_count == kMaxCustomPrims) return std::nullopt;
   auto id = static_cast<PrimId>(kBuiltins + g_count);
   auto* c = new Custom{std::move(def), {}};  // lives for the process
-  c->info = PrimInfo{id,       c->def.name.c_str(), c->def.min_args, c->def.max_args, "",
-                     "custom", c->def.doc.c_str()};
+  c->info = PrimInfo{id,     c->def.name.c_str(), c->def.min_args, c->def.max_args, "",
+                     "custom", PrimKind::Other,     DtypeGroups{},   c->def.doc.c_str()};
   g_custom[g_count++].store(c, std::memory_order_release);
   return id;
 }

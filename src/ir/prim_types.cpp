@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ir/ir.h"
+
 namespace ab {
 
 namespace {
@@ -92,62 +94,22 @@ std::optional<std::string> check_index(PrimId op, const TensorType& i) {
 
 }  // namespace
 
-PrimKind prim_kind(PrimId op) {
-  switch (op) {
-    case PrimId::Add:
-    case PrimId::Sub:
-    case PrimId::Mul:
-    case PrimId::Div:
-    case PrimId::Mod:
-    case PrimId::Min:
-    case PrimId::Max:
-    case PrimId::Pow:
-      return PrimKind::Arith2;
-    case PrimId::Neg:
-    case PrimId::Abs:
-      return PrimKind::Arith1;
-    case PrimId::Exp:
-    case PrimId::Log:
-    case PrimId::Log1p:
-    case PrimId::Expm1:
-    case PrimId::Sqrt:
-    case PrimId::Sin:
-    case PrimId::Cos:
-    case PrimId::Tan:
-    case PrimId::Tanh:
-    case PrimId::Sigmoid:
-    case PrimId::Floor:
-    case PrimId::Ceil:
-    case PrimId::Round:
-      return PrimKind::Float1;
-    case PrimId::IsNan:
-    case PrimId::IsFinite:
-      return PrimKind::FloatPred;
-    case PrimId::Eq:
-    case PrimId::Ne:
-    case PrimId::Lt:
-    case PrimId::Le:
-    case PrimId::Gt:
-    case PrimId::Ge:
-      return PrimKind::Compare;
-    case PrimId::And:
-    case PrimId::Or:
-    case PrimId::Xor:
-      return PrimKind::Logic2;
-    case PrimId::Not:
-      return PrimKind::Logic1;
-    case PrimId::Sum:
-    case PrimId::Prod:
-    case PrimId::ReduceMax:
-    case PrimId::ReduceMin:
-    case PrimId::Mean:
-    case PrimId::Any:
-    case PrimId::All:
-      return PrimKind::Reduce;
-    default:
-      return PrimKind::Other;
+PrimAttrs resolve_attrs(const Instr& in) {
+  PrimAttrs a;
+  for (const auto& at : in.attrs) {
+    if (at.key == "dtype" && at.is_dtype) a.dtype = at.dtype;
+    if (at.key == "shape" && !at.is_dtype) {
+      Shape s;
+      for (const auto& e : at.lit.elems) s.push_back(e.i);
+      a.shape = s;
+    }
+    if (at.key == "axis" && !at.is_dtype && !at.lit.elems.empty()) a.axis = at.lit.elems[0].i;
+    if (at.key == "n" && !at.is_dtype && !at.lit.elems.empty()) a.n = at.lit.elems[0].i;
   }
+  return a;
 }
+
+PrimKind prim_kind(PrimId op) { return prim_info(op).kind; }
 
 namespace {
 

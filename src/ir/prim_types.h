@@ -44,21 +44,15 @@ struct PrimTypeResult {
   bool ok() const { return type.has_value(); }
 };
 
+struct Instr;
+
+// The attributes of a primitive instruction (its `KEY=value` list), as its
+// kernel and type rule take them.
+PrimAttrs resolve_attrs(const Instr& in);
+
 PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const PrimAttrs& attrs);
 
-// How a primitive types its operands: the one classification the type rules
-// and type inference (which operands must share a dtype) both use.
-enum class PrimKind {
-  Arith2,     // numeric, same dtype, broadcast
-  Arith1,     // numeric
-  Float1,     // float -> same
-  FloatPred,  // float -> bool
-  Compare,    // same dtype, broadcast -> bool
-  Logic2,     // bool, broadcast
-  Logic1,     // bool
-  Reduce,     // over event dimensions
-  Other,      // its own rule
-};
+// How a primitive types its operands: ops.def's Kind column.
 PrimKind prim_kind(PrimId op);
 
 // NumPy broadcasting of two event shapes; nullopt if incompatible.

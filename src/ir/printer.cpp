@@ -109,25 +109,23 @@ std::string print_instr(const Instr& in) {
 }
 
 std::string print_terminator(const Terminator& t) {
+  std::string out = term_keyword(t.kind);
   switch (t.kind) {
     case TermKind::Branch:
-      return "branch " + t.cond.name + ", " + t.target.name + ", " + t.target2.name;
+      return out + " " + t.cond.name + ", " + t.target.name + ", " + t.target2.name;
     case TermKind::Goto:
-      return "goto " + t.target.name;
-    case TermKind::Return: {
-      std::string out = "return";
+      return out + " " + t.target.name;
+    case TermKind::Return:
       for (size_t i = 0; i < t.values.size(); ++i)
         out += (i ? ", " : " ") + print_operand(t.values[i]);
       return out;
-    }
     case TermKind::PushGoto:
-      return "push_goto " + t.target.name + ", " + t.target2.name;
+      return out + " " + t.target.name + ", " + t.target2.name;
     case TermKind::IndirectGoto:
-      return "indirect_goto";
     case TermKind::Halt:
-      return "halt";
+      return out;
   }
-  return "?";
+  return out;
 }
 
 std::string print_block(const Block& b) {

@@ -31,17 +31,15 @@ struct kw : p::seq<Str, p::not_at<ident_other>> {};
   struct kw_##name : kw<TAO_PEGTL_STRING(text)> {}
 AB_KW(func, "func");
 AB_KW(call, "call");
-AB_KW(branch, "branch");
-AB_KW(goto_, "goto");
-AB_KW(return_, "return");
 AB_KW(pop, "pop");
 AB_KW(true_, "true");
 AB_KW(false_, "false");
 AB_KW(inf, "inf");
 AB_KW(nan, "nan");
-AB_KW(push_goto, "push_goto");
-AB_KW(indirect_goto, "indirect_goto");
-AB_KW(halt, "halt");
+// The terminators' keywords (kw_branch, kw_goto, ...) from the one list.
+#define AB_TERM(kind, rule, text, lowered) AB_KW(rule, text);
+#include "ir/terminators.def"
+#undef AB_TERM
 AB_KW(var, "var");
 AB_KW(program, "program");
 AB_KW(bool_, "bool");
@@ -52,9 +50,12 @@ AB_KW(f64, "f64");
 #undef AB_KW
 
 struct dtype : p::sor<kw_bool_, kw_i32, kw_i64, kw_f32, kw_f64> {};
-struct reserved
-    : p::sor<kw_func, kw_call, kw_branch, kw_goto_, kw_return_, kw_pop, kw_true_, kw_false_, kw_inf,
-             kw_nan, kw_push_goto, kw_indirect_goto, kw_halt, dtype> {};
+struct reserved : p::sor<kw_func, kw_call, kw_pop, kw_true_, kw_false_, kw_inf, kw_nan,
+#define AB_TERM(kind, rule, text, lowered) kw_##rule,
+#include "ir/terminators.def"
+#undef AB_TERM
+                         dtype> {
+};
 
 // Names; `.` joins the parts of qualified names in lowered programs. Parts
 // after the first may start with a digit (`fib.ret.0`), so names the
@@ -155,15 +156,20 @@ struct comma_req : comma {};  // a ',' that must be there
 struct cond_ref : name {};
 struct term_branch : p::seq<kw_branch, sp, p::must<cond_ref>, p::must<comma_req>,
                             p::must<label_ref>, p::must<comma_req>, p::must<label_ref>> {};
-struct term_goto : p::seq<kw_goto_, sp, p::must<label_ref>> {};
+struct term_goto : p::seq<kw_goto, sp, p::must<label_ref>> {};
 struct ret_next : operand {};
-struct term_return : p::seq<kw_return_, p::opt<sp1, operand, p::star<comma, p::must<ret_next>>>> {};
+struct term_return : p::seq<kw_return, p::opt<sp1, operand, p::star<comma, p::must<ret_next>>>> {};
 struct term_push_goto
     : p::seq<kw_push_goto, sp, p::must<label_ref>, p::must<comma_req>, p::must<label_ref>> {};
 struct term_indirect_goto : kw_indirect_goto {};
 struct term_halt : kw_halt {};
-struct terminator
-    : p::sor<term_branch, term_goto, term_return, term_push_goto, term_indirect_goto, term_halt> {};
+// One rule per terminator of ir/terminators.def (term_<rule>), tried in its order.
+struct terminator : p::sor<
+#define AB_TERM(kind, rule, text, lowered) term_##rule,
+#include "ir/terminators.def"
+#undef AB_TERM
+                        p::failure> {
+};
 
 // ---- bodies ----------------------------------------------------------------------
 struct label_def : p::seq<name, sp, p::one<':'>> {};

@@ -25,9 +25,12 @@ using selector = p::parse_tree::selector<
               g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
               g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::pat_tuple,
               g::pat_name, g::pattern, g::arg_attr, g::rhs_call, g::rhs_prim, g::rhs_copy,
-              g::instr_assign, g::instr_call, g::instr_pop, g::term_branch, g::term_goto,
-              g::term_return, g::term_push_goto, g::term_indirect_goto, g::term_halt, g::label_def,
-              g::func_def, g::var_decl, g::program_def, g::prog_inputs, g::prog_outputs, g::body>>;
+              g::instr_assign, g::instr_call, g::instr_pop,
+#define AB_TERM(kind, rule, text, lowered) g::term_##rule,
+#include "ir/terminators.def"
+#undef AB_TERM
+              g::label_def, g::func_def, g::var_decl, g::program_def, g::prog_inputs,
+              g::prog_outputs, g::body>>;
 
 SourceLoc loc_of(const Node& n) {
   SourceLoc l;
@@ -274,33 +277,39 @@ class Builder {
   Terminator terminator(const Node& n) {
     Terminator t;
     t.loc = loc_of(n);
-    if (n.is_type<g::term_branch>()) {
-      t.kind = TermKind::Branch;
-      t.cond = name_ref(*n.children[0]);
-      t.target = name_ref(*n.children[1]);
-      t.target2 = name_ref(*n.children[2]);
-    } else if (n.is_type<g::term_goto>()) {
-      t.kind = TermKind::Goto;
-      t.target = name_ref(*n.children[0]);
-    } else if (n.is_type<g::term_return>()) {
-      t.kind = TermKind::Return;
-      for (const auto& c : n.children) t.values.push_back(operand(*c));
-    } else if (n.is_type<g::term_push_goto>()) {
-      t.kind = TermKind::PushGoto;
-      t.target = name_ref(*n.children[0]);
-      t.target2 = name_ref(*n.children[1]);
-    } else if (n.is_type<g::term_indirect_goto>()) {
-      t.kind = TermKind::IndirectGoto;
-    } else {
-      t.kind = TermKind::Halt;
+#define AB_TERM(id, rule, text, lowered) \
+  if (n.is_type<g::term_##rule>()) t.kind = TermKind::id;
+#include "ir/terminators.def"
+#undef AB_TERM
+    switch (t.kind) {
+      case TermKind::Branch:
+        t.cond = name_ref(*n.children[0]);
+        t.target = name_ref(*n.children[1]);
+        t.target2 = name_ref(*n.children[2]);
+        break;
+      case TermKind::Goto:
+        t.target = name_ref(*n.children[0]);
+        break;
+      case TermKind::Return:
+        for (const auto& c : n.children) t.values.push_back(operand(*c));
+        break;
+      case TermKind::PushGoto:
+        t.target = name_ref(*n.children[0]);
+        t.target2 = name_ref(*n.children[1]);
+        break;
+      case TermKind::IndirectGoto:
+      case TermKind::Halt:
+        break;
     }
     return t;
   }
 
   static bool is_terminator(const Node& n) {
-    return n.is_type<g::term_branch>() || n.is_type<g::term_goto>() ||
-           n.is_type<g::term_return>() || n.is_type<g::term_push_goto>() ||
-           n.is_type<g::term_indirect_goto>() || n.is_type<g::term_halt>();
+    return false
+#define AB_TERM(kind, rule, text, lowered) || n.is_type<g::term_##rule>()
+#include "ir/terminators.def"
+#undef AB_TERM
+        ;
   }
 
   // Groups the body's lines into blocks: a label opens a block, a terminator

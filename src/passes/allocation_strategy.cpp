@@ -7,11 +7,7 @@
 
 namespace ab {
 
-std::string owner_function(const std::string& qualified) {
-  return qualified.substr(0, qualified.find('.'));
-}
-
-void allocate_storage(Program& p, const LoweringInfo& info) {
+void allocation_strategy(Program& p, const LoweringInfo& info) {
   // Which functions each function can reach (itself included).
   std::map<std::string, std::set<std::string>> edges;
   for (const auto& c : info.calls) edges[c.caller].insert(c.callee);

@@ -17,13 +17,11 @@
 // removed. Sets each declaration's class; nothing else changes.
 #pragma once
 #include "ir/ir.h"
+#include "ir/lowered_names.h"
 #include "passes/lower_function_calls.h"
 
 namespace ab {
 
-void allocate_storage(Program& p, const LoweringInfo& info);
-
-// The function a qualified name belongs to (`fib.n` -> `fib`).
-std::string owner_function(const std::string& qualified);
+void allocation_strategy(Program& p, const LoweringInfo& info);
 
 }  // namespace ab

@@ -47,7 +47,7 @@ static void bypass_empty_jumps(Program& p) {
   p.blocks = std::move(kept);
 }
 
-void order_blocks(Program& p) {
+void block_order(Program& p) {
   bypass_empty_jumps(p);
   if (p.blocks.size() < 2) return;
   std::stable_partition(p.blocks.begin() + 1, p.blocks.end(),

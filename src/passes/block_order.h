@@ -16,6 +16,6 @@
 
 namespace ab {
 
-void order_blocks(Program& p);
+void block_order(Program& p);
 
 }  // namespace ab

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "ir/ir.h"
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 #include "support/diag.h"
 
 namespace ab {

@@ -218,7 +218,7 @@ class FunctionVerifier {
         break;
       case TermKind::PushGoto:
       case TermKind::IndirectGoto:
-      case TermKind::Halt:
+      case TermKind::Halt:  // term_lowered_only
         d_.error(t.loc, std::string("'") + term_keyword(t.kind) +
                             "' only appears in lowered programs; functions end with 'return'");
         break;
@@ -421,7 +421,7 @@ std::optional<size_t> result_count(const Function& f) {
   return k;
 }
 
-void verify_module(const Module& m, Diagnostics& diags) {
+void verify(const Module& m, Diagnostics& diags) {
   if (m.program) {
     verify_program(*m.program, diags);
     return;

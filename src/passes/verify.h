@@ -18,7 +18,7 @@
 
 namespace ab {
 
-void verify_module(const Module& m, Diagnostics& diags);
+void verify(const Module& m, Diagnostics& diags);
 
 // How many values a function returns, if its `->` or its returns say so
 // (nullopt when it has neither, or they disagree).

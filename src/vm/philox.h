@@ -49,4 +49,12 @@ struct KeyPair {
 };
 KeyPair random_split(int64_t key);
 
+// The same for `lanes` keys at once (what the kernels call; the blocks of
+// all lanes are computed several at a time): out[j][0..count) receives the
+// numbers of keys[j]; first[j], second[j] the children of keys[j]. The
+// outputs may not overlap the keys.
+void random_uniform_lanes(const int64_t* keys, double* const* out, int64_t count, int64_t lanes);
+void random_normal_lanes(const int64_t* keys, double* const* out, int64_t count, int64_t lanes);
+void random_split_lanes(const int64_t* keys, int64_t* first, int64_t* second, int64_t lanes);
+
 }  // namespace ab

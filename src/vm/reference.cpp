@@ -3,9 +3,9 @@
 #include <cstring>
 #include <map>
 
-#include "passes/verify.h"
 #include "vm/kernel.h"
 #include "vm/literal.h"
+#include "vm/slots.h"
 #include "vm/value.h"
 
 namespace ab {
@@ -14,8 +14,7 @@ namespace {
 // Everything about one function that does not change from thread to thread.
 struct CompiledFunction {
   const Function* f = nullptr;
-  std::map<std::string, size_t> slots;  // variable -> index into a frame
-  std::vector<Type> slot_types;
+  Slots slots;  // variable -> index into a frame, with its type
   std::vector<size_t> param_slots;
   std::map<std::string, size_t> labels;
   // [block][instr][arg]: a variable slot, or a constant for a literal.
@@ -93,22 +92,14 @@ class Interpreter {
   void compile(const Function& f, const FunctionTypes& ft) {
     CompiledFunction cf;
     cf.f = &f;
-    for (const auto& [name, t] : ft.vars) {
-      cf.slots.emplace(name, cf.slot_types.size());
-      cf.slot_types.push_back(t);
-    }
-    auto slot = [&](const std::string& n) -> size_t {
-      auto it = cf.slots.find(n);
-      if (it != cf.slots.end()) return it->second;
-      // A variable of unknown type (unreachable code): give it a slot anyway.
-      cf.slots.emplace(n, cf.slot_types.size());
-      cf.slot_types.push_back(Type::scalar(DType::I64));
-      return cf.slot_types.size() - 1;
-    };
+    std::vector<std::string> params;
+    for (const auto& p : f.params) params.push_back(p.name.name);
+    cf.slots = compile_slots(f.blocks, params, ft);
+    auto slot = [&](const std::string& n) -> size_t { return cf.slots.at(n); };
     for (const auto& p : f.params) cf.param_slots.push_back(slot(p.name.name));
     for (size_t bi = 0; bi < f.blocks.size(); ++bi) cf.labels.emplace(f.blocks[bi].label.name, bi);
     std::vector<Type> rts;
-    for (const auto& r : ft.results) rts.push_back(r.value_or(Type::scalar(DType::I64)));
+    for (const auto& r : ft.results) rts.push_back(known_or_default(r));
     result_types_[f.name.name] = rts;
     cf.n_results = rts.size();
     cf.args.resize(f.blocks.size());
@@ -127,8 +118,7 @@ class Interpreter {
           if (a.is_var) {
             a.slot = slot(in.args[ai].name);
           } else {
-            const auto& t = ft.operand_types[bi][ii][ai];
-            a.constant = literal_value(in.args[ai].lit, t.value_or(Type::scalar(DType::I64)));
+            a.constant = literal_constant(in.args[ai].lit, operand_type(ft, bi, ii, ai));
           }
           args.push_back(std::move(a));
         }
@@ -147,8 +137,7 @@ class Interpreter {
         if (o.is_var)
           a.slot = slot(o.name);
         else
-          a.constant =
-              literal_value(o.lit, ft.return_types[bi][vi].value_or(Type::scalar(DType::I64)));
+          a.constant = literal_constant(o.lit, return_type(ft, bi, vi));
         cf.returns[bi].push_back(std::move(a));
       }
     }
@@ -157,7 +146,7 @@ class Interpreter {
 
   template <typename SlotFn>
   Type pattern_type(const Pattern& p, CompiledFunction& cf, SlotFn& slot) {
-    if (!p.is_tuple) return cf.slot_types[slot(p.name)];
+    if (!p.is_tuple) return cf.slots.types[slot(p.name)];
     std::vector<Type> elems;
     for (const auto& e : p.elems) elems.push_back(pattern_type(e, cf, slot));
     return Type::tuple(std::move(elems));
@@ -215,7 +204,7 @@ class Interpreter {
       Frame fr;
       fr.func = fi;
       const CompiledFunction& cf = fns_[fi];
-      fr.vars.resize(cf.slot_types.size());
+      fr.vars.resize(cf.slots.size());
       for (size_t i = 0; i < params.size() && i < cf.param_slots.size(); ++i)
         fr.vars[cf.param_slots[i]] = std::move(params[i]);
       frames.push_back(std::move(fr));
@@ -229,8 +218,7 @@ class Interpreter {
       if (block_start) {
         ++steps_;
         if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-          return error_at(fr, b.label.loc,
-                          "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+          return error_at(fr, b.label.loc, max_steps_message(opt_.max_steps));
         block_start = false;
         size_t pc = offsets_[fr.func] + fr.block;
         uint32_t lane = static_cast<uint32_t>(thread_);
@@ -255,8 +243,7 @@ class Interpreter {
         } else if (in.kind == InstrKind::Call) {
           if (static_cast<int64_t>(frames.size()) >= opt_.max_stack_depth)
             return error_at(fr, in.callee.loc,
-                            "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                                " frames exceeded calling '" + in.callee.name + "'");
+                            stack_depth_message(opt_.max_stack_depth, in.callee.name));
           std::vector<Value> params;
           for (const auto& a : cf.args[fr.block][fr.instr]) params.push_back(arg_value(fr, a));
           size_t callee = cf.callees[fr.block][fr.instr];

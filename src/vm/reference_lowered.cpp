@@ -3,10 +3,10 @@
 #include <cstring>
 #include <map>
 
-#include "passes/allocation_strategy.h"
+#include "ir/lowered_names.h"
 #include "vm/kernel.h"
 #include "vm/literal.h"
-#include "vm/stack_vm.h"
+#include "vm/slots.h"
 #include "vm/value.h"
 
 namespace ab {
@@ -24,12 +24,14 @@ class ProgramInterpreter {
   ProgramInterpreter(const Program& p, const FunctionTypes& types, const RunOptions& opt)
       : p_(p), opt_(opt) {
     for (size_t i = 0; i < p.blocks.size(); ++i) labels_[p.blocks[i].label.name] = i;
-    for (const auto& v : p.vars) {
+    std::vector<std::string> inputs;
+    for (const auto& i : p.inputs) inputs.push_back(i.name);
+    Slots table = compile_slots(p.blocks, inputs, types, &p.vars);
+    index_ = table.index;
+    for (size_t i = 0; i < table.size(); ++i) {
       Slot s;
-      s.full = v.storage == StorageClass::Full;
-      auto it = types.vars.find(v.name.name);
-      s.type = it != types.vars.end() ? it->second : v.type.value_or(Type::scalar(DType::I64));
-      index_[v.name.name] = slots_.size();
+      s.full = i < p.vars.size() && p.vars[i].storage == StorageClass::Full;
+      s.type = table.types[i];
       slots_.push_back(s);
     }
     constants_.resize(p.blocks.size());
@@ -44,8 +46,7 @@ class ProgramInterpreter {
             cs.emplace_back();
             continue;
           }
-          const auto& t = types.operand_types[b][i][a];
-          cs.push_back(literal_value(in.args[a].lit, t.value_or(Type::scalar(DType::I64))));
+          cs.push_back(literal_constant(in.args[a].lit, operand_type(types, b, i, a)));
         }
         constants_[b].push_back(std::move(cs));
         attrs_[b].push_back(in.kind == InstrKind::Prim ? resolve_attrs(in) : PrimAttrs{});
@@ -77,7 +78,7 @@ class ProgramInterpreter {
   const Program& p_;
   RunOptions opt_;
   std::map<std::string, size_t> labels_;
-  std::map<std::string, size_t> index_;
+  std::map<std::string, uint32_t> index_;
   std::vector<Slot> slots_;
   std::vector<std::vector<std::vector<Value>>> constants_;
   std::vector<std::vector<PrimAttrs>> attrs_;
@@ -108,13 +109,11 @@ class ProgramInterpreter {
     size_t s = index_.at(p.name);
     auto& st = stacks_[s];
     if (p.in_place) {
-      if (st.empty())
-        return error(loc, "in-place update of '" + p.name + "', whose stack is empty");
+      if (st.empty()) return error(loc, empty_stack_message("in-place update", p.name));
       st.back() = std::move(v);
     } else if (slots_[s].full) {
       if (static_cast<int64_t>(st.size()) >= opt_.max_stack_depth)
-        return error(loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                              " exceeded by '" + p.name + "'");
+        return error(loc, variable_stack_depth_message(opt_.max_stack_depth, p.name));
       st.push_back(std::move(v));
     } else if (st.empty()) {
       st.push_back(std::move(v));
@@ -139,8 +138,7 @@ class ProgramInterpreter {
       for (const auto& n : in.popped) {
         size_t s = index_.at(n.name);
         if (!slots_[s].full) continue;
-        if (stacks_[s].empty())
-          return error(n.loc, "pop of '" + n.name + "', whose stack is empty");
+        if (stacks_[s].empty()) return error(n.loc, empty_stack_message("pop", n.name));
         stacks_[s].pop_back();
       }
       return std::nullopt;
@@ -185,7 +183,7 @@ class ProgramInterpreter {
       ++steps_;
       const Block& blk = p_.blocks[block_];
       if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-        return error(blk.label.loc, "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+        return error(blk.label.loc, max_steps_message(opt_.max_steps));
       uint32_t lane = static_cast<uint32_t>(thread_);
       if (opt_.trace && opt_.trace->on())
         opt_.trace->step(steps_ - 1, blk.label.name, static_cast<int64_t>(block_), &lane, 1);
@@ -213,9 +211,8 @@ class ProgramInterpreter {
           break;
         case TermKind::PushGoto:
           if (static_cast<int64_t>(pcs.size()) > opt_.max_stack_depth)
-            return error(t.loc, "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                                    " frames exceeded calling '" + owner_function(t.target2.name) +
-                                    "'");
+            return error(t.loc,
+                         stack_depth_message(opt_.max_stack_depth, owner_function(t.target2.name)));
           pcs.push_back(labels_.at(t.target.name));
           next = labels_.at(t.target2.name);
           break;

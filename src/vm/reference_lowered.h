@@ -6,7 +6,7 @@
 // bottom holds `halt`). It checks lowering independently of batching.
 #pragma once
 #include "ir/ir.h"
-#include "passes/type_inference.h"
+#include "ir/type_info.h"
 #include "vm/run.h"
 
 namespace ab {

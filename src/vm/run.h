@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "vm/array.h"
+#include "ir/array.h"
 #include "vm/runtime_error.h"
 #include "vm/trace.h"
 

@@ -2,6 +2,23 @@
 
 namespace ab {
 
+std::string max_steps_message(int64_t max_steps) {
+  return "--max-steps " + std::to_string(max_steps) + " exceeded";
+}
+
+std::string stack_depth_message(int64_t limit, const std::string& callee) {
+  return "stack depth limit of " + std::to_string(limit) + " frames exceeded calling '" + callee +
+         "'";
+}
+
+std::string variable_stack_depth_message(int64_t limit, const std::string& var) {
+  return "stack depth limit of " + std::to_string(limit) + " exceeded by '" + var + "'";
+}
+
+std::string empty_stack_message(const std::string& what, const std::string& var) {
+  return what + " of '" + var + "', whose stack is empty";
+}
+
 std::string render_runtime_error(const SourceFile* source, const RuntimeError& e) {
   std::string out = source ? source->name() : std::string("<program>");
   if (e.loc.known()) out += ":" + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col);

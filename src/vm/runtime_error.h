@@ -15,6 +15,18 @@ struct RuntimeError {
   std::string block;
 };
 
+// The texts of the runtime errors more than one VM raises, so every VM says
+// the same thing for the same failure.
+// "--max-steps 100 exceeded"
+std::string max_steps_message(int64_t max_steps);
+// "stack depth limit of 100000 frames exceeded calling 'fib'"
+std::string stack_depth_message(int64_t limit, const std::string& callee);
+// "stack depth limit of 100000 exceeded by 'fib.n'" (one variable's stack)
+std::string variable_stack_depth_message(int64_t limit, const std::string& var);
+// "read of 'x', whose stack is empty" and the like: `what` of `var` on an
+// empty stack ("read", "pop", "in-place update").
+std::string empty_stack_message(const std::string& what, const std::string& var);
+
 // `prog.ab:14:9: runtime error: integer division by zero in thread 17 of 1024
 // (function gcd, block again)`
 std::string render_runtime_error(const SourceFile* source, const RuntimeError& e);

@@ -5,21 +5,16 @@
 #include <map>
 #include <set>
 
+#include "ir/lowered_names.h"
 #include "ir/printer.h"
-#include "passes/type_inference.h"
+#include "passes/sharing.h"
+#include "support/log.h"
 #include "vm/kernel.h"
 #include "vm/lane_stack.h"
 #include "vm/literal.h"
+#include "vm/slots.h"
 
 namespace ab {
-
-std::pair<std::string, std::string> split_lowered_label(const std::string& label) {
-  size_t a = label.find('.');
-  if (a == std::string::npos) return {"", label};
-  size_t b = label.find('.', a + 1);
-  return {label.substr(0, a),
-          label.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1)};
-}
 
 namespace {
 
@@ -89,7 +84,7 @@ class StackVM {
     lanes_ = opt.lanes > 0 ? std::min<int64_t>(opt.lanes, n_inputs) : n_inputs;
     for (size_t i = 0; i < p.blocks.size(); ++i)
       label_index_[p.blocks[i].label.name] = static_cast<uint32_t>(i);
-    analyze_sharing(types);
+    analyze_sharing();
     make_leaves(types);
     compile(types);
   }
@@ -131,8 +126,7 @@ class StackVM {
       bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
       ++step;
       if (opt_.max_steps > 0 && step > opt_.max_steps) {
-        res.error = error_at(b, p_.blocks[b].label.loc, cur[0],
-                             "--max-steps " + std::to_string(opt_.max_steps) + " exceeded");
+        res.error = error_at(b, p_.blocks[b].label.loc, cur[0], max_steps_message(opt_.max_steps));
         break;
       }
       if (opt_.trace && opt_.trace->on())
@@ -175,107 +169,34 @@ class StackVM {
 
   // ---- set-up ---------------------------------------------------------
 
-  // A variable is shared when every thread holds the same value whenever it
-  // holds one. Each shared variable gets the identity of the value it holds
-  // (its "source"): an input given once is its own source; so is a variable
-  // written at exactly one place, by a primitive of shared operands. A
-  // variable whose every write copies the same source (or itself: the push
-  // of a recursive call's argument) shares that source, so a matrix passed
-  // down a recursion stays one matrix. Literals are sources by their text.
-  void analyze_sharing(const FunctionTypes&) {
-    std::map<std::string, std::vector<const Instr*>> writes;
-    for (const auto& b : p_.blocks)
-      for (const auto& in : b.instrs) {
-        if (in.kind == InstrKind::Pop) continue;
-        std::vector<const Pattern*> leaves;
-        in.out.names(leaves);
-        for (const Pattern* l : leaves) writes[l->name].push_back(&in);
-      }
-    std::set<std::string> inputs;
-    for (const auto& i : p_.inputs) inputs.insert(i.name);
-    std::map<std::string, std::string> source;
-    for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
-      const std::string& n = p_.inputs[i].name;
-      if (inputs_[i].batch == 1 && writes[n].empty()) source[n] = n;
+  // Which variables hold one value for every thread (passes/sharing): the
+  // roots are the inputs given with batch 1.
+  void analyze_sharing() {
+    std::vector<std::string> params;
+    std::vector<bool> roots;
+    for (size_t i = 0; i < p_.inputs.size(); ++i) {
+      params.push_back(p_.inputs[i].name);
+      roots.push_back(i < inputs_.size() && inputs_[i].batch == 1);
     }
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      for (const auto& [v, sites] : writes) {
-        if (source.count(v) || inputs.count(v) || sites.empty()) continue;
-        std::optional<std::string> src;
-        bool ok = true;
-        for (const Instr* in : sites) {
-          bool plain_copy = in->kind == InstrKind::Copy && !in->out.is_tuple && in->out.name == v;
-          std::string id;
-          if (plain_copy && in->args[0].is_var) {
-            const std::string& u = in->args[0].name;
-            if (u == v) continue;  // a push of its own value
-            auto it = source.find(u);
-            if (it == source.end()) {
-              ok = false;
-              break;
-            }
-            id = it->second;
-          } else if (plain_copy) {
-            id = "literal " + print_literal(in->args[0].lit);
-          } else {
-            // Computed here: shared only as the one write, of shared operands.
-            bool shared_args = sites.size() == 1 && in->kind != InstrKind::Call;
-            for (const auto& a : in->args)
-              shared_args = shared_args && (!a.is_var || source.count(a.name));
-            if (!shared_args) {
-              ok = false;
-              break;
-            }
-            id = v;
-          }
-          if (src && *src != id) {
-            ok = false;
-            break;
-          }
-          src = id;
-        }
-        if (ok && src) {
-          source[v] = *src;
-          changed = true;
-        }
-      }
+    SharingInfo info = sharing(p_.blocks, params, roots);
+    for (const auto& v : p_.vars) shared_var_[v.name.name] = info.shared(v.name.name);
+    if (log_enabled(LogLevel::Debug)) {
+      std::string names;
+      for (const auto& [v, src] : info.source) names += " " + v;
+      log_debug("stack VM: " + std::to_string(info.source.size()) + " of " +
+                std::to_string(p_.vars.size()) + " variables shared:" + names);
     }
-    // An instruction runs once only if all its results are shared; one that
-    // also writes a per-thread variable runs per thread, so none of its
-    // results can be shared, nor what was shared through them. Retract to a
-    // fixpoint.
-    bool retracted = true;
-    while (retracted) {
-      retracted = false;
-      for (const auto& [v, sites] : writes) {
-        if (!source.count(v)) continue;
-        bool ok = true;
-        for (const Instr* in : sites) {
-          std::vector<const Pattern*> leaves;
-          in->out.names(leaves);
-          for (const Pattern* l : leaves) ok = ok && source.count(l->name);
-          for (const auto& a : in->args)
-            ok = ok && (!a.is_var || a.name == v || source.count(a.name));
-        }
-        if (!ok) {
-          source.erase(v);
-          retracted = true;
-        }
-      }
-    }
-    for (const auto& v : p_.vars) shared_var_[v.name.name] = source.count(v.name.name) > 0;
   }
 
   void make_leaves(const FunctionTypes& types) {
-    for (const auto& v : p_.vars) {
-      auto it = types.vars.find(v.name.name);
-      Type t = it != types.vars.end() ? it->second : v.type.value_or(Type::scalar(DType::I64));
-      std::vector<TensorType> ts;
-      t.leaves(ts);
+    std::vector<std::string> inputs;
+    for (const auto& i : p_.inputs) inputs.push_back(i.name);
+    Slots slots = compile_slots(p_.blocks, inputs, types, &p_.vars);
+    for (size_t s = 0; s < p_.vars.size(); ++s) {
+      const VarDecl& v = p_.vars[s];
       std::vector<int32_t> ids;
-      for (const auto& tt : ts) {
+      for (uint32_t j = 0; j < slots.leaf_count[s]; ++j) {
+        const TensorType& tt = slots.leaf_types[slots.first_leaf[s] + j];
         Leaf l;
         l.var = v.name.name;
         l.cls = v.storage;
@@ -310,8 +231,7 @@ class StackVM {
   }
 
   Ref constant(const Literal& lit, const std::optional<Type>& t) {
-    Type type = t.value_or(Type::scalar(DType::I64));
-    Value v = literal_value(lit, type);
+    Value v = literal_constant(lit, t);
     constants_.push_back({v.type, std::move(v.data)});
     return Ref{-1, static_cast<int32_t>(constants_.size() - 1)};
   }
@@ -645,9 +565,7 @@ class StackVM {
           int64_t depth = pcs_.size(t);  // frames, counting the halt at the bottom
           if (depth > opt_.max_stack_depth) {
             auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
-            return error_at(b, cb.term_loc, t,
-                            "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                                " frames exceeded calling '" + fn + "'");
+            return error_at(b, cb.term_loc, t, stack_depth_message(opt_.max_stack_depth, fn));
           }
           pcs_.push(t, &cb.t1);
           deepest = std::max(deepest, depth + 1);  // frames now active, the entry's included

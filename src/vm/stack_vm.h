@@ -24,7 +24,7 @@
 // a lane whose thread halts takes the next unstarted input.
 #pragma once
 #include "ir/ir.h"
-#include "passes/type_inference.h"
+#include "ir/type_info.h"
 #include "vm/run.h"
 
 namespace ab {
@@ -33,9 +33,5 @@ namespace ab {
 // operands).
 RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
                     int64_t batch, const RunOptions& opt);
-
-// The function and source block a lowered label belongs to:
-// `gcd.again.1` -> ("gcd", "again").
-std::pair<std::string, std::string> split_lowered_label(const std::string& label);
 
 }  // namespace ab

@@ -8,8 +8,10 @@
 #include <memory>
 #include <optional>
 
+#include "passes/sharing.h"
 #include "vm/kernel.h"
 #include "vm/literal.h"
+#include "vm/slots.h"
 #include "vm/value.h"
 
 namespace ab {
@@ -347,41 +349,17 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
                           const TypeInfo& types, uint32_t base) {
   cf.f = &f;
   cf.block_base = base;
-  // Variables: a slot each, holding its tensor leaves.
-  std::map<std::string, uint32_t> slot_of;
-  std::vector<uint32_t> slot_first, slot_count;
-  std::vector<Type> slot_type;
-  auto add_slot = [&](const std::string& name, const Type& t) {
-    slot_of.emplace(name, static_cast<uint32_t>(slot_type.size()));
-    slot_first.push_back(static_cast<uint32_t>(cf.leaf_types.size()));
-    size_t before = cf.leaf_types.size();
-    t.leaves(cf.leaf_types);
-    slot_count.push_back(static_cast<uint32_t>(cf.leaf_types.size() - before));
-    slot_type.push_back(t);
-  };
-  if (ft)
-    for (const auto& [name, t] : ft->vars) add_slot(name, t);
-  auto slot = [&](const std::string& name) -> uint32_t {
-    auto it = slot_of.find(name);
-    if (it != slot_of.end()) return it->second;
-    add_slot(name, Type::scalar(DType::I64));  // unknown type: unreachable code
-    return static_cast<uint32_t>(slot_type.size() - 1);
-  };
-  auto fallback = [](const std::optional<Type>& t) { return t.value_or(Type::scalar(DType::I64)); };
-  // Touch every name first, so that leaf numbering is final before results.
-  for (const auto& p : f.params) slot(p.name.name);
-  for (const auto& b : f.blocks) {
-    for (const auto& in : b.instrs) {
-      std::vector<const Pattern*> names;
-      in.out.names(names);
-      for (const Pattern* p : names) slot(p->name);
-      for (const auto& a : in.args)
-        if (a.is_var) slot(a.name);
-    }
-    if (b.term.kind == TermKind::Branch) slot(b.term.cond.name);
-    for (const auto& v : b.term.values)
-      if (v.is_var) slot(v.name);
-  }
+  // Variables: a slot each, holding its tensor leaves (vm/slots); the
+  // results' leaves follow them.
+  std::vector<std::string> param_names;
+  for (const auto& p : f.params) param_names.push_back(p.name.name);
+  const Slots slots = compile_slots(f.blocks, param_names, ft ? *ft : FunctionTypes{});
+  cf.leaf_types = slots.leaf_types;
+  auto slot = [&](const std::string& name) -> uint32_t { return slots.at(name); };
+  const std::vector<uint32_t>& slot_first = slots.first_leaf;
+  const std::vector<uint32_t>& slot_count = slots.leaf_count;
+  const std::vector<Type>& slot_type = slots.types;
+  auto fallback = known_or_default;
   cf.var_leaves = static_cast<uint32_t>(cf.leaf_types.size());
   if (ft)
     for (const auto& r : ft->results) fallback(r).leaves(cf.leaf_types);
@@ -436,45 +414,12 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
     }
   }
 
-  // Variables assigned at exactly one place from values that are the same in
-  // every lane of a frame hold one value for the whole frame: literals,
-  // parameters never assigned (shared when the caller passed a shared value),
-  // and such variables. Which ones qualify is found here; whether the
-  // operands are shared is seen when the assignment runs.
-  size_t S = slot_type.size();
-  std::vector<int> defs(S, 0);
-  std::vector<const Instr*> def_of(S, nullptr);
-  std::vector<bool> is_param(S, false);
-  for (const auto& p : f.params) {
-    uint32_t s = slot(p.name.name);
-    ++defs[s];
-    is_param[s] = true;
-  }
-  for (const auto& b : f.blocks)
-    for (const auto& in : b.instrs) {
-      std::vector<const Pattern*> names;
-      in.out.names(names);
-      for (const Pattern* p : names) {
-        uint32_t s = slot(p->name);
-        ++defs[s];
-        def_of[s] = &in;
-      }
-    }
-  std::vector<bool> invariant(S, false);
-  for (size_t s = 0; s < S; ++s)
-    invariant[s] = defs[s] == 1 && (is_param[s] || def_of[s]->kind != InstrKind::Call);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t s = 0; s < S; ++s) {
-      if (!invariant[s] || is_param[s]) continue;
-      for (const auto& a : def_of[s]->args)
-        if (a.is_var && !invariant[slot(a.name)]) {
-          invariant[s] = false;
-          changed = true;
-          break;
-        }
-    }
-  }
+  // Variables that hold one value for the whole frame (passes/sharing, with
+  // every parameter as a root: a parameter is shared in a frame when the
+  // caller passed a shared value). Which ones qualify is found here; whether
+  // the operands are shared is seen when the assignment runs.
+  SharingInfo sharing_info =
+      sharing(f.blocks, param_names, std::vector<bool>(param_names.size(), true));
 
   // Operand leaves: a variable's leaves, or a literal's constant.
   auto operand_type = [&](const Operand& o, const std::optional<Type>& lit_type) {
@@ -488,7 +433,7 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
         out.push_back(Source{static_cast<int32_t>(slot_first[s] + j)});
       return;
     }
-    cf.constants.push_back(literal_value(o.lit, fallback(lit_type)));
+    cf.constants.push_back(literal_constant(o.lit, lit_type));
     const Value& v = cf.constants.back();
     out.push_back(Source{-1, v.data.data(), &v.type});
   };
@@ -511,10 +456,7 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
     }
   };
   auto lit_type = [&](size_t bi, size_t ii, size_t ai) -> std::optional<Type> {
-    if (!ft || bi >= ft->operand_types.size() || ii >= ft->operand_types[bi].size() ||
-        ai >= ft->operand_types[bi][ii].size())
-      return std::nullopt;
-    return ft->operand_types[bi][ii][ai];
+    return ft ? ab::operand_type(*ft, bi, ii, ai) : std::nullopt;
   };
 
   cf.ops.resize(f.blocks.size());
@@ -529,7 +471,7 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
       std::vector<const Pattern*> names;
       in.out.names(names);
       op.invariant = in.kind != InstrKind::Call && !names.empty();
-      for (const Pattern* p : names) op.invariant = op.invariant && invariant[slot(p->name)];
+      for (const Pattern* p : names) op.invariant = op.invariant && sharing_info.shared(p->name);
       std::vector<Source> srcs;
       for (size_t ai = 0; ai < in.args.size(); ++ai)
         add_leaves(in.args[ai], lit_type(bi, ii, ai), srcs);
@@ -712,7 +654,7 @@ std::optional<RuntimeError> StacklessVM::step(Frame& F, uint32_t q) {
   ++steps_;
   if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
     return error_at(F, pos.block, fn.f->blocks[pos.block].label.loc,
-                    "--max-steps " + std::to_string(opt_.max_steps) + " exceeded", lanes[0]);
+                    max_steps_message(opt_.max_steps), lanes[0]);
   uint32_t pc = fn.block_base + pos.block;
   if (tracing_) {
     for (uint32_t k = 0; k < m; ++k) tids_[k] = F.tid[lanes[k]];
@@ -875,9 +817,7 @@ std::optional<RuntimeError> StacklessVM::call(Frame& F, const Op& op, uint32_t b
                                               const uint32_t* lanes, uint32_t m) {
   if (static_cast<int64_t>(depth_) >= opt_.max_stack_depth)
     return error_at(F, block, op.ir->callee.loc,
-                    "stack depth limit of " + std::to_string(opt_.max_stack_depth) +
-                        " frames exceeded calling '" + op.ir->callee.name + "'",
-                    lanes[0]);
+                    stack_depth_message(opt_.max_stack_depth, op.ir->callee.name), lanes[0]);
   const Func& callee = fns_[op.callee];
   Frame& C = push_frame();  // F stays valid: frames are individually allocated
   C.init(callee, m);

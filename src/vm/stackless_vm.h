@@ -23,7 +23,7 @@
 #include <string>
 
 #include "ir/ir.h"
-#include "passes/type_inference.h"
+#include "ir/type_info.h"
 #include "vm/run.h"
 
 namespace ab {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "ir/array.h"
 #include "ir/ops.h"
 #include "ir/prim_types.h"
 #include "ir/type.h"
-#include "vm/array.h"
 
 namespace ab {
 

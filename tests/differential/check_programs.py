@@ -35,6 +35,7 @@ FLOAT_TOLERANT = {
     "linalg": "matvec of a 3x3 matrix and dot (a batched GEMM may sum in another order)",
     "power_iteration": "matvec on a shared matrix is one GEMM in the batched VMs",
     "nuts": "matvec on the shared precision matrix is one GEMM in the batched VMs",
+    "leapfrog_matrix": "matvec on the shared matrix is one GEMM in the batched VMs",
 }
 REL_TOL = 1e-12
 MATRIX_OPS = ("matvec(", "matmul(", "dot(")

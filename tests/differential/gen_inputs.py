@@ -205,6 +205,18 @@ SPECS = {
     "power_iteration": [("A", P("f64", floats(-1.0, 1.0), shape=(4, 4))),
                         ("x", P("f64", floats(-1.0, 1.0, special=(0.0,)), shape=(4,))),
                         ("k", P("i64", ints(0, 20, special=(0, 1))))],
+    # Any key; |bound| <= 10 keeps the walks short (mean bound^2 steps), bound <= 0 stops at once.
+    "random_walk": [("key", P("i64", wide("i64"))),
+                    ("bound", P("i64", ints(-2, 6, special=(0, 1, 10))))],
+    # n iterations of a wrapping LCG; n <= 0 stops at once.
+    "straggler": [("n", P("i64", ints(-3, 200, special=(0, 1, 5000), p_special=0.05))),
+                  ("seed", P("i64", wide("i64")))],
+    # Any matrix: an unstable step only grows the floats (IEEE, no runtime error).
+    "leapfrog_matrix": [("A", P("f64", floats(-1.0, 1.0), shape=(3, 3))),
+                        ("q0", P("f64", floats(-2.0, 2.0, special=(0.0, 1.0)), shape=(3,))),
+                        ("p0", P("f64", floats(-2.0, 2.0, special=(0.0,)), shape=(3,))),
+                        ("eps", P("f64", floats(0.0, 0.5, special=(0.5,)))),
+                        ("n_steps", P("i64", ints(-1, 20, special=(0, 1))))],
     # Bisection and Newton are bounded by max_iter for any start; keep the golden problems.
     "roots": Resample(draws={"x0": P("f64", floats(-5.0, 5.0, special=(0.0, 1.0)))}),
     # Trees must be well formed: whole rows of the golden inputs.

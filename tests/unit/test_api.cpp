@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "autobatch/autobatch.h"
-#include "vm/array.h"  // Buffer::borrow, under the API
+#include "ir/array.h"  // Buffer::borrow, under the API
 
 namespace {
 

@@ -2,6 +2,7 @@
 // statistical sanity of uniform / normal / split built on it (philox.h),
 // plus the kernels' independence from lane, batch and layout.
 #include <cmath>
+#include <numbers>
 #include <set>
 
 #include "kernel_harness.h"
@@ -149,4 +150,62 @@ TEST_CASE("random kernels: same key, same numbers, whatever the lane or layout")
   CHECK(sp.out<int64_t>(1)[1] == k6.second);
   auto scalar = run(PrimId::Uniform, 1, {dense(tt(DType::I64), std::vector<int64_t>{6})});
   CHECK(scalar.out<double>()[0] == direct[0]);
+}
+
+namespace {
+
+// The scheme of philox.h written out one block at a time (random_block is
+// the plain Philox-4x32-10): the batched generators must give these bits.
+uint64_t join(uint32_t lo, uint32_t hi) { return (uint64_t{hi} << 32) | lo; }
+
+std::vector<double> plain_uniform(int64_t key, int64_t count) {
+  std::vector<double> out(static_cast<size_t>(count));
+  for (int64_t e = 0; e < count; ++e) {
+    PhiloxCounter x = random_block(key, RandomDomain::Uniform, static_cast<uint64_t>(e / 2));
+    uint64_t u = e % 2 == 0 ? join(x[0], x[1]) : join(x[2], x[3]);
+    out[static_cast<size_t>(e)] = static_cast<double>(u >> 11) / 9007199254740992.0;
+  }
+  return out;
+}
+
+std::vector<double> plain_normal(int64_t key, int64_t count) {
+  std::vector<double> out(static_cast<size_t>(count));
+  for (int64_t e = 0; e < count; ++e) {
+    PhiloxCounter x = random_block(key, RandomDomain::Normal, static_cast<uint64_t>(e / 2));
+    double u1 = static_cast<double>((join(x[0], x[1]) >> 11) + 1) / 9007199254740992.0;
+    double u2 = static_cast<double>(join(x[2], x[3]) >> 11) / 9007199254740992.0;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    double theta = 2.0 * std::numbers::pi * u2;
+    out[static_cast<size_t>(e)] = e % 2 == 0 ? r * std::cos(theta) : r * std::sin(theta);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("batched generators: bit-identical to the scheme computed block by block") {
+  // Keys with both halves in use, negative ones, and enough lanes and
+  // elements to fill several batches with a partial one at the end.
+  std::vector<int64_t> keys;
+  for (int64_t j = 0; j < 150; ++j) keys.push_back(j * 0x9E3779B97F4A7C15LL ^ (j - 75));
+  for (int64_t count : {1, 2, 3, 16, 131}) {
+    std::vector<std::vector<double>> u(keys.size(), std::vector<double>(count)), z = u;
+    std::vector<double*> pu, pz;
+    for (size_t j = 0; j < keys.size(); ++j) pu.push_back(u[j].data()), pz.push_back(z[j].data());
+    const int64_t lanes = static_cast<int64_t>(keys.size());
+    random_uniform_lanes(keys.data(), pu.data(), count, lanes);
+    random_normal_lanes(keys.data(), pz.data(), count, lanes);
+    for (size_t j = 0; j < keys.size(); ++j) {
+      INFO("key " << keys[j] << ", count " << count);
+      CHECK(u[j] == plain_uniform(keys[j], count));
+      CHECK(z[j] == plain_normal(keys[j], count));
+    }
+  }
+  std::vector<int64_t> first(keys.size()), second(keys.size());
+  random_split_lanes(keys.data(), first.data(), second.data(), static_cast<int64_t>(keys.size()));
+  for (size_t j = 0; j < keys.size(); ++j) {
+    PhiloxCounter x = random_block(keys[j], RandomDomain::Split, 0);
+    CHECK(first[j] == static_cast<int64_t>(join(x[0], x[1])));
+    CHECK(second[j] == static_cast<int64_t>(join(x[2], x[3])));
+  }
 }

@@ -40,7 +40,7 @@ Loaded load(const std::string& text_or_path, const std::vector<std::string>& inp
   INFO(m.diags().render());
   REQUIRE(m.ok());
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  ab::verify(*m, d);
   REQUIRE_FALSE(d.has_errors());
   Loaded l{m.take(), "", {}, {}};
   l.entry = header_entry(l.m);

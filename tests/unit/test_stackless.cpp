@@ -16,7 +16,7 @@
 
 #include "io/inputs.h"
 #include "parse/parser.h"
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 #include "passes/verify.h"
 #include "vm/reference.h"
 #include "vm/stackless_vm.h"
@@ -41,7 +41,7 @@ Prepared prepare(Result<Module> m, std::string entry, const std::vector<std::str
   REQUIRE(m.ok());
   Prepared p{m.take(), std::move(entry), {}, {}, 0};
   Diagnostics d(p.m.source);
-  verify_module(p.m, d);
+  ab::verify(p.m, d);
   const Function* f = find_entry(p.m, p.entry, d);
   INFO(d.render());
   REQUIRE(f);

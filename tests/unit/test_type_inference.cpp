@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "parse/parser.h"
-#include "passes/type_inference.h"
+#include "passes/infer_types.h"
 #include "passes/verify.h"
 
 using namespace ab;
@@ -22,7 +22,7 @@ Inferred infer(const std::string& text, const std::string& entry,
   INFO(m.diags().render());
   REQUIRE(m.ok());
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  ab::verify(*m, d);
   INFO(d.render());
   REQUIRE_FALSE(d.has_errors());
   Inferred out{m.take(), {}, ""};

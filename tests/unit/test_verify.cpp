@@ -14,7 +14,7 @@ std::string verify(const std::string& text) {
   INFO(m.diags().render());
   REQUIRE(m.ok());
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  ab::verify(*m, d);
   return d.render();
 }
 
@@ -22,7 +22,7 @@ int errors(const std::string& text) {
   Result<Module> m = parse_text("v.ab", text);
   REQUIRE(m.ok());
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  ab::verify(*m, d);
   return static_cast<int>(d.error_count());
 }
 

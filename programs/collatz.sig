@@ -1,1 +1,0 @@
-func collatz_steps(n: i64) -> i64

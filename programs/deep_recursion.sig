@@ -1,1 +1,0 @@
-func tri(n: i64) -> i64

@@ -1,2 +1,0 @@
-func is_even(n: i64) -> bool
-func is_odd(n: i64) -> bool

@@ -1,1 +1,0 @@
-func fib(n: i64) -> i64

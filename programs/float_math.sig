@@ -1,1 +1,0 @@
-func main(x: f64) -> (f64, f64, f64, f64, f64, bool, bool, f64, f64)

@@ -1,1 +1,0 @@
-func gcd(a: i32, b: i32) -> i32

@@ -1,2 +1,0 @@
-func female(n: i64) -> i64
-func male(n: i64) -> i64

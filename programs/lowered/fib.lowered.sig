@@ -1,1 +1,0 @@
-program fib: 8 variables, 5 blocks

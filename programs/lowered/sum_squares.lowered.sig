@@ -1,1 +1,0 @@
-program main: 9 variables, 6 blocks

@@ -1,1 +1,0 @@
-func main(x: i64) -> ()

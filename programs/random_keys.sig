@@ -1,1 +1,0 @@
-func main(key: i64) -> (bool, bool, bool, bool, bool, bool)

@@ -1,1 +1,0 @@
-func main(scale: f64, x: f64) -> (f64, i64)

@@ -1,2 +1,0 @@
-func main(n: i64) -> i64
-func square(x: i64) -> i64

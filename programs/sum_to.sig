@@ -1,1 +1,0 @@
-func sum_to(n: i32) -> i32

@@ -1,0 +1,388 @@
+// if_convert: branches to selects, block merging and loop rotation (see
+// if_convert.h). One rewrite per round, analyses recomputed every round: the
+// functions are small and the rounds few.
+#include "passes/if_convert.h"
+
+#include <algorithm>
+#include <set>
+
+#include "passes/liveness.h"
+#include "passes/infer_types.h"
+
+namespace ab {
+
+namespace {
+
+using TypeMap = std::map<std::string, Type>;
+
+std::optional<DType> operand_dtype(const Operand& o, const TypeMap& types) {
+  if (!o.is_var) {
+    if (o.lit.kind == Scalar::Kind::Float) return DType::F64;  // some float dtype
+    if (o.lit.kind == Scalar::Kind::Bool) return DType::Bool;
+    return std::nullopt;  // an integer literal may still become a float
+  }
+  auto it = types.find(o.name);
+  if (it == types.end() || it->second.is_tuple) return std::nullopt;
+  return it->second.tensor.dtype;
+}
+
+bool float_operands(const Instr& in, const TypeMap& types) {
+  for (const auto& a : in.args)
+    if (auto d = operand_dtype(a, types); d && is_float(*d)) return true;
+  return false;
+}
+
+// Every element of a literal satisfies `pred` (integers only; a float
+// literal makes the operation a float one, which cannot fail).
+template <class Pred>
+bool literal_all(const Operand& o, Pred pred) {
+  if (o.is_var) return false;
+  if (o.lit.kind == Scalar::Kind::Float) return true;
+  if (o.lit.kind != Scalar::Kind::Int || o.lit.elems.empty()) return false;
+  for (const auto& e : o.lit.elems)
+    if (!pred(e.i)) return false;
+  return true;
+}
+
+// The index operand of get/set is a literal inside the first dimension of x.
+bool index_in_range(const Instr& in, const TypeMap& types) {
+  if (in.args.size() < 2 || !in.args[0].is_var) return false;
+  const Operand& i = in.args[1];
+  if (i.is_var || i.lit.is_tensor || i.lit.kind != Scalar::Kind::Int || i.lit.elems.size() != 1)
+    return false;
+  auto it = types.find(in.args[0].name);
+  if (it == types.end() || it->second.is_tuple || it->second.tensor.shape.empty()) return false;
+  int64_t d = it->second.tensor.shape[0], v = i.lit.elems[0].i;
+  return v >= -d && v < d;
+}
+
+// The instruction can run for any thread without raising (or having an
+// effect beyond its destinations).
+bool is_safe(const Instr& in, const TypeMap& types) {
+  if (in.kind == InstrKind::Copy) return true;
+  if (in.kind != InstrKind::Prim) return false;  // calls, pops
+  // A primitive registered by an embedder may fail (or cost) anywhere: never
+  // run it for a thread that would not have.
+  if (is_custom_prim(in.prim)) return false;
+  switch (in.prim) {
+    case PrimId::Div:
+    case PrimId::Mod:
+      return float_operands(in, types) || literal_all(in.args[1], [](int64_t v) { return v != 0; });
+    case PrimId::Pow:
+      return float_operands(in, types) || literal_all(in.args[1], [](int64_t v) { return v >= 0; });
+    case PrimId::Cast: {
+      std::optional<DType> to = resolve_attrs(in).dtype;
+      if (!to) return false;
+      if (is_float(*to) || *to == DType::Bool) return true;
+      std::optional<DType> from = operand_dtype(in.args[0], types);
+      return from && !is_float(*from);
+    }
+    case PrimId::Get:
+    case PrimId::Set:
+      return index_in_range(in, types);
+    case PrimId::Tuple:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool all_safe(const Block& b, const TypeMap& types) {
+  for (const auto& in : b.instrs)
+    if (!is_safe(in, types)) return false;
+  return true;
+}
+
+void leaves(const Pattern& p, std::vector<Pattern*>& out) {
+  if (!p.is_tuple) {
+    out.push_back(const_cast<Pattern*>(&p));
+    return;
+  }
+  for (const auto& e : p.elems) leaves(e, out);
+}
+
+class Converter {
+ public:
+  Converter(Function& f, const TypeMap& types) : f_(f), types_(types) {
+    for (const auto& p : f.params) used_.insert(p.name.name);
+    for (const auto& b : f.blocks) {
+      for (const auto& in : b.instrs) {
+        instr_reads(in, used_);
+        instr_writes(in, used_);
+      }
+      term_reads(b.term, used_);
+    }
+  }
+
+  bool run() {
+    bool any = false;
+    for (int round = 0; round < 10000; ++round) {
+      analyse();
+      if (!(convert() || merge() || rotate())) break;
+      drop_unreachable();
+      any = true;
+    }
+    return any;
+  }
+
+ private:
+  Function& f_;
+  TypeMap types_;
+  VarSet used_;
+  int fresh_ = 0;
+  // Analyses of the current blocks.
+  std::map<std::string, size_t> index_;
+  std::vector<int> preds_;
+  LivenessInfo live_;
+  std::vector<std::optional<VarSet>> defined_out_;  // nullopt: not reached yet
+
+  void analyse() {
+    const auto& bs = f_.blocks;
+    index_.clear();
+    for (size_t i = 0; i < bs.size(); ++i) index_[bs[i].label.name] = i;
+    preds_.assign(bs.size(), 0);
+    preds_[0] = 1;  // the function's callers
+    for (size_t i = 0; i < bs.size(); ++i)
+      for (size_t s : successors(bs, i)) ++preds_[s];
+    live_ = compute_liveness(bs);
+    // Variables defined on every path to the end of each block.
+    defined_out_.assign(bs.size(), std::nullopt);
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::vector<std::optional<VarSet>> in(bs.size());
+      in[0] = VarSet{};
+      for (const auto& p : f_.params) in[0]->insert(p.name.name);
+      for (size_t i = 0; i < bs.size(); ++i) {
+        if (!defined_out_[i]) continue;
+        for (size_t s : successors(bs, i)) {
+          if (s == 0) continue;  // the entry also starts from the parameters only
+          if (!in[s]) {
+            in[s] = *defined_out_[i];
+          } else {
+            VarSet meet;
+            for (const auto& v : *in[s])
+              if (defined_out_[i]->count(v)) meet.insert(v);
+            in[s] = std::move(meet);
+          }
+        }
+      }
+      for (size_t i = 0; i < bs.size(); ++i) {
+        if (!in[i]) continue;
+        VarSet out = *in[i];
+        for (const auto& ins : bs[i].instrs) instr_writes(ins, out);
+        if (defined_out_[i] != out) {
+          defined_out_[i] = std::move(out);
+          changed = true;
+        }
+      }
+    }
+  }
+
+  std::optional<size_t> target(const NameRef& label) const {
+    auto it = index_.find(label.name);
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  std::string fresh(const std::string& var, const char* arm) {
+    for (;;) {
+      std::string name = var + "_" + arm + std::to_string(++fresh_);
+      if (used_.insert(name).second) return name;
+    }
+  }
+
+  // Appends `arm`'s instructions to `out` with every write renamed; returns
+  // the renaming (variable -> its value at the end of the arm).
+  std::map<std::string, std::string> append_renamed(const Block& arm, const char* tag,
+                                                    std::vector<Instr>& out) {
+    std::map<std::string, std::string> ren;
+    for (Instr in : arm.instrs) {
+      for (auto& a : in.args)
+        if (a.is_var)
+          if (auto it = ren.find(a.name); it != ren.end()) a.name = it->second;
+      std::vector<Pattern*> ls;
+      leaves(in.out, ls);
+      for (Pattern* l : ls) {
+        auto it = ren.find(l->name);
+        if (it == ren.end()) {
+          std::string n = fresh(l->name, tag);
+          if (auto t = types_.find(l->name); t != types_.end()) types_[n] = t->second;
+          it = ren.emplace(l->name, n).first;
+        }
+        l->name = it->second;
+      }
+      out.push_back(std::move(in));
+    }
+    return ren;
+  }
+
+  bool is_arm(size_t a, size_t b) const {
+    const Block& arm = f_.blocks[a];
+    return a != 0 && a != b && preds_[a] == 1 && arm.term.kind == TermKind::Goto &&
+           arm.instrs.size() <= kMaxArm && all_safe(arm, types_);
+  }
+
+  bool selectable(const std::string& v) const {
+    auto it = types_.find(v);
+    return it != types_.end() && !it->second.is_tuple;
+  }
+
+  // One diamond or triangle, if any.
+  bool convert() {
+    for (size_t b = 0; b < f_.blocks.size(); ++b) {
+      if (try_convert(b)) return true;
+    }
+    return false;
+  }
+
+  bool try_convert(size_t b) {
+    const Block& B = f_.blocks[b];
+    if (B.term.kind != TermKind::Branch || !defined_out_[b]) return false;
+    auto t = target(B.term.target), e = target(B.term.target2);
+    if (!t || !e || *t == *e) return false;
+    auto goto_of = [&](size_t a) { return target(f_.blocks[a].term.target); };
+    // The arms (nullopt: that side goes straight to the join) and the join.
+    std::optional<size_t> then_arm, else_arm, join;
+    if (is_arm(*t, b) && is_arm(*e, b) && goto_of(*t) == goto_of(*e)) {
+      then_arm = t, else_arm = e, join = goto_of(*t);
+    } else if (is_arm(*t, b) && goto_of(*t) == e) {
+      then_arm = t, join = e;
+    } else if (is_arm(*e, b) && goto_of(*e) == t) {
+      else_arm = e, join = t;
+    } else {
+      return false;
+    }
+    if (!join || *join == b || *join == then_arm || *join == else_arm) return false;
+    const std::string& cond = B.term.cond.name;
+    auto ct = types_.find(cond);
+    if (ct == types_.end() || !(ct->second == Type::scalar(DType::Bool))) return false;
+
+    // What each arm writes, and which of those the join needs.
+    VarSet written;
+    for (auto arm : {then_arm, else_arm})
+      if (arm)
+        for (const auto& in : f_.blocks[*arm].instrs) instr_writes(in, written);
+    std::vector<std::string> joined;
+    for (const auto& v : written)
+      if (live_.live_in[*join].count(v)) joined.push_back(v);
+    for (const auto& v : joined) {
+      if (!selectable(v)) return false;
+      // An arm that does not write v passes on v's value from before B.
+      if (!defined_out_[b]->count(v)) {
+        VarSet wt, we;
+        if (then_arm)
+          for (const auto& in : f_.blocks[*then_arm].instrs) instr_writes(in, wt);
+        if (else_arm)
+          for (const auto& in : f_.blocks[*else_arm].instrs) instr_writes(in, we);
+        if (!wt.count(v) || !we.count(v)) return false;
+      }
+    }
+
+    Block nb = B;
+    std::map<std::string, std::string> rt, re;
+    if (then_arm) rt = append_renamed(f_.blocks[*then_arm], "then", nb.instrs);
+    if (else_arm) re = append_renamed(f_.blocks[*else_arm], "else", nb.instrs);
+    // The condition itself last: the other selects read it.
+    std::stable_partition(joined.begin(), joined.end(),
+                          [&](const std::string& v) { return v != cond; });
+    for (const auto& v : joined) {
+      auto value = [&](const std::map<std::string, std::string>& ren) {
+        Operand o;
+        auto it = ren.find(v);
+        o.name = it == ren.end() ? v : it->second;
+        o.loc = B.term.loc;
+        return o;
+      };
+      Instr sel;
+      sel.kind = InstrKind::Prim;
+      sel.prim = PrimId::Select;
+      sel.callee = {"select", B.term.loc};
+      Operand c;
+      c.name = cond;
+      c.loc = B.term.cond.loc;
+      sel.args = {c, value(rt), value(re)};
+      sel.out.name = v;
+      sel.out.loc = B.term.loc;
+      sel.loc = B.term.loc;
+      nb.instrs.push_back(std::move(sel));
+    }
+    nb.term = Terminator{};
+    nb.term.kind = TermKind::Goto;
+    nb.term.target = {f_.blocks[*join].label.name, B.term.loc};
+    nb.term.loc = B.term.loc;
+    f_.blocks[b] = std::move(nb);
+    return true;
+  }
+
+  // X: ... goto Y, Y reached only from X: one block.
+  bool merge() {
+    for (size_t x = 0; x < f_.blocks.size(); ++x) {
+      Block& X = f_.blocks[x];
+      if (X.term.kind != TermKind::Goto) continue;
+      auto y = target(X.term.target);
+      if (!y || *y == x || *y == 0 || preds_[*y] != 1) continue;
+      const Block& Y = f_.blocks[*y];
+      if (!all_safe(Y, types_)) continue;
+      X.instrs.insert(X.instrs.end(), Y.instrs.begin(), Y.instrs.end());
+      X.term = Y.term;
+      return true;
+    }
+    return false;
+  }
+
+  // X: ... goto H, H a small safe test that branches: X tests and branches
+  // itself.
+  bool rotate() {
+    for (size_t x = 0; x < f_.blocks.size(); ++x) {
+      Block& X = f_.blocks[x];
+      if (X.term.kind != TermKind::Goto) continue;
+      auto h = target(X.term.target);
+      if (!h || *h == x) continue;
+      const Block& H = f_.blocks[*h];
+      if (H.term.kind != TermKind::Branch || H.instrs.size() > kMaxHeader || !all_safe(H, types_))
+        continue;
+      X.instrs.insert(X.instrs.end(), H.instrs.begin(), H.instrs.end());
+      X.term = H.term;
+      return true;
+    }
+    return false;
+  }
+
+  void drop_unreachable() {
+    auto& bs = f_.blocks;
+    std::map<std::string, size_t> idx;
+    for (size_t i = 0; i < bs.size(); ++i) idx[bs[i].label.name] = i;
+    std::vector<bool> seen(bs.size(), false);
+    std::vector<size_t> work = {0};
+    seen[0] = true;
+    while (!work.empty()) {
+      size_t i = work.back();
+      work.pop_back();
+      for (size_t s : successors(bs, i))
+        if (!seen[s]) seen[s] = true, work.push_back(s);
+    }
+    std::vector<Block> kept;
+    for (size_t i = 0; i < bs.size(); ++i)
+      if (seen[i]) kept.push_back(std::move(bs[i]));
+    bs = std::move(kept);
+  }
+};
+
+}  // namespace
+
+bool if_convert_function(Function& f, const TypeMap& var_types) {
+  if (f.blocks.empty()) return false;
+  return Converter(f, var_types).run();
+}
+
+bool if_convert(Module& m, const TypeInfo& types) {
+  bool any = false;
+  for (auto& f : m.funcs) {
+    auto it = types.funcs.find(f.name.name);
+    static const TypeMap kNone;
+    any = if_convert_function(f, it == types.funcs.end() ? kNone : it->second.vars) || any;
+  }
+  return any;
+}
+
+}  // namespace ab
