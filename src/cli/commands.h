@@ -17,6 +17,7 @@ struct Options {
   int64_t max_steps = 0;  // 0: no bound
   std::optional<int64_t> batch;
   std::optional<int64_t> lanes;
+  std::optional<int64_t> threads;  // unset: automatic
   std::string trace;
   std::string trace_mask = "bits";
   bool stats = false;

@@ -2,20 +2,16 @@
 // library: parse flags (CLI11), call the library, print, and map the outcome
 // to the exit codes of SPEC §6 (0 ok, 2 usage/parse/type/input error,
 // 1 runtime error).
-#include <cblas.h>
-
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "autobatch/autobatch.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  // The VMs call BLAS on one chunk of lanes at a time: OpenBLAS's worker
-  // threads would only spin and compete for the cores.
-  openblas_set_num_threads(1);
   CLI::App app{"autobatch: run one program on many inputs at once (program-counter auto-batching)",
                "autobatch"};
-  app.set_version_flag("--version", std::string("autobatch ") + AUTOBATCH_VERSION);
+  app.set_version_flag("--version", std::string("autobatch ") + autobatch::version());
   app.require_subcommand(1);
   app.fallthrough(false);
 

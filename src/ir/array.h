@@ -11,6 +11,14 @@
 
 namespace ab {
 
+// Frees what Buffer allocated (not what it borrowed).
+struct BufferFree {
+  bool owned = true;
+  void operator()(std::byte* p) const {
+    if (owned) ::operator delete[](p, std::align_val_t{64});
+  }
+};
+
 // Owning, 64-byte aligned, zero-initialised bytes.
 class Buffer {
  public:
@@ -26,7 +34,22 @@ class Buffer {
     return *this;
   }
   Buffer& operator=(Buffer&&) noexcept = default;
+  // A view of `bytes` bytes at `data`, owned by the caller (who keeps them
+  // alive and unchanged while the Buffer is used): an embedder's input, given
+  // to the VMs without a copy. Never written through; copies of it own theirs.
+  static Buffer borrow(const void* data, size_t bytes) {
+    Buffer b;
+    b.data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(const_cast<void*>(data)),
+                                                 Free{false});
+    b.size_ = bytes;
+    return b;
+  }
   void resize(size_t bytes) {
+    if (!data_.get_deleter().owned) {  // borrowed: let go, then own what follows
+      (void)data_.release();
+      data_.get_deleter().owned = true;
+      size_ = 0;
+    }
     if (bytes == size_) return;
     data_.reset(bytes ? static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}))
                       : nullptr);
@@ -38,9 +61,7 @@ class Buffer {
   size_t size() const { return size_; }
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{64}); }
-  };
+  using Free = BufferFree;
   std::unique_ptr<std::byte[], Free> data_;
   size_t size_ = 0;
 };

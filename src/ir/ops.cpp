@@ -1,5 +1,10 @@
 #include "ir/ops.h"
 
+#include <atomic>
+#include <cctype>
+#include <memory>
+#include <mutex>
+
 namespace ab {
 
 static const PrimInfo kPrims[] = {
@@ -9,21 +14,106 @@ static const PrimInfo kPrims[] = {
 #undef AB_PRIM
 };
 
+constexpr size_t kBuiltins = std::size(kPrims);
+static_assert(kBuiltins == kBuiltinPrimCount);
+
+namespace {
+
+// A registered custom primitive: its definition and the PrimInfo view of it.
+struct Custom {
+  CustomPrimDef def;
+  PrimInfo info;
+};
+
+// Append-only: slots are published once (release) and never change, so
+// readers need no lock.
+std::atomic<const Custom*> g_custom[kMaxCustomPrims];
+std::mutex g_mutex;  // registration and the global list
+size_t g_count = 0;
+std::vector<PrimId> g_global;
+thread_local const std::vector<PrimId>* t_scope = nullptr;
+
+const Custom* custom_of(PrimId id) {
+  size_t i = static_cast<size_t>(id);
+  if (i < kBuiltins || i >= kBuiltins + kMaxCustomPrims) return nullptr;
+  return g_custom[i - kBuiltins].load(std::memory_order_acquire);
+}
+
+}  // namespace
+
 std::span<const PrimInfo> all_prims() { return kPrims; }
 
 const PrimInfo* find_prim(std::string_view name) {
   for (const auto& p : kPrims)
     if (name == p.name) return &p;
+  if (t_scope)
+    for (auto it = t_scope->rbegin(); it != t_scope->rend(); ++it)
+      if (const Custom* c = custom_of(*it); c && name == c->def.name) return &c->info;
+  std::lock_guard lock(g_mutex);
+  for (auto it = g_global.rbegin(); it != g_global.rend(); ++it)
+    if (const Custom* c = custom_of(*it); c && name == c->def.name) return &c->info;
   return nullptr;
 }
 
-const PrimInfo& prim_info(PrimId id) { return kPrims[static_cast<size_t>(id)]; }
+const PrimInfo& prim_info(PrimId id) {
+  if (const Custom* c = custom_of(id)) return c->info;
+  return kPrims[static_cast<size_t>(id)];
+}
 
 std::vector<std::string> prim_names() {
   std::vector<std::string> out;
   for (const auto& p : kPrims) out.push_back(p.name);
+  if (t_scope)
+    for (PrimId id : *t_scope) out.push_back(prim_info(id).name);
+  std::lock_guard lock(g_mutex);
+  for (PrimId id : g_global) out.push_back(prim_info(id).name);
   return out;
 }
+
+std::optional<PrimId> register_custom_prim(CustomPrimDef def) {
+  std::lock_guard lock(g_mutex);
+  if (g_count == kMaxCustomPrims) return std::nullopt;
+  auto id = static_cast<PrimId>(kBuiltins + g_count);
+  auto* c = new Custom{std::move(def), {}};  // lives for the process
+  c->info = PrimInfo{id,     c->def.name.c_str(), c->def.min_args, c->def.max_args, "",
+                     "custom", PrimKind::Other,     DtypeGroups{},   c->def.doc.c_str()};
+  g_custom[g_count++].store(c, std::memory_order_release);
+  return id;
+}
+
+bool is_custom_prim(PrimId id) { return custom_of(id) != nullptr; }
+
+const CustomPrimDef* custom_prim(PrimId id) {
+  const Custom* c = custom_of(id);
+  return c ? &c->def : nullptr;
+}
+
+std::string prim_name_error(const std::string& name) {
+  auto ident_start = [](char ch) {
+    return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_';
+  };
+  bool ok = !name.empty() && ident_start(name[0]);
+  for (char ch : name) ok = ok && (ident_start(ch) || std::isdigit(static_cast<unsigned char>(ch)));
+  if (!ok)
+    return "'" + name +
+           "' is not an identifier (letters, digits and '_', not starting with a digit)";
+  static const char* const kKeywords[] = {
+      "func",      "program", "var",           "call", "branch", "goto", "return", "pop",
+      "push_goto", "halt",    "indirect_goto", "true", "false",  "inf",  "nan"};
+  for (const char* k : kKeywords)
+    if (name == k) return "'" + name + "' is a keyword";
+  for (const auto& p : kPrims)
+    if (name == p.name) return "'" + name + "' is a built-in primitive";
+  return "";
+}
+
+void make_prim_global(PrimId id) {
+  std::lock_guard lock(g_mutex);
+  g_global.push_back(id);
+}
+
+PrimScope::PrimScope(const std::vector<PrimId>* ids) : prev_(t_scope) { t_scope = ids; }
+PrimScope::~PrimScope() { t_scope = prev_; }
 
 std::vector<AttrSpec> PrimInfo::attr_specs() const {
   std::vector<AttrSpec> out;

@@ -1,10 +1,14 @@
 // The primitive table (ops.def) as C++ data.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "ir/type.h"
 
 namespace ab {
 
@@ -63,9 +67,55 @@ struct PrimInfo {
   std::vector<AttrSpec> attr_specs() const;
 };
 
-std::span<const PrimInfo> all_prims();
+std::span<const PrimInfo> all_prims();  // the built-ins (ops.def) only
 const PrimInfo* find_prim(std::string_view name);
 const PrimInfo& prim_info(PrimId id);
 std::vector<std::string> prim_names();
+
+// Custom primitives: registered at run time (by an embedder, through the
+// public API), with ids after the built-ins. A registration lives for the
+// process and its id is never reused. find_prim and prim_names see the
+// custom primitives registered globally and those of the PrimScope active
+// on the calling thread (a per-compile registry); prim_info, the type rule
+// and kernel_for work for any registered id on any thread.
+constexpr size_t kMaxCustomPrims = 1024;
+constexpr size_t kBuiltinPrimCount = 0
+#define AB_PRIM(...) +1
+#include "ir/ops.def"
+#undef AB_PRIM
+    ;
+
+struct CustomPrimDef {
+  std::string name;
+  int min_args = 0;
+  int max_args = 0;
+  std::string doc;
+  // One thread's operand types (tensors) to the result type, or nullopt with
+  // `error` set. May be called from several threads at once.
+  std::function<std::optional<Type>(const std::vector<Type>& args, std::string& error)> type_rule;
+};
+
+// The new primitive's id; nullopt if kMaxCustomPrims are registered already.
+// The caller checks the name (prim_name_error) first.
+std::optional<PrimId> register_custom_prim(CustomPrimDef def);
+bool is_custom_prim(PrimId id);
+const CustomPrimDef* custom_prim(PrimId id);  // null for a built-in
+// Why `name` cannot name a new primitive ("" if it can): not an identifier,
+// a keyword, or a built-in's name.
+std::string prim_name_error(const std::string& name);
+// Makes `id` visible to find_prim on every thread.
+void make_prim_global(PrimId id);
+// While alive, find_prim on this thread also sees `ids` (later ones shadow
+// earlier ones and the global registrations). Scopes nest.
+class PrimScope {
+ public:
+  explicit PrimScope(const std::vector<PrimId>* ids);
+  ~PrimScope();
+  PrimScope(const PrimScope&) = delete;
+  PrimScope& operator=(const PrimScope&) = delete;
+
+ private:
+  const std::vector<PrimId>* prev_;
+};
 
 }  // namespace ab

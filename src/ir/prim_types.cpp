@@ -238,6 +238,12 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
                   " is " + args[i].str() + "); unpack it first, for example (a, b) = t");
     t.push_back(args[i].tensor);
   }
+  if (const CustomPrimDef* c = custom_prim(op)) {
+    std::string error;
+    std::optional<Type> r = c->type_rule(args, error);
+    if (r) return ok(std::move(*r));
+    return fail(q(op) + ": " + (error.empty() ? "its type rule rejected the operands" : error));
+  }
 
   switch (prim_kind(op)) {
     case PrimKind::Arith2:

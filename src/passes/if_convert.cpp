@@ -61,6 +61,9 @@ bool index_in_range(const Instr& in, const TypeMap& types) {
 bool is_safe(const Instr& in, const TypeMap& types) {
   if (in.kind == InstrKind::Copy) return true;
   if (in.kind != InstrKind::Prim) return false;  // calls, pops
+  // A primitive registered by an embedder may fail (or cost) anywhere: never
+  // run it for a thread that would not have.
+  if (is_custom_prim(in.prim)) return false;
   switch (in.prim) {
     case PrimId::Div:
     case PrimId::Mod:

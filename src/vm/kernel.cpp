@@ -1,13 +1,44 @@
 // The kernel registry (one entry per line of ops.def) and the helpers the
 // kernels share: scratch memory, broadcast maps, number formatting.
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <charconv>
 #include <memory>
 #include <new>
+#include <utility>
 
 #include "vm/kernel_impl.h"
 
 namespace ab {
+
+namespace {
+
+constexpr PrimId kFirstCustom = static_cast<PrimId>(kBuiltinPrimCount);
+
+// Custom kernels by slot (id - first custom id); published once, never changed.
+std::atomic<const CustomKernel*> g_custom_kernels[kMaxCustomPrims];
+
+// One plain function per custom slot, so that kernel_for can hand the VMs a
+// KernelFn like any built-in's.
+template <size_t Slot>
+bool custom_trampoline(const KernelCall& call, KernelError* err) {
+  const CustomKernel* k = g_custom_kernels[Slot].load(std::memory_order_acquire);
+  if (!k || !*k) {
+    err->lane = 0;
+    err->message = "internal: custom primitive without a kernel";
+    return false;
+  }
+  return (*k)(call, err);
+}
+
+template <size_t... Slots>
+constexpr std::array<KernelFn, sizeof...(Slots)> make_trampolines(std::index_sequence<Slots...>) {
+  return {&custom_trampoline<Slots>...};
+}
+constexpr auto kTrampolines = make_trampolines(std::make_index_sequence<kMaxCustomPrims>{});
+
+}  // namespace
 
 KernelFn kernel_for(PrimId op) {
   static const KernelFn kTable[] = {
@@ -17,7 +48,15 @@ KernelFn kernel_for(PrimId op) {
   };
   if (op == PrimId::Tuple) return nullptr;
   auto i = static_cast<size_t>(op);
-  return i < std::size(kTable) ? kTable[i] : nullptr;
+  if (i < std::size(kTable)) return kTable[i];
+  if (is_custom_prim(op)) return kTrampolines[i - static_cast<size_t>(kFirstCustom)];
+  return nullptr;
+}
+
+void set_custom_kernel(PrimId id, CustomKernel kernel) {
+  size_t slot = static_cast<size_t>(id) - static_cast<size_t>(kFirstCustom);
+  if (!is_custom_prim(id) || slot >= kMaxCustomPrims) return;
+  g_custom_kernels[slot].store(new CustomKernel(std::move(kernel)), std::memory_order_release);
 }
 
 namespace kern {

@@ -29,6 +29,7 @@
 //   from several threads at once.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "ir/ops.h"
@@ -76,7 +77,14 @@ struct KernelCall {
 using KernelFn = bool (*)(const KernelCall& call, KernelError* err);
 
 // The kernel of `op`; nullptr for `tuple` (the VM handles tuples as leaves).
+// A custom primitive's kernel is a trampoline to what set_custom_kernel gave.
 KernelFn kernel_for(PrimId op);
+
+// The kernel of custom primitive `id` (ir/ops.h), same contract as above
+// (it must be safe to call from several threads at once). Set once, right
+// after registering the primitive and before any program uses it.
+using CustomKernel = std::function<bool(const KernelCall& call, KernelError* err)>;
+void set_custom_kernel(PrimId id, CustomKernel kernel);
 
 // Where lane j's event starts, counted in events from the view's data.
 inline int64_t lane_slot(Access a, const uint32_t* index, int64_t j) {

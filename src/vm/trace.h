@@ -27,6 +27,9 @@ class TraceWriter {
   TraceWriter() = default;  // off
   // Opens `path`; on failure `error()` says why and the writer stays off.
   TraceWriter(const std::string& path, MaskFormat fmt);
+  // Writes to `out` (an embedder's sink).
+  TraceWriter(std::unique_ptr<std::ostream> out, MaskFormat fmt)
+      : out_(std::move(out)), fmt_(fmt) {}
   bool on() const { return out_ != nullptr; }
   const std::string& error() const { return error_; }
   void header(const char* vm, int64_t batch, const std::vector<std::string>& blocks);
@@ -36,7 +39,7 @@ class TraceWriter {
   void close();
 
  private:
-  std::unique_ptr<std::ofstream> out_;
+  std::unique_ptr<std::ostream> out_;
   MaskFormat fmt_ = MaskFormat::Bits;
   int64_t batch_ = 0;
   std::string error_;

@@ -1,0 +1,449 @@
+// autobatch: the public C++ API (one header). Compile a program once, run it
+// on batches of inputs as often as needed, from as many std::threads as you
+// like. Errors come back as values (Diagnostic, RuntimeError): no exception
+// escapes the API and nothing calls exit.
+//
+//   autobatch::Result<autobatch::Program> p = autobatch::compile(text);  // CompileOptions: entry,
+//   ... if (!p) { std::cerr << p.rendered(); return 2; } int64_t n[] = {6, 7, 8, 7};
+//   autobatch::RunResult r = p->run({autobatch::ArrayView::of(n, 4)});
+//   if (!r.ok()) { std::cerr << r.rendered(); return 1; }
+//   const int64_t* fib = r.outputs[0].as<int64_t>();
+//
+// Everything here is in namespace `autobatch`; the implementation (namespace
+// `ab`, headers under src/) is not part of the API.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace autobatch {
+
+// "0.1.0"
+const char* version();
+
+// ---------------------------------------------------------------- types
+
+enum class DType : uint8_t { Bool, I32, I64, F32, F64 };  // bool: one byte, 0 or 1
+const char* dtype_name(DType d);                          // "bool", "i32", ...
+size_t dtype_size(DType d);                               // bytes per element
+
+template <typename T>
+constexpr DType dtype_of();  // bool, int32_t, int64_t, float, double
+
+// One thread's tensor type: dtype and event shape (no batch dimension).
+struct TensorType {
+  DType dtype = DType::F64;
+  std::vector<int64_t> shape;  // {} for a scalar
+  std::string str() const;     // "f64", "f64[3]", "i32[2,2]"
+  bool operator==(const TensorType&) const = default;
+};
+// "f64", "f64[3]", "i32[2,2]"; nullopt if `s` is not such a type.
+std::optional<TensorType> parse_tensor_type(std::string_view s);
+
+// ---------------------------------------------------------------- errors
+
+enum class Severity { Error, Warning, Note };
+
+struct Diagnostic {
+  std::string file;  // "" for errors about options or flags (no source)
+  int line = 0;      // 1-based; 0 when unknown
+  int column = 0;
+  Severity severity = Severity::Error;
+  std::string message;   // "unknown label 'recurr' (did you mean 'recur'?)"
+  std::string rendered;  // "fib.ab:5:23: error: ...\n" plus the source line and a caret
+};
+
+// A value or the diagnostics explaining why there is none.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}
+  Result(std::vector<Diagnostic> diagnostics) : diagnostics_(std::move(diagnostics)) {}
+  bool ok() const { return value_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  T& operator*() { return *value_; }
+  const T& operator*() const { return *value_; }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+  // Every diagnostic's `rendered`, in order (what the CLI prints).
+  std::string rendered() const {
+    std::string out;
+    for (const auto& d : diagnostics_) out += d.rendered;
+    return out;
+  }
+
+ private:
+  std::optional<T> value_;
+  std::vector<Diagnostic> diagnostics_;
+};
+
+// Success, or diagnostics.
+struct Status {
+  std::vector<Diagnostic> diagnostics;
+  bool ok() const { return diagnostics.empty(); }
+  explicit operator bool() const { return ok(); }
+  std::string rendered() const {
+    std::string out;
+    for (const auto& d : diagnostics) out += d.rendered;
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------- arrays
+
+// Borrowed input: `shape` is batch first ({4} is four scalar threads, {4, 3}
+// four threads of f64[3]); `data` is C order and must stay alive and
+// unchanged during the run. A batch of 1 is shared by every thread (stored
+// once). Never copied (unless `data` is not aligned to its element size).
+struct ArrayView {
+  DType dtype = DType::F64;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+
+  int64_t batch() const { return shape.empty() ? 1 : shape[0]; }
+  int64_t num_elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  // A batch of `batch` threads of T (scalars, or events of `event_shape`).
+  template <typename T>
+  static ArrayView of(const T* data, int64_t batch, std::vector<int64_t> event_shape = {}) {
+    ArrayView v{dtype_of<T>(), std::move(event_shape), data};
+    v.shape.insert(v.shape.begin(), batch);
+    return v;
+  }
+};
+
+// Owned, immutable output (cheap to copy: copies share the data).
+class Array {
+ public:
+  Array() = default;
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }  // batch first
+  int64_t batch() const { return shape_.empty() ? 1 : shape_[0]; }
+  int64_t num_elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape_) n *= d;
+    return n;
+  }
+  const void* data() const { return data_; }
+  size_t byte_size() const { return static_cast<size_t>(num_elements()) * dtype_size(dtype_); }
+  template <typename T>
+  const T* as() const {  // T must match dtype() (bool is one byte: use bool or uint8_t)
+    return static_cast<const T*>(data_);
+  }
+  ArrayView view() const { return {dtype_, shape_, data_}; }
+
+ private:
+  friend struct ArrayAccess;
+  DType dtype_ = DType::F64;
+  std::vector<int64_t> shape_;
+  std::shared_ptr<const void> holder_;
+  const void* data_ = nullptr;
+};
+
+// Inputs loaded from the command line's forms (see Program::load_inputs).
+struct Inputs {
+  std::vector<Array> arrays;  // one per entry parameter, batch `batch` or 1
+  int64_t batch = 0;
+  std::vector<ArrayView> views() const {
+    std::vector<ArrayView> v;
+    for (const auto& a : arrays) v.push_back(a.view());
+    return v;
+  }
+};
+
+// ---------------------------------------------------------------- custom primitives
+
+// A batched kernel sees n lanes (threads) of every operand; lane j's event
+// (of event_size elements, C order) starts at element slot(j) * event_size
+// of `data`. This is the contract of the built-in kernels (src/vm/kernel.h):
+// - Dense: lane j at slot j; Shared: every lane at slot 0 (a value stored
+//   once for all threads); Gather: lane j at slot index[j].
+// - A result may alias an operand exactly (same data, access and index);
+//   results are written for exactly the n lanes.
+// - On an error return false and set err->lane (the smallest failing lane)
+//   and err->message (no location: the VM adds it).
+// - It may be called from several threads at once and must not keep the
+//   pointers after returning.
+enum class Access : uint8_t { Dense, Shared, Gather };
+
+struct KernelArg {
+  const void* data = nullptr;
+  Access access = Access::Dense;
+  const uint32_t* index = nullptr;  // Gather only
+  DType dtype = DType::F64;
+  const int64_t* shape = nullptr;  // event shape, `rank` entries
+  int rank = 0;
+  int64_t event_size = 1;  // elements per lane
+  int64_t slot(int64_t j) const {
+    return access == Access::Dense ? j : access == Access::Gather ? int64_t(index[j]) : 0;
+  }
+  template <typename T>
+  const T* lane(int64_t j) const {
+    return static_cast<const T*>(data) + slot(j) * event_size;
+  }
+};
+
+struct KernelOut {
+  void* data = nullptr;
+  Access access = Access::Dense;  // Dense or Gather
+  const uint32_t* index = nullptr;
+  DType dtype = DType::F64;
+  const int64_t* shape = nullptr;
+  int rank = 0;
+  int64_t event_size = 1;
+  int64_t slot(int64_t j) const {
+    return access == Access::Dense ? j : access == Access::Gather ? int64_t(index[j]) : 0;
+  }
+  template <typename T>
+  T* lane(int64_t j) const {
+    return static_cast<T*>(data) + slot(j) * event_size;
+  }
+};
+
+struct KernelCall {
+  int64_t n = 0;  // lanes
+  const KernelArg* args = nullptr;
+  int nargs = 0;
+  KernelOut* outs = nullptr;  // one (custom primitives have one tensor result)
+  int nouts = 0;
+};
+
+struct KernelError {
+  int64_t lane = -1;
+  std::string message;
+};
+
+using Kernel = std::function<bool(const KernelCall& call, KernelError* err)>;
+
+// A type rule: one thread's operand types to the result type, or an error
+// message ("" with a type: accepted).
+struct TypeRuleResult {
+  std::optional<TensorType> type;
+  std::string error;
+};
+using TypeRule = std::function<TypeRuleResult(const std::vector<TensorType>& args)>;
+
+struct Primitive {
+  std::string name;  // an identifier, not a keyword or a built-in's name
+  int arity = 1;
+  // The type rule: either a fixed result type ("f64", "f64[3]") or `rule`.
+  std::string result;
+  TypeRule rule;
+  Kernel kernel;
+  std::string doc;  // one line, for ops()
+};
+
+// A set of custom primitives for the programs compiled with it
+// (CompileOptions::primitives). Cheap to copy (copies share the set);
+// compile() takes a snapshot, so adding later does not change a compiled
+// Program. Thread-safe.
+class Primitives {
+ public:
+  Primitives();
+  // Fails (with a message) on a bad name, a name already in this set, a
+  // result type that does not parse, no kernel, neither or both of
+  // `result` and `rule`.
+  Status add(Primitive p);
+  std::vector<std::string> names() const;
+
+ private:
+  friend struct PrimitivesAccess;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// Registers `p` for every program compiled afterwards (a per-compile
+// Primitives set shadows these by name).
+Status register_primitive(Primitive p);
+
+// One row of the primitive table.
+struct OpInfo {
+  std::string name;
+  int min_args = 0;
+  int max_args = 0;   // -1: any number
+  std::string attrs;  // "axis", "shape!,dtype" ('!': required)
+  std::string group;  // "arithmetic", ..., "custom"
+  std::string doc;
+  bool custom = false;
+};
+// The built-ins (ops.def order), then the globally registered primitives,
+// then those of `extra`.
+std::vector<OpInfo> ops(const Primitives* extra = nullptr);
+
+// ---------------------------------------------------------------- compile
+
+struct CompileOptions {
+  std::string entry;                // "" : main, or the only function
+  std::string name = "<input>";     // the file name diagnostics show (compile from text)
+  std::vector<std::string> passes;  // a pipeline of pass names, in order (empty: every pass)
+  std::string schedule = "min-pc";  // the only policy so far
+  Primitives primitives;            // custom primitives (besides the global ones)
+};
+
+// The pass names, in pipeline order (what lower's print_after accepts).
+std::vector<std::string> pass_names();
+// "a,b,c" split at commas, spaces around names dropped ("" gives none).
+std::vector<std::string> split_pass_list(const std::string& list);
+
+// Logging on stderr (each pass with its time and the program's size, each
+// run phase): silent by default. Levels: log_level_names(); set_log_level
+// returns false (and changes nothing) for an unknown name.
+std::vector<std::string> log_level_names();
+bool set_log_level(const std::string& level);
+// OK if `name` names a pass; else the message ("unknown pass ..., passes: ...").
+Status check_pass_name(const std::string& name);
+
+// Parses (no verification) and prints in canonical form: `autobatch fmt`.
+Result<std::string> format(const std::string& text, const std::string& name = "<input>");
+Result<std::string> format_file(const std::string& path);  // "-": standard input
+
+struct RunOptions;
+struct RunResult;
+
+// A compiled, immutable program: parsed and verified, its entry resolved.
+// Types are inferred per set of input types (and the lowered program built
+// for the stack VM) on first use and cached. Copies share everything; all
+// methods are const and safe to call from several threads at once.
+class Program {
+ public:
+  // The entry's name ("" if none could be chosen: then running reports why).
+  const std::string& entry() const;
+  bool is_lowered() const;  // the file held a lowered program
+
+  // One line per function: "func fib(n: i64) -> i64", with '?' where a type
+  // depends on inputs not given (`inputs` null). For a lowered program:
+  // "program fib: 6 variables, 5 blocks".
+  Result<std::vector<std::string>> signature(const std::vector<ArrayView>* inputs = nullptr) const;
+
+  // The program after every pass (or after `print_after`), as text.
+  Result<std::string> lower(const std::string& print_after = "",
+                            const std::vector<ArrayView>* inputs = nullptr) const;
+
+  // Inputs from the command line's forms: inline JSON ('{...}' or '[...]'),
+  // a JSON file, NAME=FILE.npy; converted to the entry's annotations.
+  // `batch`: the --batch flag.
+  Result<Inputs> load_inputs(const std::vector<std::string>& args,
+                             std::optional<int64_t> batch = std::nullopt) const;
+
+  // OK if `options` can run this program (VM name, schedule, trace mask, a
+  // lowered program under the stackless VM).
+  Status check(const RunOptions& options) const;
+
+  // Runs the entry on a batch: one view per entry parameter (in order), each
+  // of batch B or 1.
+  RunResult run(const std::vector<ArrayView>& inputs, const RunOptions& options) const;
+  RunResult run(const std::vector<ArrayView>& inputs) const;
+  RunResult run(const Inputs& inputs, const RunOptions& options) const;
+
+  struct Impl;  // the implementation's (opaque)
+
+ private:
+  friend struct ProgramAccess;
+  std::shared_ptr<const Impl> impl_;
+};
+
+Result<Program> compile(const std::string& text, const CompileOptions& options = {});
+Result<Program> compile_file(const std::string& path, const CompileOptions& options = {});
+
+// ---------------------------------------------------------------- run
+
+struct RunOptions {
+  std::string vm = "stack";  // "stack", "stackless" or "reference"
+  int64_t lanes = 0;         // > 0: streaming mode on this many lanes (shared among threads)
+  // OS threads: 0 = automatic (the machine's cores, but at most one per 1024
+  // threads of the batch); N = split the batch into min(N, B) contiguous
+  // shards, each its own VM run on a std::thread. Outputs are those of one
+  // thread; statistics are summed (peak stack depth: the maximum).
+  int threads = 0;
+  int64_t max_steps = 0;             // 0: no bound (with threads: per shard)
+  int64_t max_stack_depth = 100000;  // frames per thread
+  int64_t batch = 0;                 // 0: from the inputs (1 when none is batched); --batch
+  std::string schedule = "min-pc";
+  // Trace (JSON Lines): to a file and/or one call per line (without the
+  // newline). A trace forces one OS thread.
+  std::string trace_path;
+  std::function<void(std::string_view line)> trace_callback;
+  std::string trace_mask = "bits";  // "bits", "ranges" or "none"
+  bool stats = false;
+};
+
+struct Stats {
+  int64_t steps = 0;
+  std::vector<std::pair<std::string, int64_t>> block_executions;  // priority order
+  int64_t primitive_executions = 0;
+  int64_t lane_operations = 0;
+  double mean_utilization = 0;
+  double utilization_sum = 0;  // over steps (mean = sum / steps)
+  int64_t peak_stack_depth = 0;
+  std::map<std::string, double> seconds;  // "compile", "run" (the CLI adds "parse", "inputs")
+  std::string json() const;               // the object `--stats` prints
+};
+
+struct RuntimeError {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string function;
+  std::string block;
+  int64_t thread = -1;  // in 0..batch-1; -1 when not about one thread
+  int64_t batch = 0;
+  std::string message;  // "integer division by zero"
+  std::string
+      rendered;  // "gcd.ab:9:7: runtime error: ... in thread 2 of 4 (function gcd, block step)\n"
+};
+
+struct RunResult {
+  std::vector<Array> outputs;  // one per result leaf of the entry, each of batch `batch`
+  int64_t batch = 0;
+  std::optional<Stats> stats;  // when RunOptions::stats
+  // Why the run did not start (inputs, types, options): the CLI's exit 2.
+  std::vector<Diagnostic> diagnostics;
+  // Why it stopped (SPEC runtime errors, out of memory): the CLI's exit 1.
+  std::optional<RuntimeError> runtime_error;
+
+  bool ok() const { return diagnostics.empty() && !runtime_error; }
+  std::string rendered() const;  // the errors, as the CLI prints them
+  // {"outputs": [...]} (plus "stats" if `with_stats` and present), one line.
+  std::string json(bool with_stats = true) const;
+};
+
+// Where results go: "" or "-" stdout, "X.json", "X.npy" (one result), "DIR/".
+Status check_output_target(const std::string& target);
+// Writes the outputs (and stats if present and `with_stats`) as --output does.
+Status write_outputs(const RunResult& result, const std::string& target, bool with_stats);
+
+// ---------------------------------------------------------------- dtype_of
+
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::Bool;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::I32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::I64;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::F32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::F64;
+}
+
+}  // namespace autobatch

@@ -1,0 +1,67 @@
+// Shared pieces of the public API's implementation (src/api/*.cpp): the
+// conversions between the public types (namespace autobatch) and the
+// internal ones (namespace ab), and the hidden parts of the public classes.
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "autobatch/autobatch.h"
+#include "ir/ir.h"
+#include "ir/ops.h"
+#include "passes/pipeline.h"
+#include "ir/type_info.h"
+#include "support/diag.h"
+#include "ir/array.h"
+
+namespace autobatch {
+
+// Public diagnostics from internal ones (each rendered with its source).
+std::vector<Diagnostic> to_public(const ab::Diagnostics& d);
+// One diagnostic about an option or a flag (no source): "autobatch: error: MESSAGE".
+Diagnostic option_error(const std::string& message);
+
+inline ab::DType to_internal(DType d) { return static_cast<ab::DType>(d); }
+inline DType to_public(ab::DType d) { return static_cast<DType>(d); }
+
+struct ArrayAccess {
+  // Takes ownership of `a` without copying; the public shape is batch first.
+  static Array wrap(ab::Array a);
+  // A borrowed internal view of `a` (no copy).
+  static ab::Array borrow(const Array& a);
+};
+
+struct PrimitivesAccess {
+  static std::vector<ab::PrimId> snapshot(const Primitives& p);
+};
+
+// What running needs for one set of input types: the types, and for the
+// stack VM the lowered program with its variable types. Immutable once made.
+struct Prepared {
+  ab::Diagnostics diags;  // errors: the run cannot start
+  ab::TypeInfo types;
+  std::optional<ab::Compiled> compiled;
+  ab::FunctionTypes program_types;  // of the lowered program (stack VM or a lowered file)
+};
+
+struct Program::Impl {
+  ab::Module module;  // verified
+  std::string entry;  // "" when none could be chosen
+  ab::Diagnostics entry_error;
+  std::vector<ab::PrimId> prims;  // the per-compile custom primitives
+  std::vector<std::string> passes;  // the pipeline chosen (empty: every pass)
+  mutable std::mutex mu;
+  mutable std::map<std::string, std::shared_ptr<const Prepared>> cache;
+
+  // The entry's parameters as the input loader takes them.
+  std::vector<std::pair<std::string, std::optional<ab::Type>>> params() const;
+  std::shared_ptr<const Prepared> prepare(bool lowered_vm,
+                                          const std::vector<std::optional<ab::Type>>& types) const;
+};
+
+// Sets the calling thread's BLAS to one thread (once per process).
+void init_blas();
+
+}  // namespace autobatch

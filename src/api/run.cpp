@@ -1,0 +1,419 @@
+// Program::run: checks the inputs, prepares the program for their types
+// (cached), and runs the chosen VM, splitting the batch into contiguous
+// shards over std::threads (RunOptions::threads).
+//
+// Sharding: shard k runs threads [start_k, start_k + size_k) of the batch as
+// its own VM run, on borrowed slices of the batched inputs (inputs of batch 1
+// are shared by every shard). Outputs are concatenated in input order, so
+// they equal a one-shard run's. Statistics are summed (steps, block and
+// primitive executions, lane operations, utilization), the peak stack depth
+// is the maximum. A runtime error is the first failing shard's (in batch
+// order), its thread number counted in the whole batch. A trace forces one
+// shard (a trace is one sequence of steps). With lanes L, each shard gets
+// L / shards lanes (the first L % shards one more).
+#include "vm/run.h"
+
+#include <chrono>
+#include <exception>
+#include <fstream>
+#include <new>
+#include <streambuf>
+#include <thread>
+
+#include "api/internal.h"
+#include "support/log.h"
+#include "vm/reference.h"
+#include "vm/reference_lowered.h"
+#include "vm/stack_vm.h"
+#include "vm/stackless_vm.h"
+#include "vm/trace.h"
+
+namespace autobatch {
+
+namespace {
+// One line per run phase on stderr when logging is on (-v).
+void log_phase(const char* name, double seconds) {
+  if (!ab::log_enabled(ab::LogLevel::Info)) return;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "phase %s: %.3f ms", name, seconds * 1e3);
+  ab::log_info(buf);
+}
+}  // namespace
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+constexpr int64_t kAutoShardMin = 1024;  // automatic threads: at most one per this many
+
+// A stream that hands each complete line to a callback (and to a file).
+class LineSink : public std::streambuf {
+ public:
+  LineSink(std::function<void(std::string_view)> cb, std::unique_ptr<std::ofstream> file)
+      : cb_(std::move(cb)), file_(std::move(file)) {}
+  ~LineSink() override { sync(); }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (ch == traits_type::eof()) return traits_type::not_eof(ch);
+    char c = traits_type::to_char_type(ch);
+    xsputn(&c, 1);
+    return ch;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    if (file_) file_->write(s, n);
+    for (std::streamsize i = 0; i < n; ++i) {
+      if (s[i] == '\n') {
+        if (cb_) cb_(line_);
+        line_.clear();
+      } else {
+        line_ += s[i];
+      }
+    }
+    return n;
+  }
+  int sync() override {
+    if (file_) file_->flush();
+    return 0;
+  }
+
+ private:
+  std::function<void(std::string_view)> cb_;
+  std::unique_ptr<std::ofstream> file_;
+  std::string line_;
+};
+
+class LineStream : public std::ostream {
+ public:
+  explicit LineStream(std::unique_ptr<LineSink> buf)
+      : std::ostream(buf.get()), buf_(std::move(buf)) {}
+  ~LineStream() override { flush(); }
+
+ private:
+  std::unique_ptr<LineSink> buf_;
+};
+
+RuntimeError to_public(const ab::RuntimeError& e, const ab::SourceFile* src) {
+  RuntimeError out;
+  out.file = src ? src->name() : "";
+  out.line = static_cast<int>(e.loc.line);
+  out.column = static_cast<int>(e.loc.col);
+  out.function = e.function;
+  out.block = e.block;
+  out.thread = e.thread;
+  out.batch = e.batch;
+  out.message = e.message;
+  out.rendered = ab::render_runtime_error(src, e);
+  return out;
+}
+
+RuntimeError out_of_memory() {
+  RuntimeError e;
+  e.message =
+      "out of memory (the batch times the size of one thread's values is too large for this "
+      "machine)";
+  e.rendered = "autobatch: error: " + e.message + "\n";
+  return e;
+}
+
+ab::Array borrowed(const ab::TensorType& type, int64_t batch, const void* data, size_t bytes) {
+  ab::Array out;
+  out.type = type;
+  out.batch = batch;
+  out.data = ab::Buffer::borrow(data, bytes);
+  return out;
+}
+
+// `a` restricted to threads [start, start + n) without a copy (a batch-1
+// input is shared: given whole).
+ab::Array slice(const ab::Array& a, int64_t start, int64_t n) {
+  if (a.batch == 1) return borrowed(a.type, 1, a.data.data(), a.byte_size());
+  size_t event_bytes = static_cast<size_t>(a.event_size()) * ab::dtype_size(a.type.dtype);
+  ab::Array out;
+  out.type = a.type;
+  out.batch = n;
+  out.data = ab::Buffer::borrow(a.data.data() + static_cast<size_t>(start) * event_bytes,
+                                static_cast<size_t>(n) * event_bytes);
+  return out;
+}
+
+// Copies `src` (batch `n`, or 1 = the same for every thread) into threads
+// [start, start + n) of `dst`.
+void place(ab::Array& dst, const ab::Array& src, int64_t start, int64_t n) {
+  size_t event_bytes = static_cast<size_t>(dst.event_size()) * ab::dtype_size(dst.type.dtype);
+  std::byte* to = dst.data.data() + static_cast<size_t>(start) * event_bytes;
+  if (event_bytes == 0) return;
+  if (src.batch == n) {
+    std::memcpy(to, src.data.data(), static_cast<size_t>(n) * event_bytes);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) std::memcpy(to + i * event_bytes, src.data.data(), event_bytes);
+}
+
+struct Shard {
+  int64_t start = 0;
+  int64_t size = 0;
+  ab::Stats stats;
+  ab::RunResult result;
+  bool out_of_memory = false;
+  std::string internal_error;
+};
+
+}  // namespace
+
+RunResult Program::run(const std::vector<ArrayView>& views) const { return run(views, {}); }
+
+RunResult Program::run(const Inputs& inputs, const RunOptions& options) const {
+  RunOptions o = options;
+  if (o.batch == 0) o.batch = inputs.batch;
+  return run(inputs.views(), o);
+}
+
+RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o) const {
+  RunResult out;
+  try {
+    init_blas();
+    const Impl& impl = *impl_;
+    ab::PrimScope scope(&impl.prims);
+    const ab::Module& m = impl.module;
+    if (Status s = check(o); !s) {
+      out.diagnostics = s.diagnostics;
+      return out;
+    }
+    if (impl.entry.empty()) {
+      out.diagnostics = to_public(impl.entry_error);
+      return out;
+    }
+    auto start_time = Clock::now();
+
+    // Inputs: count, types against annotations, batch sizes.
+    auto params = impl.params();
+    if (views.size() != params.size()) {
+      out.diagnostics.push_back(option_error(
+          "the entry '" + impl.entry + "' takes " + std::to_string(params.size()) + " input" +
+          (params.size() == 1 ? "" : "s") + ", but " + std::to_string(views.size()) +
+          (views.size() == 1 ? " was" : " were") + " given"));
+      return out;
+    }
+    std::vector<ab::Array> inputs;
+    std::vector<std::optional<ab::Type>> types;
+    int64_t batch = -1;
+    for (size_t i = 0; i < views.size(); ++i) {
+      const ArrayView& v = views[i];
+      const std::string& name = params[i].first;
+      ab::Array a;
+      a.type.dtype = to_internal(v.dtype);
+      a.type.shape.assign(v.shape.begin() + (v.shape.empty() ? 0 : 1), v.shape.end());
+      a.batch = v.batch();
+      bool bad_shape = a.batch < 0;
+      for (int64_t d : a.type.shape) bad_shape = bad_shape || d < 0;
+      if (bad_shape) {
+        out.diagnostics.push_back(option_error("input '" + name + "': negative dimension"));
+        continue;
+      }
+      ab::Type t = ab::Type::tensor_of(a.type.dtype, a.type.shape);
+      if (params[i].second && *params[i].second != t) {
+        out.diagnostics.push_back(option_error("input '" + name + "': the entry declares " +
+                                               params[i].second->str() + ", the input is " +
+                                               t.str()));
+        continue;
+      }
+      size_t bytes = static_cast<size_t>(v.num_elements()) * ab::dtype_size(a.type.dtype);
+      if (bytes && !v.data) {
+        out.diagnostics.push_back(option_error("input '" + name + "': no data"));
+        continue;
+      }
+      if (reinterpret_cast<uintptr_t>(v.data) % ab::dtype_size(a.type.dtype) == 0) {
+        a.data = ab::Buffer::borrow(v.data, bytes);
+      } else {  // misaligned: the kernels need aligned elements
+        a.data.resize(bytes);
+        std::memcpy(a.data.data(), v.data, bytes);
+      }
+      if (a.batch != 1) {
+        if (batch >= 0 && batch != a.batch)
+          out.diagnostics.push_back(option_error(
+              "input '" + name + "' has batch " + std::to_string(a.batch) +
+              ", but an earlier input has batch " + std::to_string(batch) +
+              " (batch sizes must be equal, or 1 for an input shared by every thread)"));
+        batch = a.batch;
+      }
+      types.push_back(t);
+      inputs.push_back(std::move(a));
+    }
+    if (o.batch > 0 && batch >= 0 && batch != o.batch)
+      out.diagnostics.push_back(option_error("the batch is " + std::to_string(o.batch) +
+                                             " but the inputs have batch " +
+                                             std::to_string(batch)));
+    if (!out.diagnostics.empty()) return out;
+    if (batch < 0) batch = o.batch > 0 ? o.batch : 1;
+    out.batch = batch;
+
+    // Types (and the lowered program) for these inputs.
+    bool lowered_vm = o.vm == "stack" || m.program;
+    std::shared_ptr<const Prepared> prep = impl.prepare(lowered_vm, types);
+    if (prep->diags.has_errors()) {
+      out.diagnostics = to_public(prep->diags);
+      return out;
+    }
+    double compile_seconds = seconds_since(start_time);
+    log_phase("compile", compile_seconds);
+
+    // Trace.
+    ab::TraceWriter trace;
+    bool tracing = !o.trace_path.empty() || o.trace_callback;
+    if (tracing) {
+      ab::MaskFormat fmt = ab::parse_mask_format(o.trace_mask);
+      if (!o.trace_callback) {
+        trace = ab::TraceWriter(o.trace_path, fmt);
+      } else {
+        std::unique_ptr<std::ofstream> file;
+        if (!o.trace_path.empty()) {
+          file = std::make_unique<std::ofstream>(o.trace_path, std::ios::binary | std::ios::trunc);
+          if (!*file) {
+            out.diagnostics.push_back(
+                option_error("cannot write the trace file '" + o.trace_path + "'"));
+            return out;
+          }
+        }
+        trace = ab::TraceWriter(std::make_unique<LineStream>(
+                                    std::make_unique<LineSink>(o.trace_callback, std::move(file))),
+                                fmt);
+      }
+      if (!trace.on()) {
+        out.diagnostics.push_back(option_error(trace.error()));
+        return out;
+      }
+    }
+
+    // Shards.
+    int64_t shards = 1;
+    if (!tracing && batch > 1) {
+      if (o.threads > 0) {
+        shards = std::min<int64_t>(o.threads, batch);
+      } else {
+        int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+        shards = std::clamp<int64_t>(batch / kAutoShardMin, 1, cores);
+      }
+      if (o.lanes > 0) shards = std::min(shards, o.lanes);
+    }
+    std::vector<Shard> work(static_cast<size_t>(shards));
+    for (int64_t k = 0, at = 0; k < shards; ++k) {
+      work[k].start = at;
+      work[k].size = batch / shards + (k < batch % shards ? 1 : 0);
+      at += work[k].size;
+    }
+    auto run_shard = [&](int64_t k) {
+      Shard& s = work[static_cast<size_t>(k)];
+      try {
+        ab::RunOptions ro;
+        ro.max_stack_depth = o.max_stack_depth;
+        ro.max_steps = o.max_steps;
+        ro.lanes = o.lanes > 0 ? o.lanes / shards + (k < o.lanes % shards ? 1 : 0) : 0;
+        ro.stats = o.stats ? &s.stats : nullptr;
+        ro.trace = tracing ? &trace : nullptr;
+        std::vector<ab::Array> in;
+        if (shards == 1) {
+          for (const auto& a : inputs)
+            in.push_back(borrowed(a.type, a.batch, a.data.data(), a.byte_size()));
+        } else {
+          for (const auto& a : inputs) in.push_back(slice(a, s.start, s.size));
+        }
+        if (m.program)
+          s.result =
+              o.vm == "reference"
+                  ? ab::run_reference_program(*m.program, prep->program_types, in, s.size, ro)
+                  : ab::run_stack(*m.program, prep->program_types, in, s.size, ro);
+        else if (o.vm == "stack")
+          s.result =
+              ab::run_stack(*prep->compiled->lowered.program, prep->program_types, in, s.size, ro);
+        else if (o.vm == "stackless")
+          s.result = ab::run_stackless(m, prep->types, impl.entry, in, s.size, ro);
+        else
+          s.result = ab::run_reference(m, prep->types, impl.entry, in, s.size, ro);
+      } catch (const std::bad_alloc&) {
+        s.out_of_memory = true;
+      } catch (const std::exception& e) {
+        s.internal_error = e.what();
+      }
+    };
+    auto run_start = Clock::now();
+    if (shards == 1) {
+      run_shard(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (int64_t k = 1; k < shards; ++k) threads.emplace_back(run_shard, k);
+      run_shard(0);
+      for (auto& t : threads) t.join();
+    }
+    trace.close();
+    double run_seconds = seconds_since(run_start);
+    log_phase("run", run_seconds);
+
+    // Errors: the first shard's, in batch order.
+    for (const Shard& s : work) {
+      if (s.out_of_memory) {
+        out.runtime_error = out_of_memory();
+        return out;
+      }
+      if (!s.internal_error.empty()) {
+        out.diagnostics.push_back(option_error("internal error: " + s.internal_error));
+        return out;
+      }
+      if (s.result.error) {
+        ab::RuntimeError e = *s.result.error;
+        if (e.thread >= 0) e.thread += s.start;
+        e.batch = batch;
+        out.runtime_error = to_public(e, m.source.get());
+        return out;
+      }
+    }
+
+    // Outputs: one per result leaf, every thread's value in batch order.
+    const std::vector<ab::Array>& first = work[0].result.outputs;
+    for (size_t r = 0; r < first.size(); ++r) {
+      if (shards == 1 && (first[r].batch == batch)) {
+        out.outputs.push_back(ArrayAccess::wrap(std::move(work[0].result.outputs[r])));
+        continue;
+      }
+      ab::Array all(first[r].type, batch);
+      for (const Shard& s : work) place(all, s.result.outputs[r], s.start, s.size);
+      out.outputs.push_back(ArrayAccess::wrap(std::move(all)));
+    }
+
+    if (o.stats) {
+      Stats st;
+      const ab::Stats& s0 = work[0].stats;
+      for (size_t b = 0; b < s0.block_names.size(); ++b)
+        st.block_executions.emplace_back(s0.block_names[b], 0);
+      for (const Shard& s : work) {
+        st.steps += s.stats.steps;
+        for (size_t b = 0; b < s.stats.block_executions.size() && b < st.block_executions.size();
+             ++b)
+          st.block_executions[b].second += s.stats.block_executions[b];
+        st.primitive_executions += s.stats.primitive_executions;
+        st.lane_operations += s.stats.lane_operations;
+        st.utilization_sum += s.stats.utilization_sum;
+        st.peak_stack_depth = std::max(st.peak_stack_depth, s.stats.peak_stack_depth);
+      }
+      st.mean_utilization = st.steps ? st.utilization_sum / static_cast<double>(st.steps) : 0.0;
+      st.seconds["compile"] = compile_seconds;
+      st.seconds["run"] = run_seconds;
+      out.stats = std::move(st);
+    }
+    return out;
+  } catch (const std::bad_alloc&) {
+    out = RunResult{};
+    out.runtime_error = out_of_memory();
+    return out;
+  } catch (const std::exception& e) {
+    out = RunResult{};
+    out.diagnostics.push_back(option_error(std::string("internal error: ") + e.what()));
+    return out;
+  }
+}
+
+}  // namespace autobatch
