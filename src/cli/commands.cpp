@@ -37,9 +37,9 @@ int report_message(const std::string& message) {
 }
 
 int cmd_fmt(const Options& opt) {
-  Result<Module> m = parse_file(opt.program);
-  if (!m) return report(m.diags());
-  std::cout << print_module(*m);
+  Result<std::string> text = format_file(opt.program);
+  if (!text) return report(text.diags());
+  std::cout << *text;
   return kOk;
 }
 

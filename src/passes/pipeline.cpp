@@ -11,7 +11,8 @@
 namespace ab {
 
 static const PassInfo kPasses[] = {
-    {"parse", "read the .ab text into the IR (PEGTL grammar in grammar/)"},
+    {"parse", "read the .ab text into a syntax tree (PEGTL grammar in grammar/)"},
+    {"blocks", "the front end: statements and nested expressions become blocks and temporaries"},
     {"verify", "labels, callees, arities, attributes, definedness on every path"},
     {"types", "whole-program type inference from the entry's inputs"},
     {"liveness", "live variables into and out of every instruction (printed as comments)"},
@@ -70,7 +71,7 @@ Result<Compiled> compile(const Module& m, const CompileOptions& opt) {
   c.source = m;
   Diagnostics d(m.source);
   const std::string& stop = opt.print_after;
-  if (stop == "parse" || stop == "verify") {
+  if (stop == "parse" || stop == "blocks" || stop == "verify") {
     c.printed = print_module(m);
     return c;
   }
