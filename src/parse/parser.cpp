@@ -109,27 +109,32 @@ class Builder {
   Scalar scalar(const Node& n) {
     if (n.is_type<g::true_lit>()) return Scalar::of_bool(true);
     if (n.is_type<g::false_lit>()) return Scalar::of_bool(false);
-    auto sv = n.string_view();
     if (n.is_type<g::special_float>()) {
+      auto sv = n.string_view();
       bool neg = sv.front() == '-';
       if (neg) sv.remove_prefix(1);
       double v = sv == "inf" ? INFINITY : NAN;
       return Scalar::of_float(neg ? -v : v);
     }
+    return scalar_text(n.string(), loc_of(n));
+  }
+
+  Scalar scalar_text(const std::string& text, SourceLoc loc) {
+    std::string_view sv = text;
     bool is_float = sv.find_first_of(".eE") != std::string_view::npos;
     if (!is_float) {
       int64_t v = 0;
       auto [ptr, ec] = std::from_chars(sv.data(), sv.data() + sv.size(), v);
       if (ec != std::errc() || ptr != sv.data() + sv.size())
-        diags_.error(loc_of(n), "integer literal " + std::string(sv) + " is out of range for i64");
+        diags_.error(loc, "integer literal " + std::string(sv) + " is out of range for i64");
       return Scalar::of_int(v);
     }
     double v = 0;
     auto [ptr, ec] = std::from_chars(sv.data(), sv.data() + sv.size(), v);
     if (ec == std::errc::result_out_of_range) {
-      diags_.error(loc_of(n), "float literal " + std::string(sv) + " is out of range for f64");
+      diags_.error(loc, "float literal " + std::string(sv) + " is out of range for f64");
     } else if (ec != std::errc() || ptr != sv.data() + sv.size()) {
-      diags_.error(loc_of(n), "malformed float literal " + std::string(sv));
+      diags_.error(loc, "malformed float literal " + std::string(sv));
     }
     return Scalar::of_float(v);
   }
@@ -283,6 +288,15 @@ class Builder {
         idx.args.push_back(expr(*n.children[i]->children.front()));
         e = std::move(idx);
       }
+      return e;
+    }
+    if (n.is_type<g::e_unary>() && n.children[1]->is_type<g::number>()) {
+      // `-3` is one literal (so that -9223372036854775808 fits).
+      std::string text = "-" + n.children[1]->string();
+      e.kind = K::Lit;
+      Scalar sc = scalar_text(text, loc_of(n));
+      e.lit.kind = sc.kind;
+      e.lit.elems.push_back(sc);
       return e;
     }
     if (n.is_type<g::e_unary>() || n.is_type<g::e_not>()) {

@@ -4,6 +4,7 @@
 // names never take that shape unless written so, and the counter skips any
 // name the function already uses.
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include "ir/ops.h"
@@ -58,7 +59,10 @@ void collect_names(const Body& body, std::set<std::string>& out) {
 }
 
 // A literal expression, folded: `-3`, `[1, -2.5]`; nullopt when not literal.
-std::optional<Literal> fold_literal(const Expr& e) {
+// A bracket of literals that is no tensor (ragged, or booleans mixed with
+// numbers) sets *bad to the place and the reason.
+std::optional<Literal> fold_literal(const Expr& e,
+                                    std::pair<SourceLoc, std::string>* bad = nullptr) {
   if (e.kind == EK::Lit) return e.lit;
   if (e.kind == EK::Unary && e.op == "-") {
     std::optional<Literal> l = fold_literal(e.args[0]);
@@ -70,10 +74,16 @@ std::optional<Literal> fold_literal(const Expr& e) {
       s.f = -s.f;
     return l;
   }
-  if (e.kind == EK::Tensor && !e.args.empty()) {
+  if (e.kind == EK::Tensor && e.args.empty()) {
+    Literal out;
+    out.is_tensor = true;
+    out.shape = {0};
+    return out;
+  }
+  if (e.kind == EK::Tensor) {
     std::vector<Literal> elems;
     for (const auto& a : e.args) {
-      auto l = fold_literal(a);
+      auto l = fold_literal(a, bad);
       if (!l) return std::nullopt;
       elems.push_back(std::move(*l));
     }
@@ -84,8 +94,14 @@ std::optional<Literal> fold_literal(const Expr& e) {
     if (first.is_tensor)
       out.shape.insert(out.shape.end(), first.shape.begin(), first.shape.end());
     bool any_float = false, any_bool = false, any_num = false;
-    for (const auto& l : elems) {
-      if (l.is_tensor != first.is_tensor || l.shape != first.shape) return std::nullopt;
+    for (size_t i = 0; i < elems.size(); ++i) {
+      const Literal& l = elems[i];
+      if (l.is_tensor != first.is_tensor || l.shape != first.shape) {
+        if (bad && bad->second.empty())
+          *bad = {e.args[i].loc,
+                  "ragged tensor literal: every row must have the same length and depth"};
+        return std::nullopt;
+      }
       for (const auto& s : l.elems) {
         any_float |= s.kind == Scalar::Kind::Float;
         any_bool |= s.kind == Scalar::Kind::Bool;
@@ -93,7 +109,10 @@ std::optional<Literal> fold_literal(const Expr& e) {
         out.elems.push_back(s);
       }
     }
-    if (any_bool && any_num) return std::nullopt;
+    if (any_bool && any_num) {
+      if (bad && bad->second.empty()) *bad = {e.loc, "tensor literal mixes booleans and numbers"};
+      return std::nullopt;
+    }
     out.kind = any_bool ? Scalar::Kind::Bool : any_float ? Scalar::Kind::Float : Scalar::Kind::Int;
     return out;
   }
@@ -206,10 +225,19 @@ class FuncLowering {
 
   // The value of e as an operand; intermediate results go to temporaries.
   Operand value(const Expr& e) {
-    if (auto lit = fold_literal(e)) {
+    std::pair<SourceLoc, std::string> bad;
+    if (auto lit = fold_literal(e, &bad)) {
       Operand o;
       o.is_var = false;
       o.lit = std::move(*lit);
+      o.loc = e.loc;
+      return o;
+    }
+    if (!bad.second.empty()) {
+      d_.error(bad.first, bad.second);
+      Operand o;
+      o.is_var = false;
+      o.lit.elems = {Scalar::of_int(0)};
       o.loc = e.loc;
       return o;
     }
@@ -228,11 +256,15 @@ class FuncLowering {
     return t;
   }
 
-  // out = e, with e's outermost operation writing out directly.
-  void assign(const Pattern& out, const Expr& e) {
+  // out = e, with e's outermost operation writing out directly. The
+  // instruction that writes `out` takes `at` as its location when given (a
+  // whole statement), else e's.
+  void assign(const Pattern& out, const Expr& e, std::optional<SourceLoc> at = std::nullopt) {
     if (!open_) return;
-    if (e.kind == EK::Var || fold_literal(e)) {
-      copy(out, value(e), e.loc);
+    const SourceLoc loc = at ? *at : e.loc;
+    std::pair<SourceLoc, std::string> bad;
+    if (e.kind == EK::Var || fold_literal(e, &bad) || !bad.second.empty()) {
+      copy(out, value(e), loc);
       return;
     }
     switch (e.kind) {
@@ -241,7 +273,7 @@ class FuncLowering {
         for (const auto& a : e.args) args.push_back(value(a));
         const PrimInfo* info = e.explicit_call ? nullptr : find_prim(e.name);
         if (info || (!e.explicit_call && !m_.find_func(e.name))) {
-          prim(out, e.name, std::move(args), e.attrs, e.loc, e.name_loc);
+          prim(out, e.name, std::move(args), e.attrs, loc, e.name_loc);
           return;
         }
         if (!e.attrs.empty())
@@ -253,29 +285,29 @@ class FuncLowering {
         in.out = out;
         in.callee = {e.name, e.name_loc};
         in.args = std::move(args);
-        in.loc = e.loc;
+        in.loc = loc;
         emit(std::move(in));
         return;
       }
       case EK::Unary: {
         Operand a = value(e.args[0]);
-        prim(out, e.op == "-" ? "neg" : "not", {a}, {}, e.loc, e.name_loc);
+        prim(out, e.op == "-" ? "neg" : "not", {a}, {}, loc, e.name_loc);
         return;
       }
       case EK::Binary: {
         if (e.op == "and" || e.op == "or") {
-          short_circuit(out, e);
+          short_circuit(out, e, loc);
           return;
         }
         Operand a = value(e.args[0]);
         Operand b = value(e.args[1]);
-        prim(out, binary_prim(e.op), {a, b}, {}, e.loc, e.name_loc);
+        prim(out, binary_prim(e.op), {a, b}, {}, loc, e.loc);
         return;
       }
       case EK::Index: {
         Operand a = value(e.args[0]);
         Operand i = value(e.args[1]);
-        prim(out, "get", {a, i}, {}, e.loc, e.name_loc);
+        prim(out, "get", {a, i}, {}, loc, e.name_loc);
         return;
       }
       case EK::Tensor: {
@@ -312,7 +344,7 @@ class FuncLowering {
   }
 
   // `a and b`, `a or b`: b runs only where a does not decide.
-  void short_circuit(const Pattern& out, const Expr& e) {
+  void short_circuit(const Pattern& out, const Expr& e, SourceLoc loc) {
     bool is_and = e.op == "and";
     std::string c = cond_var(e.args[0]);
     if (!open_) return;
@@ -337,7 +369,7 @@ class FuncLowering {
     copy(name_pattern(r, e.loc), k, e.loc);
     jump(join, e.loc);
     start(join, e.loc);
-    copy(out, var(r, e.loc), e.loc);
+    copy(out, var(r, e.loc), loc);
   }
 
   // ---- structured statements ----
@@ -429,7 +461,7 @@ class FuncLowering {
   void simple(const Stmt& s) {
     switch (s.kind) {
       case SK::Assign:
-        assign(s.pat, s.exprs[0]);
+        assign(s.pat, s.exprs[0], s.loc);
         return;
       case SK::IndexAssign: {
         Operand i = value(s.exprs[0]);
@@ -449,7 +481,7 @@ class FuncLowering {
         }
         Pattern none;
         none.is_tuple = true;
-        assign(none, e);
+        assign(none, e, s.loc);
         return;
       }
       case SK::Pop: {
