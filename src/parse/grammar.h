@@ -199,7 +199,7 @@ struct e_and_req : p::seq<e_and> {};
 struct e_and : p::seq<e_not, p::star<sp, op_and, ws, p::must<e_not_req>>> {};
 struct op_or : kw_or_ {};
 struct e_or : p::seq<e_and, p::star<sp, op_or, ws, p::must<e_and_req>>> {};
-struct expr : e_or {};
+struct expr : p::seq<e_or> {};
 
 // ---- statements and instructions ----------------------------------------------
 struct rhs : expr {};
