@@ -311,30 +311,14 @@ class FuncLowering {
         return;
       }
       case EK::Tensor: {
-        // [e0, e1, ...] of scalars: fill with e0, then set the others.
+        // [e0, e1, ...]: scalars make a vector, equal-shaped tensors stack.
         if (e.args.empty()) {
           d_.error(e.loc, "an empty tensor needs a type: write zeros(shape=[0], dtype=...)");
           return;
         }
         std::vector<Operand> elems;
         for (const auto& a : e.args) elems.push_back(value(a));
-        Attr shape;
-        shape.key = "shape";
-        shape.lit.is_tensor = true;
-        shape.lit.shape = {1};
-        shape.lit.elems = {Scalar::of_int(static_cast<int64_t>(elems.size()))};
-        shape.loc = e.loc;
-        std::string acc = elems.size() == 1 ? "" : fresh("t");
-        Pattern first = elems.size() == 1 ? out : name_pattern(acc, e.loc);
-        prim(first, "fill", {elems[0]}, {shape}, e.args[0].loc, e.loc);
-        for (size_t i = 1; i < elems.size(); ++i) {
-          Operand idx;
-          idx.is_var = false;
-          idx.lit.elems = {Scalar::of_int(static_cast<int64_t>(i))};
-          idx.loc = e.args[i].loc;
-          Pattern dst = i + 1 == elems.size() ? out : name_pattern(acc, e.loc);
-          prim(dst, "set", {var(acc, e.loc), idx, elems[i]}, {}, e.args[i].loc, e.loc);
-        }
+        prim(out, "stack", std::move(elems), {}, loc, e.loc);
         return;
       }
       case EK::Var:

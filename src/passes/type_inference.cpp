@@ -211,7 +211,7 @@ struct Group {
   const char* needs = nullptr;  // what `extra` means, for messages
 };
 
-std::vector<Group> groups_of(PrimId op) {
+std::vector<Group> groups_of(PrimId op, size_t nargs) {
   const auto weak_float = std::make_pair(DType::F64, Strength::Weak);
   const auto weak_int = std::make_pair(DType::I64, Strength::Weak);
   const auto strong_bool = std::make_pair(DType::Bool, Strength::Strong);
@@ -245,6 +245,11 @@ std::vector<Group> groups_of(PrimId op) {
     case PrimId::Matmul:
     case PrimId::Outer:
       return {{{0, 1}, true, std::nullopt, nullptr}};
+    case PrimId::Stack: {
+      Group g{{}, true, std::nullopt, nullptr};
+      for (size_t i = 0; i < nargs; ++i) g.operands.push_back(static_cast<int>(i));
+      return {g};
+    }
     case PrimId::Fill:
     case PrimId::Reshape:
     case PrimId::Transpose:
@@ -583,7 +588,7 @@ class Inference {
     }
     Strength result_strength = Strength::Strong;
     bool follows = false;
-    for (const Group& g : groups_of(info->id)) {
+    for (const Group& g : groups_of(info->id, in.args.size())) {
       std::optional<std::pair<DType, Strength>> acc = g.extra;
       bool conflict = false, quiet = false;
       std::string first_desc = g.extra ? std::string(g.needs) : "";
