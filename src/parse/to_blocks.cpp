@@ -333,7 +333,7 @@ class FuncLowering {
     std::string c = cond_var(e.args[0]);
     if (!open_) return;
     std::string r = fresh("t");
-    std::string rhs = fresh(is_and ? "and" : "or");
+    std::string rhs = fresh("rhs");
     std::string shortcut = fresh("short");
     std::string join = fresh("join");
     if (is_and)
@@ -380,7 +380,7 @@ class FuncLowering {
           std::string c = cond_var(arm.cond);
           std::string then = fresh("then");
           bool last = i + 1 == s.arms.size();
-          std::string next = last && !s.has_else ? end : fresh(last ? "else" : "elif");
+          std::string next = last && !s.has_else ? end : fresh(last ? "otherwise" : "elif");
           if (last && !s.has_else) reaches_end = true;
           branch(c, then, next, arm.cond.loc);
           start(then, arm.cond.loc);
@@ -402,7 +402,7 @@ class FuncLowering {
         return;
       }
       case SK::While: {
-        std::string head = fresh("while");
+        std::string head = fresh("loop");
         std::string body = fresh("body");
         std::string done = fresh("done");
         jump(head, s.loc);

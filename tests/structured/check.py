@@ -5,7 +5,7 @@ For every NAME.ab here with a NAME.py beside it: NAME.py defines main() and
 INPUTS (one list per parameter, the batch first). The expected outputs are
 main() applied to each thread's inputs in Python; autobatch must print them
 under --vm stack, stackless and reference, after `lower` (the lowered program
-run again), and for the program `fmt` printed (which must also be idempotent
+run again), the block form `lower --print-after blocks` shows, and for the program `fmt` printed (which must also be idempotent
 and keep every comment). Prints one line per failure, then `N passed, M failed`.
 
 usage: check.py AUTOBATCH
@@ -64,6 +64,10 @@ def main():
                 with open(lowered, "w") as f:
                     f.write(run([exe, "lower", prog, "--entry", "main", "--inputs", data]))
                 cases["lower, then run"] = ["run", lowered, "--inputs", data]
+                front = os.path.join(tmp, "blocks.ab")
+                with open(front, "w") as f:
+                    f.write(run([exe, "lower", prog, "--entry", "main", "--print-after", "blocks"]))
+                cases["--print-after blocks, then run"] = ["run", front, "--inputs", data]
                 text = run([exe, "fmt", prog])
                 with open(formatted, "w") as f:
                     f.write(text)

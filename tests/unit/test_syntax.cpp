@@ -95,14 +95,14 @@ TEST_CASE("if, else if, else, while, break, continue become blocks") {
       "func f(n) {\n  i = 0\n  while i < n {\n    if i == 3 {\n      break\n    } else if i == 1 {"
       "\n      i = i + 2\n      continue\n    } else {\n      i = i + 1\n    }\n  }\n  return i\n}\n");
   CHECK(out ==
-        "func f(n) {\nentry:\n  i = 0\n  goto while.1\nwhile.1:\n  t.4 = lt(i, n)\n  branch t.4, "
+        "func f(n) {\nentry:\n  i = 0\n  goto loop.1\nloop.1:\n  t.4 = lt(i, n)\n  branch t.4, "
         "body.2, done.3\nbody.2:\n  t.6 = eq(i, 3)\n  branch t.6, then.7, elif.8\nthen.7:\n  goto "
-        "done.3\nelif.8:\n  t.9 = eq(i, 1)\n  branch t.9, then.10, else.11\nthen.10:\n  i = add(i, "
-        "2)\n  goto while.1\nelse.11:\n  i = add(i, 1)\n  goto endif.5\nendif.5:\n  goto "
-        "while.1\ndone.3:\n  return i\n}\n");
+        "done.3\nelif.8:\n  t.9 = eq(i, 1)\n  branch t.9, then.10, otherwise.11\nthen.10:\n  i = add(i, "
+        "2)\n  goto loop.1\notherwise.11:\n  i = add(i, 1)\n  goto endif.5\nendif.5:\n  goto "
+        "loop.1\ndone.3:\n  return i\n}\n");
   // Falling off the end returns nothing; an if whose arms all return has no join block.
   CHECK(blocks("func f(c: bool) {\n  if c {\n    return\n  } else {\n    return\n  }\n}\n") ==
-        "func f(c: bool) {\nentry:\n  branch c, then.2, else.3\nthen.2:\n  return\nelse.3:\n  "
+        "func f(c: bool) {\nentry:\n  branch c, then.2, otherwise.3\nthen.2:\n  return\notherwise.3:\n  "
         "return\n}\n");
   CHECK(blocks("func f() {\n}\n") == "func f() {\nentry:\n  return\n}\n");
 }
@@ -110,7 +110,7 @@ TEST_CASE("if, else if, else, while, break, continue become blocks") {
 TEST_CASE("infix and/or short-circuit: the right side runs in its own block") {
   std::string out = blocks("func f(x: i64[3], i) {\n  ok = i < 3 and x[i] > 0\n  return ok\n}\n");
   CHECK(out ==
-        "func f(x: i64[3], i) {\nentry:\n  t.1 = lt(i, 3)\n  branch t.1, and.3, short.4\nand.3:\n  "
+        "func f(x: i64[3], i) {\nentry:\n  t.1 = lt(i, 3)\n  branch t.1, rhs.3, short.4\nrhs.3:\n  "
         "t.7 = get(x, i)\n  t.6 = gt(t.7, 0)\n  t.2 = t.6\n  goto join.5\nshort.4:\n  t.2 = false\n  "
         "goto join.5\njoin.5:\n  ok = t.2\n  return ok\n}\n");
   // `or` takes the shortcut when the left side is true; the call form evaluates both.
