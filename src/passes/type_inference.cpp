@@ -3,6 +3,7 @@
 #include <functional>
 #include <set>
 
+#include "parse/syntax.h"
 #include "passes/verify.h"
 #include "support/strings.h"
 
@@ -320,6 +321,7 @@ class Inference {
   Diagnostics& d_;
   std::vector<IType> nodes_;
   std::vector<std::string> origin_;               // how each node first got a type
+  std::vector<SourceLoc> origin_loc_;             // the instruction that gave it, if one did
   std::vector<std::map<std::string, int>> vars_;  // [func] name -> node
   std::vector<std::vector<int>> results_;         // [func][slot] -> node
   std::vector<std::vector<std::vector<std::vector<int>>>> operands_;  // [f][b][i][arg]
@@ -336,6 +338,7 @@ class Inference {
   int new_node(IType t = {}) {
     nodes_.push_back(std::move(t));
     origin_.emplace_back();
+    origin_loc_.emplace_back();
     return static_cast<int>(nodes_.size()) - 1;
   }
 
@@ -422,7 +425,10 @@ class Inference {
       if (j != before) {
         nodes_[s.node] = j;
         changed_ = true;
-        if (origin_[s.node].empty()) origin_[s.node] = "at line " + std::to_string(loc.line);
+        if (origin_[s.node].empty()) {
+          origin_[s.node] = "at line " + std::to_string(loc.line);
+          origin_loc_[s.node] = loc;
+        }
       }
       return;
     }
@@ -503,8 +509,33 @@ class Inference {
     }
   }
 
-  static std::string var_or_value(const Operand& o) {
-    return o.is_var ? "'" + o.name + "'" : "a literal";
+  // How a message names an operand: the variable, or for a temporary of the
+  // front end the sub-expression it holds, as written.
+  std::string var_or_value(const Operand& o) const {
+    if (!o.is_var) return "a literal";
+    if (syntax::is_frontend_name(o.name) && o.loc.known() && m_.source &&
+        o.loc.line <= m_.source->line_count()) {
+      std::string_view line = m_.source->line(o.loc.line);
+      if (o.loc.col >= 1 && o.loc.col - 1 < line.size())
+        return "'" + std::string(line.substr(o.loc.col - 1, o.loc.len)) + "'";
+    }
+    return "'" + o.name + "'";
+  }
+
+  // "'t' is f64 because of line 14: t = t + 1.0", for a variable whose dtype
+  // an instruction fixed.
+  void cause(int node, const Operand* o) {
+    if (node < 0 || !o || !o->is_var || syntax::is_frontend_name(o->name)) return;
+    const SourceLoc& at = origin_loc_[static_cast<size_t>(node)];
+    if (!at.known() || !m_.source || at.line > m_.source->line_count()) return;
+    std::string_view line = m_.source->line(at.line);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    const IType& t = nodes_[static_cast<size_t>(node)];
+    std::string what = t.is_leaf() && t.strength == Strength::Weak
+                           ? std::string(dtype_name(t.dtype)) + " (from a literal)"
+                           : describe(t);
+    std::string msg = "'" + o->name + "' is " + what + " because of line " + std::to_string(at.line) + ": " + std::string(line);
+    if (said_.insert("note " + msg).second) d_.note({}, msg);
   }
 
   // "; convert it with cast(n, dtype=f64)" for a variable; for bool, a comparison.
@@ -594,7 +625,11 @@ class Inference {
       std::string first_desc = g.extra ? std::string(g.needs) : "";
       std::string first_name;
       IType first_t;
-      auto add = [&](const IType& t, const std::string& name, bool is_dest) {
+      int first_node = -1;
+      const Operand* first_op = nullptr;
+      const IType dest_pre = read(dest);
+      auto add = [&](const IType& t, const std::string& name, bool is_dest, int node = -1,
+                     const Operand* op = nullptr) {
         if (!t.is_leaf() || conflict) return;
         std::string desc = is_dest ? "the result " + name : name;
         if (!acc) {
@@ -602,6 +637,8 @@ class Inference {
           first_desc = desc + " (" + describe(t) + ")";
           first_name = name;
           first_t = t;
+          first_node = node;
+          first_op = op;
           return;
         }
         DType d = acc->first;
@@ -633,18 +670,27 @@ class Inference {
                                    " elsewhere (a variable has one type in its whole function; use "
                                    "a new name, or cast)");
         } else {
-          // Suggest converting the integer side to the float side's dtype.
+          // Suggest converting the integer side to the float side's dtype,
+          // unless the result's dtype is fixed elsewhere: then convert the
+          // side that differs from it, or suggest nothing.
           bool first_float = is_float(first_t.dtype) && !is_float(t.dtype);
+          if (g.with_dest && dest_pre.is_leaf() && dest_pre.strength == Strength::Strong)
+            first_float = first_t.dtype == dest_pre.dtype;
           const std::string& victim = first_float ? name : first_name;
           DType to = first_float ? first_t.dtype : t.dtype;
           const IType& vt = first_float ? t : first_t;
-          error(in.callee.loc, "operands of '" + in.callee.name +
-                                   "' have different dtypes: " + first_desc + " and " + desc +
-                                   " (" + describe(t) + ")" + convert_hint(victim, vt, to));
+          bool contradicted = g.with_dest && dest_pre.is_leaf() &&
+                              dest_pre.strength == Strength::Strong && to != dest_pre.dtype;
+          error(in.callee.loc, "operands of '" + in.callee.name + "' have different dtypes: " +
+                                   first_desc + " and " + desc + " (" + describe(t) + ")" +
+                                   (contradicted ? "" : convert_hint(victim, vt, to)));
         }
+        cause(first_node, first_op);
+        cause(node, op);
       };
       for (int o : g.operands)
-        if (o < static_cast<int>(ops.size())) add(nodes_[ops[o]], var_or_value(in.args[o]), false);
+        if (o < static_cast<int>(ops.size()))
+          add(nodes_[ops[o]], var_or_value(in.args[o]), false, ops[o], &in.args[o]);
       IType dest_t = read(dest);
       if (g.with_dest) add(dest_t, print_target(in.out), true);
       if (conflict) {
