@@ -172,10 +172,10 @@ std::string format(const File& f) {
       case Item::Kind::Program: {
         const ProgramItem& pi = item.program;
         const Program& h = pi.header;
-        p.line(0,
-               "program " + h.entry.name + "(" + names(h.inputs) + ") -> (" + names(h.outputs) +
-                   ") {",
-               pi.notes);
+        p.line(
+            0,
+            "program " + h.entry.name + "(" + names(h.inputs) + ") -> (" + names(h.outputs) + ") {",
+            pi.notes);
         p.body(pi.body, 1, true);
         p.line(0, "}", pi.close_notes, 1);
         break;

@@ -60,10 +60,9 @@ AB_KW(not_, "not");
 #undef AB_KW
 
 struct dtype : p::sor<kw_bool_, kw_i32, kw_i64, kw_f32, kw_f64> {};
-struct reserved
-    : p::sor<kw_func, kw_call, kw_branch, kw_goto_, kw_return_, kw_pop, kw_true_, kw_false_, kw_inf,
-             kw_nan, kw_push_goto, kw_indirect_goto, kw_halt, kw_if_, kw_else_, kw_while_,
-             kw_break_, kw_continue_, dtype> {};
+struct reserved : p::sor<kw_func, kw_call, kw_branch, kw_goto_, kw_return_, kw_pop, kw_true_,
+                         kw_false_, kw_inf, kw_nan, kw_push_goto, kw_indirect_goto, kw_halt, kw_if_,
+                         kw_else_, kw_while_, kw_break_, kw_continue_, dtype> {};
 
 // Names; `.` joins the parts of qualified names in lowered programs. Parts
 // after the first may start with a digit (`fib.ret.0`), so names the
@@ -141,8 +140,7 @@ struct pattern : p::seq<pat_elem, p::star<sp, p::one<','>, sp, pat_elem>> {};
 struct expr;
 struct expr_req : p::seq<expr> {};  // an expression that must be there
 struct attr_value : p::sor<dtype, literal> {};
-struct arg_attr
-    : p::seq<name, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<attr_value>> {};
+struct arg_attr : p::seq<name, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<attr_value>> {};
 struct arg : p::sor<arg_attr, expr> {};
 struct arg_next : arg {};
 struct args_close : p::one<')'> {};
@@ -151,23 +149,23 @@ struct callee : name {};
 struct call_open : p::one<'('> {};
 struct call_kw : kw_call {};
 struct fn_name : name {};  // a primitive or a function, called without 'call'
-struct e_call : p::sor<p::seq<call_kw, sp, p::must<callee>, sp, p::must<call_open>, args,
-                              p::must<args_close>>,
-                       p::seq<fn_name, sp, p::one<'('>, args, p::must<args_close>>> {};
+struct e_call
+    : p::sor<
+          p::seq<call_kw, sp, p::must<callee>, sp, p::must<call_open>, args, p::must<args_close>>,
+          p::seq<fn_name, sp, p::one<'('>, args, p::must<args_close>>> {};
 struct paren_close : p::one<')'> {};
 struct e_paren : p::seq<p::one<'('>, ws, p::must<expr_req>, ws, p::must<paren_close>> {};
 struct e_tensor
-    : p::seq<p::one<'['>, ws, p::opt<expr, p::star<ws, p::one<','>, ws, p::must<expr_req>>, ws,
-                                      p::opt<p::one<','>>>,
+    : p::seq<p::one<'['>, ws,
+             p::opt<expr, p::star<ws, p::one<','>, ws, p::must<expr_req>>, ws, p::opt<p::one<','>>>,
              ws, p::must<tensor_close>> {};
 // `1.` and `.5` are not literals; say what to write instead.
 struct bad_float_shape
     : p::sor<p::seq<digits, p::one<'.'>, p::not_at<p::digit>>, p::seq<p::one<'.'>, digits>> {};
 struct bad_float : bad_float_shape {};  // only raised, never tried
 struct e_var : p::seq<p::not_at<p::sor<kw_and_, kw_or_, kw_not_>>, name> {};
-struct e_primary
-    : p::sor<p::seq<p::at<bad_float_shape>, p::raise<bad_float>>, e_paren, e_tensor, e_call,
-             special_float, number, true_lit, false_lit, e_var> {};
+struct e_primary : p::sor<p::seq<p::at<bad_float_shape>, p::raise<bad_float>>, e_paren, e_tensor,
+                          e_call, special_float, number, true_lit, false_lit, e_var> {};
 struct index_close : p::one<']'> {};
 struct e_index : p::seq<p::one<'['>, ws, p::must<expr_req>, ws, p::must<index_close>> {};
 struct e_postfix : p::seq<e_primary, p::star<e_index>> {};
@@ -191,8 +189,7 @@ struct e_cmp : p::seq<e_add, p::opt<sp, op_cmp, ws, p::must<e_add_req>,
 struct op_not : kw_not_ {};
 struct e_not;
 struct e_not_req : p::seq<e_not> {};
-struct e_not
-    : p::sor<p::seq<op_not, p::not_at<p::one<'('>>, sp, p::must<e_not_req>>, e_cmp> {};
+struct e_not : p::sor<p::seq<op_not, p::not_at<p::one<'('>>, sp, p::must<e_not_req>>, e_cmp> {};
 struct op_and : kw_and_ {};
 struct e_and;
 struct e_and_req : p::seq<e_and> {};
@@ -232,16 +229,16 @@ struct terminator
 // ---- bodies ----------------------------------------------------------------------
 struct label_def : p::seq<name, sp, p::one<':'>> {};
 struct stmt_block;
-struct else_if : p::seq<sp, kw_else_, sp, kw_if_, sp, p::must<expr_req>, sp, p::must<stmt_block>> {};
+struct else_if : p::seq<sp, kw_else_, sp, kw_if_, sp, p::must<expr_req>, sp, p::must<stmt_block>> {
+};
 struct else_block : p::seq<sp, kw_else_, sp, p::must<stmt_block>> {};
 struct s_if : p::seq<kw_if_, sp, p::must<expr_req>, sp, p::must<stmt_block>, p::star<else_if>,
                      p::opt<else_block>> {};
 struct s_while : p::seq<kw_while_, sp, p::must<expr_req>, sp, p::must<stmt_block>> {};
 struct s_break : kw_break_ {};
 struct s_continue : kw_continue_ {};
-struct line_content
-    : p::sor<reserved_here, s_if, s_while, s_break, s_continue, terminator, instr_pop, label_def,
-             s_index_assign, instr_assign, s_eval> {};
+struct line_content : p::sor<reserved_here, s_if, s_while, s_break, s_continue, terminator,
+                             instr_pop, label_def, s_index_assign, instr_assign, s_eval> {};
 struct line_tail : p::seq<sp, p::opt<comment>, p::sor<p::eol, p::eof, p::at<p::one<'}'>>>> {};
 struct blank_line : p::seq<sp, p::opt<comment>, p::eol> {};
 struct content_line : p::seq<sp, line_content, p::must<line_tail>> {};
@@ -301,8 +298,7 @@ AB_ERR(e_mul_req, "expected an operand after the operator");
 AB_ERR(e_add_req, "expected an operand after the comparison");
 AB_ERR(e_not_req, "expected an operand after the operator");
 AB_ERR(e_and_req, "expected an operand after 'or'");
-AB_ERR(chained_cmp,
-       "comparisons do not chain: write 'a < b and b < c' instead of 'a < b < c'");
+AB_ERR(chained_cmp, "comparisons do not chain: write 'a < b and b < c' instead of 'a < b < c'");
 AB_ERR(bad_float, "float literals need digits on both sides of the point");
 AB_ERR(stmt_block, "expected '{' to open the block");
 AB_ERR(block_close, "expected a statement or '}' to close the block");

@@ -23,9 +23,9 @@ template <typename Rule>
 using selector = p::parse_tree::selector<
     Rule,
     p::parse_tree::store_content::on<
-        g::name, g::func_name, g::callee, g::fn_name, g::call_kw, g::label_ref, g::cond_ref, g::popped,
-        g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float, g::true_lit,
-        g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
+        g::name, g::func_name, g::callee, g::fn_name, g::call_kw, g::label_ref, g::cond_ref,
+        g::popped, g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float,
+        g::true_lit, g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
         g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::pat_tuple,
         g::pat_name, g::pattern, g::arg_attr, g::e_call, g::e_paren, g::e_tensor, g::e_var,
         g::e_index, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
@@ -617,8 +617,8 @@ void attach_comments(syntax::File& f, const std::string& text) {
     size_t end = text.find('\n', i);
     if (end == std::string::npos) end = text.size();
     std::string comment = text.substr(i, end - i);
-    while (!comment.empty() && (comment.back() == '\r' || comment.back() == ' ' ||
-                                comment.back() == '\t'))
+    while (!comment.empty() &&
+           (comment.back() == '\r' || comment.back() == ' ' || comment.back() == '\t'))
       comment.pop_back();
     i = end - 1;
     // The last anchor that starts on or before this line.
@@ -642,15 +642,14 @@ void attach_comments(syntax::File& f, const std::string& text) {
 // The token a float-literal error points at, and what to write instead.
 std::string float_advice(const std::string& text, size_t at) {
   size_t end = at;
-  while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
-                               text[end] == '.'))
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
     ++end;
   std::string tok = text.substr(at, end - at);
   std::string fix = tok;
   if (!fix.empty() && fix.front() == '.') fix = "0" + fix;
   if (!fix.empty() && fix.back() == '.') fix += "0";
-  return "float literal '" + tok + "' needs digits on both sides of the point: write '" + fix +
-         "'";
+  return "float literal '" + tok + "' needs digits on both sides of the point: write '" + fix + "'";
 }
 
 }  // namespace

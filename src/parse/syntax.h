@@ -37,9 +37,9 @@ struct Expr {
     Tensor,  // [args...]
   };
   Kind kind = Kind::Var;
-  std::string name;  // Var, Call
-  std::string op;    // Unary, Binary
-  Literal lit;       // Lit
+  std::string name;            // Var, Call
+  std::string op;              // Unary, Binary
+  Literal lit;                 // Lit
   bool explicit_call = false;  // `call f(...)`
   bool parens = false;         // written inside ( )
   std::vector<Expr> args;
@@ -88,10 +88,10 @@ struct Stmt {
   Body else_body;              // If
   Lines else_lines;            // If: the `} else {` line
   Notes else_notes;
-  Body body;           // While
-  Lines close_lines;   // If, While: the closing `}`
-  Notes close_notes;   // comments before and on the closing `}`
-  Lines lines;         // the statement's (first) line(s)
+  Body body;          // While
+  Lines close_lines;  // If, While: the closing `}`
+  Notes close_notes;  // comments before and on the closing `}`
+  Lines lines;        // the statement's (first) line(s)
   Notes notes;
   SourceLoc loc;
 };

@@ -27,8 +27,8 @@ using SK = Stmt::Kind;
 
 const char* binary_prim(const std::string& op) {
   static const std::pair<const char*, const char*> kOps[] = {
-      {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"%", "mod"},  {"**", "pow"},
-      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"},  {"<=", "le"}, {">", "gt"},   {">=", "ge"},
+      {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"%", "mod"}, {"**", "pow"},
+      {"==", "eq"}, {"!=", "ne"}, {"<", "lt"},  {"<=", "le"}, {">", "gt"},  {">=", "ge"},
   };
   for (const auto& [o, p] : kOps)
     if (op == o) return p;
@@ -91,8 +91,7 @@ std::optional<Literal> fold_literal(const Expr& e,
     out.is_tensor = true;
     out.shape.push_back(static_cast<int64_t>(elems.size()));
     const Literal& first = elems.front();
-    if (first.is_tensor)
-      out.shape.insert(out.shape.end(), first.shape.begin(), first.shape.end());
+    if (first.is_tensor) out.shape.insert(out.shape.end(), first.shape.begin(), first.shape.end());
     bool any_float = false, any_bool = false, any_num = false;
     for (size_t i = 0; i < elems.size(); ++i) {
       const Literal& l = elems[i];
@@ -450,8 +449,8 @@ class FuncLowering {
       case SK::IndexAssign: {
         Operand i = value(s.exprs[0]);
         Operand v = value(s.exprs[1]);
-        prim(name_pattern(s.target.name, s.target.loc), "set", {var(s.target.name, s.target.loc), i, v},
-             {}, s.loc, s.target.loc);
+        prim(name_pattern(s.target.name, s.target.loc), "set",
+             {var(s.target.name, s.target.loc), i, v}, {}, s.loc, s.target.loc);
         return;
       }
       case SK::Eval: {
@@ -613,8 +612,8 @@ Module to_blocks(const File& file, Diagnostics& d) {
         }
         m.program = item.program.header;
         FuncLowering low(m, d);
-        m.program->blocks = low.run(item.program.body, true, m.program->entry.name,
-                                    m.program->loc, m.program->loc);
+        m.program->blocks =
+            low.run(item.program.body, true, m.program->entry.name, m.program->loc, m.program->loc);
         break;
       }
     }

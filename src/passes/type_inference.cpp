@@ -534,7 +534,8 @@ class Inference {
     std::string what = t.is_leaf() && t.strength == Strength::Weak
                            ? std::string(dtype_name(t.dtype)) + " (from a literal)"
                            : describe(t);
-    std::string msg = "'" + o->name + "' is " + what + " because of line " + std::to_string(at.line) + ": " + std::string(line);
+    std::string msg = "'" + o->name + "' is " + what + " because of line " +
+                      std::to_string(at.line) + ": " + std::string(line);
     if (said_.insert("note " + msg).second) d_.note({}, msg);
   }
 
@@ -750,8 +751,16 @@ class Inference {
       int c = var_node(fi, t.cond.name);
       assign(node_slot(c), leaf(DType::Bool, Strength::Strong), t.cond.loc,
              [&](const IType& a, const IType&) {
-               return "branch condition '" + t.cond.name + "' must be a scalar bool, but it is " +
-                      describe(a);
+               Operand c;
+               c.name = t.cond.name;
+               c.loc = t.cond.loc;
+               std::string hint =
+                   a.is_leaf() && a.dtype == DType::Bool && !a.shape.empty()
+                       ? " (if, while and infix and/or need one bool per thread; for tensors "
+                         "use any(), all() or the elementwise and(a, b), or(a, b))"
+                       : "";
+               return "branch condition " + var_or_value(c) + " must be a scalar bool, but it is " +
+                      describe(a) + hint;
              });
     }
     if (t.kind != TermKind::Return) return;

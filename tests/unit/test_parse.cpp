@@ -199,8 +199,7 @@ TEST_CASE("syntax errors name the position and what was expected") {
             .find("t.ab:1:10: error: syntax error: expected ',' or ')' after a parameter") !=
         std::string::npos);
   CHECK(parse_error("func f() {\ne:\n  a = x < y < z\n  return\n}\n")
-            .find("t.ab:3:13: error: syntax error: comparisons do not chain") !=
-        std::string::npos);
+            .find("t.ab:3:13: error: syntax error: comparisons do not chain") != std::string::npos);
   CHECK(parse_error("func f() {\n  a = 1. + x\n}\n")
             .find("t.ab:2:7: error: syntax error: float literal '1.' needs digits on both sides "
                   "of the point: write '1.0'") != std::string::npos);

@@ -93,26 +93,30 @@ TEST_CASE("block-form functions take nested expressions too") {
 TEST_CASE("if, else if, else, while, break, continue become blocks") {
   std::string out = blocks(
       "func f(n) {\n  i = 0\n  while i < n {\n    if i == 3 {\n      break\n    } else if i == 1 {"
-      "\n      i = i + 2\n      continue\n    } else {\n      i = i + 1\n    }\n  }\n  return i\n}\n");
+      "\n      i = i + 2\n      continue\n    } else {\n      i = i + 1\n    }\n  }\n  return "
+      "i\n}\n");
   CHECK(out ==
         "func f(n) {\nentry:\n  i = 0\n  goto loop.1\nloop.1:\n  t.4 = lt(i, n)\n  branch t.4, "
         "body.2, done.3\nbody.2:\n  t.6 = eq(i, 3)\n  branch t.6, then.7, elif.8\nthen.7:\n  goto "
-        "done.3\nelif.8:\n  t.9 = eq(i, 1)\n  branch t.9, then.10, otherwise.11\nthen.10:\n  i = add(i, "
+        "done.3\nelif.8:\n  t.9 = eq(i, 1)\n  branch t.9, then.10, otherwise.11\nthen.10:\n  i = "
+        "add(i, "
         "2)\n  goto loop.1\notherwise.11:\n  i = add(i, 1)\n  goto endif.5\nendif.5:\n  goto "
         "loop.1\ndone.3:\n  return i\n}\n");
   // Falling off the end returns nothing; an if whose arms all return has no join block.
   CHECK(blocks("func f(c: bool) {\n  if c {\n    return\n  } else {\n    return\n  }\n}\n") ==
-        "func f(c: bool) {\nentry:\n  branch c, then.2, otherwise.3\nthen.2:\n  return\notherwise.3:\n  "
+        "func f(c: bool) {\nentry:\n  branch c, then.2, otherwise.3\nthen.2:\n  "
+        "return\notherwise.3:\n  "
         "return\n}\n");
   CHECK(blocks("func f() {\n}\n") == "func f() {\nentry:\n  return\n}\n");
 }
 
 TEST_CASE("infix and/or short-circuit: the right side runs in its own block") {
   std::string out = blocks("func f(x: i64[3], i) {\n  ok = i < 3 and x[i] > 0\n  return ok\n}\n");
-  CHECK(out ==
-        "func f(x: i64[3], i) {\nentry:\n  t.1 = lt(i, 3)\n  branch t.1, rhs.3, short.4\nrhs.3:\n  "
-        "t.7 = get(x, i)\n  t.6 = gt(t.7, 0)\n  t.2 = t.6\n  goto join.5\nshort.4:\n  t.2 = false\n  "
-        "goto join.5\njoin.5:\n  ok = t.2\n  return ok\n}\n");
+  CHECK(
+      out ==
+      "func f(x: i64[3], i) {\nentry:\n  t.1 = lt(i, 3)\n  branch t.1, rhs.3, short.4\nrhs.3:\n  "
+      "t.7 = get(x, i)\n  t.6 = gt(t.7, 0)\n  t.2 = t.6\n  goto join.5\nshort.4:\n  t.2 = false\n  "
+      "goto join.5\njoin.5:\n  ok = t.2\n  return ok\n}\n");
   // `or` takes the shortcut when the left side is true; the call form evaluates both.
   out = blocks("func f(a: bool, b: bool) {\n  c = a or b\n  d = or(a, b)\n  return c, d\n}\n");
   CHECK(out.find("branch a, short.") != std::string::npos);
@@ -136,23 +140,25 @@ TEST_CASE("front-end diagnostics point at the sub-expression") {
         std::string::npos);
   CHECK(errors("func f(n) {\n  return n\n  n = 1\n}\n")
             .find("t.ab:3:3: error: this statement can never run") != std::string::npos);
-  CHECK(errors("func f(n) {\n  continue\n}\n").find("t.ab:2:3: error: 'continue' outside a while") !=
-        std::string::npos);
+  CHECK(
+      errors("func f(n) {\n  continue\n}\n").find("t.ab:2:3: error: 'continue' outside a while") !=
+      std::string::npos);
   CHECK(errors("func f(n) {\n  n + 1\n}\n")
             .find("t.ab:2:3: error: an expression alone must be a call") != std::string::npos);
   CHECK(errors("func f(n) {\nentry:\n  if n {\n    return\n  }\n  return\n}\n")
             .find("t.ab:3:3: error: if, while, break and continue belong to functions written in "
                   "statements") != std::string::npos);
-  CHECK(errors("func f(n) {\n  goto x\n}\n").find("t.ab:2:3: error: a function written in "
-                                                   "statements has no labels or jumps") !=
-        std::string::npos);
+  CHECK(errors("func f(n) {\n  goto x\n}\n")
+            .find("t.ab:2:3: error: a function written in "
+                  "statements has no labels or jumps") != std::string::npos);
   CHECK(errors("func f(n) {\n  x = [[1, 2], [3]]\n}\n").find("t.ab:2:16: error: ragged") !=
         std::string::npos);
 }
 
 TEST_CASE("fmt prints the structured form canonically and keeps every comment") {
   std::string src =
-      "# header\nfunc   f(n:i64)->i64{   # on the header\n  # before the if\n  if n<=1{ # on the if\n"
+      "# header\nfunc   f(n:i64)->i64{   # on the header\n  # before the if\n  if n<=1{ # on the "
+      "if\n"
       "      return 1 # on the return\n    # closing the then\n  }else if(n==2){\n return 2\n  }   "
       "else {   # on else\n    x=[n,-n ** 2 , f(n-1)]\n  } # on the close\n  while n>0 and not "
       "false{\n    n=n-1\n    break\n  }\n  v[ n ]=call f( n )\n  return add(n , 1) # last\n  # "
