@@ -9,6 +9,7 @@
 
 #include "ir/ops.h"
 #include "parse/syntax.h"
+#include "support/strings.h"
 
 namespace ab::syntax {
 
@@ -271,7 +272,7 @@ class FuncLowering {
         std::vector<Operand> args;
         for (const auto& a : e.args) args.push_back(value(a));
         const PrimInfo* info = e.explicit_call ? nullptr : find_prim(e.name);
-        if (info || (!e.explicit_call && !m_.find_func(e.name))) {
+        if (info || (!e.explicit_call && !m_.find_func(e.name) && !near_function(e.name))) {
           prim(out, e.name, std::move(args), e.attrs, loc, e.name_loc);
           return;
         }
@@ -324,6 +325,19 @@ class FuncLowering {
       case EK::Lit:
         break;
     }
+  }
+
+  // An unknown callee that looks like a typo of a function of the module
+  // becomes a call, so that verify suggests the function rather than an
+  // operation.
+  bool near_function(const std::string& name) const {
+    std::vector<std::string> names;
+    for (const auto& f : m_.funcs) names.push_back(f.name.name);
+    std::vector<std::string> ops;
+    for (const auto& p : all_prims()) ops.push_back(p.name);
+    std::string f = closest_match(name, names);
+    return !f.empty() && (closest_match(name, ops).empty() ||
+                          edit_distance(name, f) < edit_distance(name, closest_match(name, ops)));
   }
 
   // `a and b`, `a or b`: b runs only where a does not decide.

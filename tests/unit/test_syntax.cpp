@@ -153,6 +153,13 @@ TEST_CASE("front-end diagnostics point at the sub-expression") {
                   "statements has no labels or jumps") != std::string::npos);
   CHECK(errors("func f(n) {\n  x = [[1, 2], [3]]\n}\n").find("t.ab:2:16: error: ragged") !=
         std::string::npos);
+  // An unknown callee is a function typo or an operation typo, whichever it is closer to.
+  CHECK(errors("func fib(n) {\n  return fibb(n - 1)\n}\n")
+            .find("t.ab:2:10: error: unknown function 'fibb' (did you mean 'fib'?)") !=
+        std::string::npos);
+  CHECK(errors("func fib(n) {\n  return sqrtt(n)\n}\n")
+            .find("t.ab:2:10: error: unknown operation 'sqrtt' (did you mean 'sqrt'?)") !=
+        std::string::npos);
 }
 
 TEST_CASE("fmt prints the structured form canonically and keeps every comment") {
