@@ -113,8 +113,11 @@ class Printer {
     switch (s.kind) {
       case SK::Assign:
         return print_pattern(s.pat) + " = " + expr_text(s.exprs[0]);
-      case SK::IndexAssign:
-        return s.target.name + "[" + expr_text(s.exprs[0]) + "] = " + expr_text(s.exprs[1]);
+      case SK::IndexAssign: {
+        std::string out = s.target.name;
+        for (size_t i = 0; i + 1 < s.exprs.size(); ++i) out += "[" + expr_text(s.exprs[i]) + "]";
+        return out + " = " + expr_text(s.exprs.back());
+      }
       case SK::Eval:
         return expr_text(s.exprs[0]);
       case SK::Break:

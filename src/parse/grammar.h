@@ -202,8 +202,8 @@ struct expr : p::seq<e_or> {};
 struct rhs : expr {};
 struct instr_assign : p::seq<pattern, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
 struct index_target : name {};
-struct s_index_assign
-    : p::seq<index_target, e_index, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
+struct s_index_assign : p::seq<index_target, p::plus<e_index>, sp, p::one<'='>,
+                               p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
 struct s_eval : expr {};  // a call whose results, if any, are discarded
 struct popped : name {};
 struct instr_pop

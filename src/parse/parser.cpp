@@ -421,8 +421,9 @@ class Builder {
     } else if (n.is_type<g::s_index_assign>()) {
       s.kind = K::IndexAssign;
       s.target = name_ref(*n.children[0]);
-      s.exprs.push_back(expr(*n.children[1]->children.front()));
-      s.exprs.push_back(expr(*n.children[2]));
+      for (size_t i = 1; i + 1 < n.children.size(); ++i)
+        s.exprs.push_back(expr(*n.children[i]->children.front()));
+      s.exprs.push_back(expr(*n.children.back()));
     } else if (n.is_type<g::s_eval>()) {
       s.kind = K::Eval;
       s.exprs.push_back(expr(*n.children[0]));
@@ -649,6 +650,18 @@ std::string float_advice(const std::string& text, size_t at) {
   std::string fix = tok;
   if (!fix.empty() && fix.front() == '.') fix = "0" + fix;
   if (!fix.empty() && fix.back() == '.') fix += "0";
+  // An exponent after `1.` stays: `1.e5` is `1.0e5`.
+  size_t exp = end;
+  if (exp < text.size() && (text[exp] == 'e' || text[exp] == 'E')) {
+    ++exp;
+    if (exp < text.size() && (text[exp] == '+' || text[exp] == '-')) ++exp;
+    size_t digits = exp;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+    if (digits > exp) {
+      tok += text.substr(end, digits - end);
+      fix += text.substr(end, digits - end);
+    }
+  }
   return "float literal '" + tok + "' needs digits on both sides of the point: write '" + fix + "'";
 }
 

@@ -62,7 +62,7 @@ struct IfArm {
 struct Stmt {
   enum class Kind : uint8_t {
     Assign,       // pat = exprs[0]
-    IndexAssign,  // target[exprs[0]] = exprs[1]
+    IndexAssign,  // target[exprs[0]]...[exprs[n-2]] = exprs[n-1]
     Eval,         // exprs[0] (a call) alone
     If,           // arms, else
     While,        // while exprs[0] { body }

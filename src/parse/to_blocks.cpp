@@ -461,10 +461,23 @@ class FuncLowering {
         assign(s.pat, s.exprs[0], s.loc);
         return;
       case SK::IndexAssign: {
-        Operand i = value(s.exprs[0]);
-        Operand v = value(s.exprs[1]);
-        prim(name_pattern(s.target.name, s.target.loc), "set",
-             {var(s.target.name, s.target.loc), i, v}, {}, s.loc, s.target.loc);
+        // x[i][j] = v: row = get(x, i); row = set(row, j, v); x = set(x, i, row).
+        std::vector<Operand> idx;
+        for (size_t k = 0; k + 1 < s.exprs.size(); ++k) idx.push_back(value(s.exprs[k]));
+        Operand v = value(s.exprs.back());
+        std::vector<Operand> rows{var(s.target.name, s.target.loc)};
+        for (size_t k = 0; k + 1 < idx.size(); ++k) {
+          std::string r = fresh("t");
+          prim(name_pattern(r, s.exprs[k].loc), "get", {rows.back(), idx[k]}, {}, s.exprs[k].loc,
+               s.exprs[k].loc);
+          rows.push_back(var(r, s.exprs[k].loc));
+        }
+        for (size_t k = idx.size(); k-- > 0;) {
+          Pattern dst = k == 0 ? name_pattern(s.target.name, s.target.loc)
+                               : name_pattern(rows[k].name, rows[k].loc);
+          prim(dst, "set", {rows[k], idx[k], v}, {}, s.loc, s.target.loc);
+          v = rows[k];
+        }
         return;
       }
       case SK::Eval: {

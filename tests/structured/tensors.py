@@ -3,6 +3,7 @@ def main(a, n):
     r = [m[2][0] + 1.0, float(n) / 2.0]
     v = [n, n * n, -n ** 3]
     v[n % 3] = 100
+    m[2][n % 2] = 9.5
     s = 0.0
     for i in range(3):
         s = s + m[i][0] * m[i][1]
