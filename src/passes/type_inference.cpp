@@ -305,6 +305,7 @@ class Inference {
     }
     reporting_ = true;
     sweep();
+    for (const auto& report : pending_) report();
     for (size_t fi = 0; fi < m_.funcs.size(); ++fi)
       for (const auto& p : m_.funcs[fi].params)
         if (too_large(nodes_[var_node(fi, p.name.name)]))
@@ -322,6 +323,7 @@ class Inference {
   std::vector<IType> nodes_;
   std::vector<std::string> origin_;               // how each node first got a type
   std::vector<SourceLoc> origin_loc_;             // the instruction that gave it, if one did
+  std::vector<std::function<void()>> pending_;    // conflicts to report after the fixpoint
   std::vector<std::map<std::string, int>> vars_;  // [func] name -> node
   std::vector<std::vector<int>> results_;         // [func][slot] -> node
   std::vector<std::vector<std::vector<std::vector<int>>>> operands_;  // [f][b][i][arg]
@@ -672,19 +674,31 @@ class Inference {
                                    "a new name, or cast)");
         } else {
           // Suggest converting the integer side to the float side's dtype,
-          // unless the result's dtype is fixed elsewhere: then convert the
-          // side that differs from it, or suggest nothing.
-          bool first_float = is_float(first_t.dtype) && !is_float(t.dtype);
-          if (g.with_dest && dest_pre.is_leaf() && dest_pre.strength == Strength::Strong)
-            first_float = first_t.dtype == dest_pre.dtype;
-          const std::string& victim = first_float ? name : first_name;
-          DType to = first_float ? first_t.dtype : t.dtype;
-          const IType& vt = first_float ? t : first_t;
-          bool contradicted = g.with_dest && dest_pre.is_leaf() &&
-                              dest_pre.strength == Strength::Strong && to != dest_pre.dtype;
-          error(in.callee.loc, "operands of '" + in.callee.name + "' have different dtypes: " +
-                                   first_desc + " and " + desc + " (" + describe(t) + ")" +
-                                   (contradicted ? "" : convert_hint(victim, vt, to)));
+          // unless the result's dtype is fixed (here or, once inference is
+          // done, elsewhere): then convert the side that differs from it,
+          // or suggest nothing.
+          auto report = [this, loc = in.callee.loc, op_name = in.callee.name, first_desc, desc, t,
+                         first_t, name, first_name, first_node, first_op, node, op,
+                         with_dest = g.with_dest, dest] {
+            IType dt = with_dest ? read(dest) : IType{};
+            bool fixed = dt.is_leaf() && dt.strength == Strength::Strong;
+            bool first_float = is_float(first_t.dtype) && !is_float(t.dtype);
+            if (fixed) first_float = first_t.dtype == dt.dtype;
+            const std::string& victim = first_float ? name : first_name;
+            DType to = first_float ? first_t.dtype : t.dtype;
+            const IType& vt = first_float ? t : first_t;
+            bool contradicted = fixed && to != dt.dtype;
+            error(loc, "operands of '" + op_name + "' have different dtypes: " + first_desc +
+                           " and " + desc + " (" + describe(t) + ")" +
+                           (contradicted ? "" : convert_hint(victim, vt, to)));
+            cause(first_node, first_op);
+            cause(node, op);
+          };
+          if (g.with_dest && !dest_pre.is_leaf())
+            pending_.push_back(report);  // the result's dtype may be fixed later
+          else
+            report();
+          return;
         }
         cause(first_node, first_op);
         cause(node, op);
