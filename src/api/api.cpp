@@ -138,20 +138,18 @@ Status check_pass_name(const std::string& name) {
 
 namespace {
 
-Result<std::string> format_module(ab::Result<ab::Module> m) {
-  if (!m) return to_public(m.diags());
-  return ab::print_module(*m);
+Result<std::string> formatted(ab::Result<std::string> text) {
+  if (!text) return to_public(text.diags());
+  return std::move(*text);
 }
 
 }  // namespace
 
 Result<std::string> format(const std::string& text, const std::string& name) {
-  return format_module(ab::parse_text(name, text));
+  return formatted(ab::format_text(name, text));
 }
 
-Result<std::string> format_file(const std::string& path) {
-  return format_module(ab::parse_file(path));
-}
+Result<std::string> format_file(const std::string& path) { return formatted(ab::format_file(path)); }
 
 // ---------------------------------------------------------------- compile
 

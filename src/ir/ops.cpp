@@ -76,7 +76,7 @@ std::optional<PrimId> register_custom_prim(CustomPrimDef def) {
   auto id = static_cast<PrimId>(kBuiltins + g_count);
   auto* c = new Custom{std::move(def), {}};  // lives for the process
   c->info = PrimInfo{id,     c->def.name.c_str(), c->def.min_args, c->def.max_args, "",
-                     "custom", PrimKind::Other,     DtypeGroups{},   c->def.doc.c_str()};
+                     "custom", PrimKind::Other, DtypeGroups::None, c->def.doc.c_str()};
   g_custom[g_count++].store(c, std::memory_order_release);
   return id;
 }

@@ -46,6 +46,7 @@ enum class DtypeGroups : uint8_t {
   Get,         // operand 0 and the result; an integer index
   Set,         // operands 0, 2 and the result; an integer index
   Key0,        // operand 0 is an i64 key
+  AllDest,     // every operand and the result
   None,        // nothing must agree
 };
 

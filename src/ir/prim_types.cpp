@@ -291,6 +291,17 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
       if (auto e = check_shape_attr(op, s, false)) return fail(*e);
       return ok(Type::tensor_of(attrs.dtype.value_or(DType::F64), std::move(s)));
     }
+    case PrimId::Stack: {
+      for (size_t i = 1; i < t.size(); ++i) {
+        if (auto e = check_same_dtype(op, t[0], t[i])) return fail(*e);
+        if (t[i].shape != t[0].shape)
+          return fail("the elements of a tensor must have equal shapes, got " + tstr(t[0]) +
+                      " and " + tstr(t[i]));
+      }
+      Shape s{static_cast<int64_t>(t.size())};
+      s.insert(s.end(), t[0].shape.begin(), t[0].shape.end());
+      return ok(Type::tensor_of(t[0].dtype, std::move(s)));
+    }
     case PrimId::Fill:
       if (!t[0].shape.empty())
         return fail("the value of 'fill' must be a scalar, got " + tstr(t[0]));

@@ -47,6 +47,14 @@ AB_KW(i32, "i32");
 AB_KW(i64, "i64");
 AB_KW(f32, "f32");
 AB_KW(f64, "f64");
+AB_KW(if_, "if");
+AB_KW(else_, "else");
+AB_KW(while_, "while");
+AB_KW(break_, "break");
+AB_KW(continue_, "continue");
+AB_KW(and_, "and");
+AB_KW(or_, "or");
+AB_KW(not_, "not");
 #undef AB_KW
 
 struct dtype : p::sor<kw_bool_, kw_i32, kw_i64, kw_f32, kw_f64> {};
@@ -54,7 +62,7 @@ struct reserved : p::sor<kw_func, kw_call, kw_pop, kw_true_, kw_false_, kw_inf, 
 #define AB_TERM(kind, rule, text, lowered) kw_##rule,
 #include "ir/terminators.def"
 #undef AB_TERM
-                         dtype> {
+                         kw_if_, kw_else_, kw_while_, kw_break_, kw_continue_, dtype> {
 };
 
 // Names; `.` joins the parts of qualified names in lowered programs. Parts
@@ -126,25 +134,78 @@ struct pat_tuple
 struct pat_elem : p::sor<pat_tuple, pat_name> {};
 struct pattern : p::seq<pat_elem, p::star<sp, p::one<','>, sp, pat_elem>> {};
 
-// An argument that is itself an operation or call is a common mistake; say so.
-struct nested_probe : p::sor<kw_call, p::seq<name, sp, p::one<'('>>> {};
-struct nested_expr : nested_probe {};  // only raised, never tried
+// ---- expressions (SPEC 1.6) ----------------------------------------------------
+// Loosest first: or; and; prefix not; comparisons (not chained); + -; * / %;
+// prefix -; ** (right-associative). Operators may be followed by a newline
+// (the expression continues on the next line); they may not begin one.
+struct expr;
+struct expr_req : p::seq<expr> {};  // an expression that must be there
 struct attr_value : p::sor<dtype, literal> {};
-struct arg_attr : p::seq<name, sp, p::one<'='>, sp, p::must<attr_value>> {};
-struct arg : p::sor<p::seq<p::at<nested_probe>, p::raise<nested_expr>>, arg_attr, operand> {};
+struct arg_attr : p::seq<name, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<attr_value>> {};
+struct arg : p::sor<arg_attr, expr> {};
 struct arg_next : arg {};
 struct args_close : p::one<')'> {};
 struct args : p::seq<ws, p::opt<arg, p::star<ws, p::one<','>, ws, p::must<arg_next>>>, ws> {};
 struct callee : name {};
 struct call_open : p::one<'('> {};
-struct rhs_call
-    : p::seq<kw_call, sp, p::must<callee>, sp, p::must<call_open>, args, p::must<args_close>> {};
-struct op_name : name {};
-struct rhs_prim : p::seq<op_name, sp, p::one<'('>, args, p::must<args_close>> {};
-struct rhs_copy : operand {};
-struct rhs : p::sor<rhs_call, rhs_prim, rhs_copy> {};
+struct call_kw : kw_call {};
+struct fn_name : name {};  // a primitive or a function, called without 'call'
+struct e_call
+    : p::sor<
+          p::seq<call_kw, sp, p::must<callee>, sp, p::must<call_open>, args, p::must<args_close>>,
+          p::seq<fn_name, sp, p::one<'('>, args, p::must<args_close>>> {};
+struct paren_close : p::one<')'> {};
+struct e_paren : p::seq<p::one<'('>, ws, p::must<expr_req>, ws, p::must<paren_close>> {};
+struct e_tensor
+    : p::seq<p::one<'['>, ws,
+             p::opt<expr, p::star<ws, p::one<','>, ws, p::must<expr_req>>, ws, p::opt<p::one<','>>>,
+             ws, p::must<tensor_close>> {};
+// `1.` and `.5` are not literals; say what to write instead.
+struct bad_float_shape
+    : p::sor<p::seq<digits, p::one<'.'>, p::not_at<p::digit>>, p::seq<p::one<'.'>, digits>> {};
+struct bad_float : bad_float_shape {};  // only raised, never tried
+struct e_var : p::seq<p::not_at<p::sor<kw_and_, kw_or_, kw_not_>>, name> {};
+struct e_primary : p::sor<p::seq<p::at<bad_float_shape>, p::raise<bad_float>>, e_paren, e_tensor,
+                          e_call, special_float, number, true_lit, false_lit, e_var> {};
+struct index_close : p::one<']'> {};
+struct e_index : p::seq<p::one<'['>, ws, p::must<expr_req>, ws, p::must<index_close>> {};
+struct e_postfix : p::seq<e_primary, p::star<e_index>> {};
+struct e_unary;
+struct op_pow : p::string<'*', '*'> {};
+struct e_unary_req : p::seq<e_unary> {};
+struct e_pow : p::seq<e_postfix, p::opt<sp, op_pow, ws, p::must<e_unary_req>>> {};
+struct op_neg : p::one<'-'> {};
+struct e_unary : p::sor<p::seq<op_neg, sp, p::must<e_unary_req>>, e_pow> {};
+struct op_mul : p::sor<p::seq<p::one<'*'>, p::not_at<p::one<'*'>>>, p::one<'/', '%'>> {};
+struct e_mul : p::seq<e_unary, p::star<sp, op_mul, ws, p::must<e_unary_req>>> {};
+struct e_mul_req : p::seq<e_mul> {};
+struct op_add : p::one<'+', '-'> {};
+struct e_add : p::seq<e_mul, p::star<sp, op_add, ws, p::must<e_mul_req>>> {};
+struct e_add_req : p::seq<e_add> {};
+struct op_cmp : p::sor<p::string<'=', '='>, p::string<'!', '='>, p::string<'<', '='>,
+                       p::string<'>', '='>, p::one<'<', '>'>> {};
+struct chained_cmp : op_cmp {};  // only raised, never tried
+struct e_cmp : p::seq<e_add, p::opt<sp, op_cmp, ws, p::must<e_add_req>,
+                                    p::opt<sp, p::at<op_cmp>, p::raise<chained_cmp>>>> {};
+struct op_not : kw_not_ {};
+struct e_not;
+struct e_not_req : p::seq<e_not> {};
+struct e_not : p::sor<p::seq<op_not, p::not_at<p::one<'('>>, sp, p::must<e_not_req>>, e_cmp> {};
+struct op_and : kw_and_ {};
+struct e_and;
+struct e_and_req : p::seq<e_and> {};
+struct e_and : p::seq<e_not, p::star<sp, op_and, ws, p::must<e_not_req>>> {};
+struct op_or : kw_or_ {};
+struct e_or : p::seq<e_and, p::star<sp, op_or, ws, p::must<e_and_req>>> {};
+struct expr : p::seq<e_or> {};
+
+// ---- statements and instructions ----------------------------------------------
+struct rhs : expr {};
 struct instr_assign : p::seq<pattern, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
-struct instr_call : rhs_call {};  // a call whose results, if any, are discarded
+struct index_target : name {};
+struct s_index_assign : p::seq<index_target, p::plus<e_index>, sp, p::one<'='>,
+                               p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
+struct s_eval : expr {};  // a call whose results, if any, are discarded
 struct popped : name {};
 struct instr_pop
     : p::seq<kw_pop, sp, p::must<popped>, p::star<sp, p::one<','>, sp, p::must<popped>>> {};
@@ -157,8 +218,8 @@ struct cond_ref : name {};
 struct term_branch : p::seq<kw_branch, sp, p::must<cond_ref>, p::must<comma_req>,
                             p::must<label_ref>, p::must<comma_req>, p::must<label_ref>> {};
 struct term_goto : p::seq<kw_goto, sp, p::must<label_ref>> {};
-struct ret_next : operand {};
-struct term_return : p::seq<kw_return, p::opt<sp1, operand, p::star<comma, p::must<ret_next>>>> {};
+struct ret_next : expr {};
+struct term_return : p::seq<kw_return, p::opt<sp1, expr, p::star<comma, p::must<ret_next>>>> {};
 struct term_push_goto
     : p::seq<kw_push_goto, sp, p::must<label_ref>, p::must<comma_req>, p::must<label_ref>> {};
 struct term_indirect_goto : kw_indirect_goto {};
@@ -173,11 +234,23 @@ struct terminator : p::sor<
 
 // ---- bodies ----------------------------------------------------------------------
 struct label_def : p::seq<name, sp, p::one<':'>> {};
-struct line_content
-    : p::sor<reserved_here, terminator, instr_pop, label_def, instr_call, instr_assign> {};
+struct stmt_block;
+struct else_if : p::seq<sp, kw_else_, sp, kw_if_, sp, p::must<expr_req>, sp, p::must<stmt_block>> {
+};
+struct else_block : p::seq<sp, kw_else_, sp, p::must<stmt_block>> {};
+struct s_if : p::seq<kw_if_, sp, p::must<expr_req>, sp, p::must<stmt_block>, p::star<else_if>,
+                     p::opt<else_block>> {};
+struct s_while : p::seq<kw_while_, sp, p::must<expr_req>, sp, p::must<stmt_block>> {};
+struct s_break : kw_break_ {};
+struct s_continue : kw_continue_ {};
+struct line_content : p::sor<reserved_here, s_if, s_while, s_break, s_continue, terminator,
+                             instr_pop, label_def, s_index_assign, instr_assign, s_eval> {};
 struct line_tail : p::seq<sp, p::opt<comment>, p::sor<p::eol, p::eof, p::at<p::one<'}'>>>> {};
 struct blank_line : p::seq<sp, p::opt<comment>, p::eol> {};
 struct content_line : p::seq<sp, line_content, p::must<line_tail>> {};
+struct block_close : p::one<'}'> {};
+struct stmt_block
+    : p::seq<p::one<'{'>, p::star<p::sor<blank_line, content_line>>, sp, p::must<block_close>> {};
 struct body_close : p::one<'}'> {};
 struct body
     : p::seq<p::one<'{'>, p::star<p::sor<blank_line, content_line>>, sp, p::must<body_close>> {};
@@ -221,15 +294,24 @@ AB_ERR(type_close, "expected ',' or ')' in type list");
 AB_ERR(param_next, "expected a parameter name");
 AB_ERR(params_close, "expected ',' or ')' after a parameter");
 AB_ERR(result_types, "expected result types after '->'");
-AB_ERR(nested_expr,
-       "arguments must be variables or literals, not nested expressions; assign the inner "
-       "operation to a variable first");
 AB_ERR(attr_value, "expected a literal or a dtype after '='");
-AB_ERR(arg_next, "expected an argument (a variable or a literal)");
+AB_ERR(arg_next, "expected an argument (an expression or key=value)");
+AB_ERR(expr_req, "expected an expression");
+AB_ERR(paren_close, "expected ')' to close the parenthesis");
+AB_ERR(index_close, "expected ']' after the index");
+AB_ERR(e_unary_req, "expected an operand after the operator");
+AB_ERR(e_mul_req, "expected an operand after the operator");
+AB_ERR(e_add_req, "expected an operand after the comparison");
+AB_ERR(e_not_req, "expected an operand after the operator");
+AB_ERR(e_and_req, "expected an operand after 'or'");
+AB_ERR(chained_cmp, "comparisons do not chain: write 'a < b and b < c' instead of 'a < b < c'");
+AB_ERR(bad_float, "float literals need digits on both sides of the point");
+AB_ERR(stmt_block, "expected '{' to open the block");
+AB_ERR(block_close, "expected a statement or '}' to close the block");
 AB_ERR(args_close, "expected ',' or ')' in argument list");
 AB_ERR(callee, "expected a function name after 'call'");
 AB_ERR(call_open, "expected '(' after the function name");
-AB_ERR(rhs, "expected an operation, 'call' or an operand after '='");
+AB_ERR(rhs, "expected an expression after '='");
 AB_ERR(popped, "expected a variable name after 'pop'");
 AB_ERR(label_ref, "expected a label name");
 AB_ERR(comma_req, "expected ','");

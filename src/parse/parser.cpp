@@ -1,5 +1,6 @@
 #include "parse/parser.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
 #include "parse/grammar.h"
+#include "parse/syntax.h"
 
 namespace ab {
 namespace {
@@ -19,18 +21,24 @@ using Node = p::parse_tree::node;
 
 template <typename Rule>
 using selector = p::parse_tree::selector<
-    Rule, p::parse_tree::store_content::on<
-              g::name, g::func_name, g::callee, g::op_name, g::label_ref, g::cond_ref, g::popped,
-              g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float, g::true_lit,
-              g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
-              g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::pat_tuple,
-              g::pat_name, g::pattern, g::arg_attr, g::rhs_call, g::rhs_prim, g::rhs_copy,
-              g::instr_assign, g::instr_call, g::instr_pop,
+    Rule,
+    p::parse_tree::store_content::on<
+        g::name, g::func_name, g::callee, g::fn_name, g::call_kw, g::label_ref, g::cond_ref,
+        g::popped, g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float,
+        g::true_lit, g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
+        g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::pat_tuple,
+        g::pat_name, g::pattern, g::arg_attr, g::e_call, g::e_paren, g::e_tensor, g::e_var,
+        g::e_index, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
+        g::op_or, g::instr_assign, g::s_index_assign, g::index_target, g::s_eval, g::instr_pop,
+
 #define AB_TERM(kind, rule, text, lowered) g::term_##rule,
 #include "ir/terminators.def"
 #undef AB_TERM
-              g::label_def, g::func_def, g::var_decl, g::program_def, g::prog_inputs,
-              g::prog_outputs, g::body>>;
+        g::label_def, g::s_if, g::else_if, g::else_block, g::s_while, g::s_break,
+        g::s_continue, g::stmt_block, g::block_close, g::func_def, g::var_decl, g::program_def,
+        g::prog_inputs, g::prog_outputs, g::body, g::body_close>,
+    p::parse_tree::fold_one::on<g::e_postfix, g::e_pow, g::e_unary, g::e_mul, g::e_add, g::e_cmp,
+                                g::e_not, g::e_and, g::e_or>>;
 
 SourceLoc loc_of(const Node& n) {
   SourceLoc l;
@@ -50,41 +58,35 @@ class Builder {
  public:
   explicit Builder(Diagnostics& diags) : diags_(diags) {}
 
-  Module build(const Node& root) {
-    Module m;
+  syntax::File build(const Node& root) {
+    syntax::File f;
     for (const auto& c : root.children) {
+      syntax::Item item;
       if (c->is_type<g::func_def>()) {
-        m.funcs.push_back(function(*c));
+        item.kind = syntax::Item::Kind::Func;
+        item.func = function(*c);
       } else if (c->is_type<g::var_decl>()) {
-        pending_vars_.push_back(var_decl(*c));
+        item.kind = syntax::Item::Kind::Var;
+        item.var.decl = var_decl(*c);
+        item.var.lines = lines_of(*c);
       } else if (c->is_type<g::program_def>()) {
-        if (m.program) {
-          diags_.error(loc_of(*c), "a file holds at most one lowered program");
-          continue;
-        }
-        m.program = program(*c);
-      }
-    }
-    if (!pending_vars_.empty()) {
-      if (m.program) {
-        m.program->vars = std::move(pending_vars_);
+        item.kind = syntax::Item::Kind::Program;
+        item.program = program(*c);
       } else {
-        diags_.error(
-            pending_vars_.front().loc,
-            "'var' declarations belong to a lowered program, and this file has no 'program'");
+        continue;
       }
+      f.items.push_back(std::move(item));
     }
-    if (m.program && !m.funcs.empty())
-      diags_.error(m.funcs.front().loc,
-                   "a lowered program cannot be mixed with 'func' definitions in one file");
-    return m;
+    return f;
   }
 
  private:
   Diagnostics& diags_;
-  std::vector<VarDecl> pending_vars_;
 
   static NameRef name_ref(const Node& n) { return {n.string(), loc_of(n)}; }
+  static syntax::Lines lines_of(const Node& n) {
+    return {static_cast<uint32_t>(n.m_begin.line), static_cast<uint32_t>(n.m_end.line)};
+  }
 
   Type type(const Node& n) {
     if (n.is_type<g::type_tuple>()) {
@@ -110,27 +112,32 @@ class Builder {
   Scalar scalar(const Node& n) {
     if (n.is_type<g::true_lit>()) return Scalar::of_bool(true);
     if (n.is_type<g::false_lit>()) return Scalar::of_bool(false);
-    auto sv = n.string_view();
     if (n.is_type<g::special_float>()) {
+      auto sv = n.string_view();
       bool neg = sv.front() == '-';
       if (neg) sv.remove_prefix(1);
       double v = sv == "inf" ? INFINITY : NAN;
       return Scalar::of_float(neg ? -v : v);
     }
+    return scalar_text(n.string(), loc_of(n));
+  }
+
+  Scalar scalar_text(const std::string& text, SourceLoc loc) {
+    std::string_view sv = text;
     bool is_float = sv.find_first_of(".eE") != std::string_view::npos;
     if (!is_float) {
       int64_t v = 0;
       auto [ptr, ec] = std::from_chars(sv.data(), sv.data() + sv.size(), v);
       if (ec != std::errc() || ptr != sv.data() + sv.size())
-        diags_.error(loc_of(n), "integer literal " + std::string(sv) + " is out of range for i64");
+        diags_.error(loc, "integer literal " + std::string(sv) + " is out of range for i64");
       return Scalar::of_int(v);
     }
     double v = 0;
     auto [ptr, ec] = std::from_chars(sv.data(), sv.data() + sv.size(), v);
     if (ec == std::errc::result_out_of_range) {
-      diags_.error(loc_of(n), "float literal " + std::string(sv) + " is out of range for f64");
+      diags_.error(loc, "float literal " + std::string(sv) + " is out of range for f64");
     } else if (ec != std::errc() || ptr != sv.data() + sv.size()) {
-      diags_.error(loc_of(n), "malformed float literal " + std::string(sv));
+      diags_.error(loc, "malformed float literal " + std::string(sv));
     }
     return Scalar::of_float(v);
   }
@@ -185,19 +192,6 @@ class Builder {
     return lit;
   }
 
-  Operand operand(const Node& n) {
-    Operand o;
-    o.loc = loc_of(n);
-    if (n.is_type<g::name>()) {
-      o.is_var = true;
-      o.name = n.string();
-    } else {
-      o.is_var = false;
-      o.lit = literal(n);
-    }
-    return o;
-  }
-
   Pattern pattern(const Node& n) {
     Pattern pat;
     pat.loc = loc_of(n);
@@ -219,7 +213,9 @@ class Builder {
     return pat;
   }
 
-  void args(const Node& n, size_t first, Instr& in) {
+  // ---- expressions ----
+
+  void call_args(const Node& n, size_t first, syntax::Expr& e) {
     bool seen_attr = false;
     for (size_t i = first; i < n.children.size(); ++i) {
       const Node& c = *n.children[i];
@@ -235,136 +231,231 @@ class Builder {
         } else {
           a.lit = literal(v);
         }
-        in.attrs.push_back(std::move(a));
+        e.attrs.push_back(std::move(a));
       } else {
         if (seen_attr) diags_.error(loc_of(c), "positional argument after a keyword argument");
-        in.args.push_back(operand(c));
+        e.args.push_back(expr(c));
       }
     }
   }
 
-  Instr instr(const Node& n) {
-    Instr in;
-    in.loc = loc_of(n);
-    if (n.is_type<g::instr_pop>()) {
-      in.kind = InstrKind::Pop;
-      in.out.is_tuple = true;  // a pop writes nothing
-      for (const auto& c : n.children) in.popped.push_back(name_ref(*c));
-      return in;
+  syntax::Expr expr(const Node& n) {
+    using K = syntax::Expr::Kind;
+    syntax::Expr e;
+    e.loc = loc_of(n);
+    e.name_loc = e.loc;
+    if (n.is_type<g::e_paren>()) {
+      e = expr(*n.children.front());
+      e.parens = true;
+      e.loc = loc_of(n);
+      return e;
     }
-    const Node* rhs = nullptr;
-    if (n.is_type<g::instr_call>()) {
-      in.out.is_tuple = true;  // no results kept
-      rhs = &n;
-    } else {
-      in.out = pattern(*n.children[0]);
-      rhs = n.children[1].get();
+    if (n.is_type<g::e_var>()) {
+      e.kind = K::Var;
+      e.name = n.string();
+      return e;
     }
-    if (rhs->is_type<g::rhs_copy>()) {
-      in.kind = InstrKind::Copy;
-      in.args.push_back(operand(*rhs->children[0]));
-      return in;
+    if (n.is_type<g::number>() || n.is_type<g::special_float>() || n.is_type<g::true_lit>() ||
+        n.is_type<g::false_lit>()) {
+      e.kind = K::Lit;
+      e.lit = literal(n);
+      return e;
     }
-    in.kind = rhs->is_type<g::rhs_prim>() ? InstrKind::Prim : InstrKind::Call;
-    in.callee = name_ref(*rhs->children[0]);
-    if (in.kind == InstrKind::Prim) {
-      if (const PrimInfo* info = find_prim(in.callee.name)) in.prim = info->id;
-    }
-    args(*rhs, 1, in);
-    return in;
-  }
-
-  Terminator terminator(const Node& n) {
-    Terminator t;
-    t.loc = loc_of(n);
-#define AB_TERM(id, rule, text, lowered) \
-  if (n.is_type<g::term_##rule>()) t.kind = TermKind::id;
-#include "ir/terminators.def"
-#undef AB_TERM
-    switch (t.kind) {
-      case TermKind::Branch:
-        t.cond = name_ref(*n.children[0]);
-        t.target = name_ref(*n.children[1]);
-        t.target2 = name_ref(*n.children[2]);
-        break;
-      case TermKind::Goto:
-        t.target = name_ref(*n.children[0]);
-        break;
-      case TermKind::Return:
-        for (const auto& c : n.children) t.values.push_back(operand(*c));
-        break;
-      case TermKind::PushGoto:
-        t.target = name_ref(*n.children[0]);
-        t.target2 = name_ref(*n.children[1]);
-        break;
-      case TermKind::IndirectGoto:
-      case TermKind::Halt:
-        break;
-    }
-    return t;
-  }
-
-  static bool is_terminator(const Node& n) {
-    return false
-#define AB_TERM(kind, rule, text, lowered) || n.is_type<g::term_##rule>()
-#include "ir/terminators.def"
-#undef AB_TERM
-        ;
-  }
-
-  // Groups the body's lines into blocks: a label opens a block, a terminator
-  // closes it.
-  std::vector<Block> blocks(const Node& body, const std::string& owner) {
-    std::vector<Block> out;
-    bool open = false;
-    for (const auto& c : body.children) {
-      if (c->is_type<g::label_def>()) {
-        if (open && out.back().label.name != "<unlabelled>")
-          diags_.error(
-              loc_of(*c),
-              "block '" + out.back().label.name +
-                  "' does not end with a terminator (branch, goto or return) before label '" +
-                  c->children[0]->string() + "'");
-        Block b;
-        b.label = name_ref(*c->children[0]);
-        out.push_back(std::move(b));
-        open = true;
-      } else if (!open) {
-        if (out.empty())
-          diags_.error(loc_of(*c), "expected a label to start the first block of '" + owner + "'");
-        else
-          diags_.error(loc_of(*c), "this follows the terminator of block '" +
-                                       out.back().label.name + "'; start a new block with a label");
-        // Keep going so later errors are reported too; the block made up
-        // here to hold the stray line reports nothing of its own.
-        Block b;
-        b.label.name = "<unlabelled>";
-        b.label.loc = loc_of(*c);
-        out.push_back(std::move(b));
-        open = true;
-        if (is_terminator(*c)) {
-          out.back().term = terminator(*c);
-          open = false;
-        } else {
-          out.back().instrs.push_back(instr(*c));
-        }
-      } else if (is_terminator(*c)) {
-        out.back().term = terminator(*c);
-        open = false;
-      } else {
-        out.back().instrs.push_back(instr(*c));
+    if (n.is_type<g::e_call>()) {
+      e.kind = K::Call;
+      size_t i = 0;
+      if (n.children[0]->is_type<g::call_kw>()) {
+        e.explicit_call = true;
+        ++i;
       }
+      e.name = n.children[i]->string();
+      e.name_loc = loc_of(*n.children[i]);
+      call_args(n, i + 1, e);
+      return e;
     }
-    if (open && out.back().label.name != "<unlabelled>")
-      diags_.error(out.back().label.loc,
-                   "block '" + out.back().label.name +
-                       "' does not end with a terminator (branch, goto or return)");
-    if (out.empty()) diags_.error(loc_of(body), "'" + owner + "' has no blocks");
+    if (n.is_type<g::e_tensor>()) {
+      e.kind = K::Tensor;
+      for (const auto& c : n.children) e.args.push_back(expr(*c));
+      return e;
+    }
+    if (n.is_type<g::e_postfix>()) {
+      // primary [i] [j] ...: left-nested Index nodes.
+      e = expr(*n.children[0]);
+      for (size_t i = 1; i < n.children.size(); ++i) {
+        syntax::Expr idx;
+        idx.kind = K::Index;
+        idx.loc = loc_of(n);
+        idx.loc.len = static_cast<uint32_t>(n.children[i]->m_end.byte - n.m_begin.byte);
+        idx.name_loc = loc_of(*n.children[i]);
+        idx.args.push_back(std::move(e));
+        idx.args.push_back(expr(*n.children[i]->children.front()));
+        e = std::move(idx);
+      }
+      return e;
+    }
+    if (n.is_type<g::e_unary>() && n.children[1]->is_type<g::number>()) {
+      // `-3` is one literal (so that -9223372036854775808 fits).
+      std::string text = "-" + n.children[1]->string();
+      e.kind = K::Lit;
+      Scalar sc = scalar_text(text, loc_of(n));
+      e.lit.kind = sc.kind;
+      e.lit.elems.push_back(sc);
+      return e;
+    }
+    if (n.is_type<g::e_unary>() || n.is_type<g::e_not>()) {
+      e.kind = K::Unary;
+      e.op = n.children[0]->string();
+      e.name_loc = loc_of(*n.children[0]);
+      e.args.push_back(expr(*n.children[1]));
+      return e;
+    }
+    if (n.is_type<g::e_pow>()) {
+      // base ** exponent (the exponent already nests to the right)
+      e.kind = K::Binary;
+      e.op = "**";
+      e.name_loc = loc_of(*n.children[1]);
+      e.args.push_back(expr(*n.children[0]));
+      e.args.push_back(expr(*n.children[2]));
+      return e;
+    }
+    if (n.is_type<g::e_mul>() || n.is_type<g::e_add>() || n.is_type<g::e_cmp>() ||
+        n.is_type<g::e_and>() || n.is_type<g::e_or>()) {
+      // a op b op c ...: left-associative
+      e = expr(*n.children[0]);
+      for (size_t i = 1; i + 1 < n.children.size(); i += 2) {
+        syntax::Expr bin;
+        bin.kind = K::Binary;
+        bin.op = n.children[i]->string();
+        bin.name_loc = loc_of(*n.children[i]);
+        bin.loc = loc_of(n);
+        const Node& rhs = *n.children[i + 1];
+        bin.loc.len = static_cast<uint32_t>(rhs.m_end.byte - n.m_begin.byte);
+        std::string_view text(n.m_begin.data, bin.loc.len);
+        if (size_t nl = text.find('\n'); nl != std::string_view::npos)
+          bin.loc.len = static_cast<uint32_t>(nl);
+        bin.args.push_back(std::move(e));
+        bin.args.push_back(expr(rhs));
+        e = std::move(bin);
+      }
+      return e;
+    }
+    diags_.error(loc_of(n), "internal error: unexpected expression node");
+    e.kind = K::Lit;
+    e.lit.elems.push_back(Scalar::of_int(0));
+    return e;
+  }
+
+  // ---- statements ----
+
+  syntax::Body stmts(const Node& block) {
+    syntax::Body out;
+    for (const auto& c : block.children) {
+      if (c->is_type<g::block_close>() || c->is_type<g::body_close>()) continue;
+      out.push_back(stmt(*c));
+    }
     return out;
   }
 
-  Function function(const Node& n) {
-    Function f;
+  static const Node* close_of(const Node& block) {
+    for (const auto& c : block.children)
+      if (c->is_type<g::block_close>() || c->is_type<g::body_close>()) return c.get();
+    return nullptr;
+  }
+
+  syntax::Stmt stmt(const Node& n) {
+    using K = syntax::Stmt::Kind;
+    syntax::Stmt s;
+    s.loc = loc_of(n);
+    s.lines = lines_of(n);
+    if (n.is_type<g::s_if>()) {
+      s.kind = K::If;
+      // children: cond, stmt_block, else_if*, else_block?
+      syntax::IfArm first;
+      first.cond = expr(*n.children[0]);
+      first.body = stmts(*n.children[1]);
+      first.lines = {s.lines.first, static_cast<uint32_t>(n.children[1]->m_begin.line)};
+      const Node* last_block = n.children[1].get();
+      s.arms.push_back(std::move(first));
+      for (size_t i = 2; i < n.children.size(); ++i) {
+        const Node& c = *n.children[i];
+        uint32_t header = static_cast<uint32_t>(close_of(*last_block)->m_begin.line);
+        if (c.is_type<g::else_if>()) {
+          syntax::IfArm arm;
+          arm.cond = expr(*c.children[0]);
+          arm.body = stmts(*c.children[1]);
+          arm.lines = {header, static_cast<uint32_t>(c.children[1]->m_begin.line)};
+          last_block = c.children[1].get();
+          s.arms.push_back(std::move(arm));
+        } else {
+          s.has_else = true;
+          s.else_body = stmts(*c.children[0]);
+          s.else_lines = {header, static_cast<uint32_t>(c.children[0]->m_begin.line)};
+          last_block = c.children[0].get();
+        }
+      }
+      uint32_t close = static_cast<uint32_t>(close_of(*last_block)->m_begin.line);
+      s.close_lines = {close, close};
+      s.lines = s.arms[0].lines;
+      return s;
+    }
+    if (n.is_type<g::s_while>()) {
+      s.kind = K::While;
+      s.exprs.push_back(expr(*n.children[0]));
+      s.body = stmts(*n.children[1]);
+      s.lines = {s.lines.first, static_cast<uint32_t>(n.children[1]->m_begin.line)};
+      uint32_t close = static_cast<uint32_t>(close_of(*n.children[1])->m_begin.line);
+      s.close_lines = {close, close};
+      return s;
+    }
+    if (n.is_type<g::s_break>()) {
+      s.kind = K::Break;
+    } else if (n.is_type<g::s_continue>()) {
+      s.kind = K::Continue;
+    } else if (n.is_type<g::instr_pop>()) {
+      s.kind = K::Pop;
+      for (const auto& c : n.children) s.names.push_back(name_ref(*c));
+    } else if (n.is_type<g::label_def>()) {
+      s.kind = K::Label;
+      s.target = name_ref(*n.children[0]);
+    } else if (n.is_type<g::instr_assign>()) {
+      s.kind = K::Assign;
+      s.pat = pattern(*n.children[0]);
+      s.exprs.push_back(expr(*n.children[1]));
+    } else if (n.is_type<g::s_index_assign>()) {
+      s.kind = K::IndexAssign;
+      s.target = name_ref(*n.children[0]);
+      for (size_t i = 1; i + 1 < n.children.size(); ++i)
+        s.exprs.push_back(expr(*n.children[i]->children.front()));
+      s.exprs.push_back(expr(*n.children.back()));
+    } else if (n.is_type<g::s_eval>()) {
+      s.kind = K::Eval;
+      s.exprs.push_back(expr(*n.children[0]));
+    } else if (n.is_type<g::term_branch>()) {
+      s.kind = K::Branch;
+      s.target = name_ref(*n.children[0]);
+      s.t1 = name_ref(*n.children[1]);
+      s.t2 = name_ref(*n.children[2]);
+    } else if (n.is_type<g::term_goto>()) {
+      s.kind = K::Goto;
+      s.t1 = name_ref(*n.children[0]);
+    } else if (n.is_type<g::term_return>()) {
+      s.kind = K::Return;
+      for (const auto& c : n.children) s.exprs.push_back(expr(*c));
+    } else if (n.is_type<g::term_push_goto>()) {
+      s.kind = K::PushGoto;
+      s.t1 = name_ref(*n.children[0]);
+      s.t2 = name_ref(*n.children[1]);
+    } else if (n.is_type<g::term_indirect_goto>()) {
+      s.kind = K::IndirectGoto;
+    } else {
+      s.kind = K::Halt;
+    }
+    return s;
+  }
+
+  syntax::Func function(const Node& n) {
+    syntax::Func sf;
+    Function& f = sf.header;
     f.loc = loc_of(n);
     for (const auto& c : n.children) {
       if (c->is_type<g::func_name>()) {
@@ -382,10 +473,14 @@ class Builder {
         f.results_loc = loc_of(*c);
         for (const auto& t : c->children) f.results.push_back(type(*t));
       } else if (c->is_type<g::body>()) {
-        f.blocks = blocks(*c, f.name.name);
+        sf.body = stmts(*c);
+        sf.lines = {static_cast<uint32_t>(n.m_begin.line), static_cast<uint32_t>(c->m_begin.line)};
+        uint32_t close = static_cast<uint32_t>(close_of(*c)->m_begin.line);
+        sf.close_lines = {close, close};
       }
     }
-    return f;
+    for (const auto& s : sf.body) sf.block_form |= s.kind == syntax::Stmt::Kind::Label;
+    return sf;
   }
 
   VarDecl var_decl(const Node& n) {
@@ -398,8 +493,9 @@ class Builder {
     return v;
   }
 
-  Program program(const Node& n) {
-    Program prog;
+  syntax::ProgramItem program(const Node& n) {
+    syntax::ProgramItem pi;
+    Program& prog = pi.header;
     prog.loc = loc_of(n);
     for (const auto& c : n.children) {
       if (c->is_type<g::func_name>()) {
@@ -409,10 +505,13 @@ class Builder {
       } else if (c->is_type<g::prog_outputs>()) {
         for (const auto& v : c->children) prog.outputs.push_back(name_ref(*v));
       } else if (c->is_type<g::body>()) {
-        prog.blocks = blocks(*c, prog.entry.name);
+        pi.body = stmts(*c);
+        pi.lines = {static_cast<uint32_t>(n.m_begin.line), static_cast<uint32_t>(c->m_begin.line)};
+        uint32_t close = static_cast<uint32_t>(close_of(*c)->m_begin.line);
+        pi.close_lines = {close, close};
       }
     }
-    return prog;
+    return pi;
   }
 };
 
@@ -447,7 +546,133 @@ static std::optional<SourceLoc> too_deep(const std::string& text) {
   return std::nullopt;
 }
 
-Result<Module> parse_module(SourceRef source) {
+namespace {
+
+// ---- comments ----------------------------------------------------------------
+// A comment is attached to the printed line it belongs with: an end-of-line
+// comment to the line it ends, an own-line comment to the next line printed
+// (or, before a closing '}', to that brace; after the last item, to the end
+// of the file).
+
+struct Anchor {
+  syntax::Lines lines;
+  syntax::Notes* notes;
+};
+
+void anchors(syntax::Body& body, std::vector<Anchor>& out);
+
+void anchors(syntax::Stmt& s, std::vector<Anchor>& out) {
+  using K = syntax::Stmt::Kind;
+  if (s.kind == K::If) {
+    for (auto& arm : s.arms) {
+      out.push_back({arm.lines, &arm.notes});
+      anchors(arm.body, out);
+    }
+    if (s.has_else) {
+      out.push_back({s.else_lines, &s.else_notes});
+      anchors(s.else_body, out);
+    }
+    out.push_back({s.close_lines, &s.close_notes});
+    return;
+  }
+  out.push_back({s.lines, &s.notes});
+  if (s.kind == K::While) {
+    anchors(s.body, out);
+    out.push_back({s.close_lines, &s.close_notes});
+  }
+}
+
+void anchors(syntax::Body& body, std::vector<Anchor>& out) {
+  for (auto& s : body) anchors(s, out);
+}
+
+void attach_comments(syntax::File& f, const std::string& text) {
+  std::vector<Anchor> as;
+  for (auto& item : f.items) {
+    switch (item.kind) {
+      case syntax::Item::Kind::Func:
+        as.push_back({item.func.lines, &item.func.notes});
+        anchors(item.func.body, as);
+        as.push_back({item.func.close_lines, &item.func.close_notes});
+        break;
+      case syntax::Item::Kind::Var:
+        as.push_back({item.var.lines, &item.var.notes});
+        break;
+      case syntax::Item::Kind::Program:
+        as.push_back({item.program.lines, &item.program.notes});
+        anchors(item.program.body, as);
+        as.push_back({item.program.close_lines, &item.program.close_notes});
+        break;
+    }
+  }
+  uint32_t line = 1;
+  bool own_line = true;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      own_line = true;
+      continue;
+    }
+    if (c != '#') {
+      if (c != ' ' && c != '\t' && c != '\r') own_line = false;
+      continue;
+    }
+    size_t end = text.find('\n', i);
+    if (end == std::string::npos) end = text.size();
+    std::string comment = text.substr(i, end - i);
+    while (!comment.empty() &&
+           (comment.back() == '\r' || comment.back() == ' ' || comment.back() == '\t'))
+      comment.pop_back();
+    i = end - 1;
+    // The last anchor that starts on or before this line.
+    size_t k = as.size();
+    for (size_t j = 0; j < as.size() && as[j].lines.first <= line; ++j) k = j;
+    if (k == as.size()) {
+      (as.empty() ? f.end_notes : *as.front().notes).before.push_back(comment);
+    } else if (as[k].lines.last >= line) {
+      if (own_line || line < as[k].lines.last)
+        as[k].notes->before.push_back(comment);
+      else
+        as[k].notes->after.push_back(comment);
+    } else if (own_line) {
+      (k + 1 < as.size() ? *as[k + 1].notes : f.end_notes).before.push_back(comment);
+    } else {
+      as[k].notes->after.push_back(comment);
+    }
+  }
+}
+
+// The token a float-literal error points at, and what to write instead.
+std::string float_advice(const std::string& text, size_t at) {
+  size_t end = at;
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
+    ++end;
+  std::string tok = text.substr(at, end - at);
+  std::string fix = tok;
+  if (!fix.empty() && fix.front() == '.') fix = "0" + fix;
+  if (!fix.empty() && fix.back() == '.') fix += "0";
+  // An exponent after `1.` stays: `1.e5` is `1.0e5`.
+  size_t exp = end;
+  if (exp < text.size() && (text[exp] == 'e' || text[exp] == 'E')) {
+    ++exp;
+    if (exp < text.size() && (text[exp] == '+' || text[exp] == '-')) ++exp;
+    size_t digits = exp;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+    if (digits > exp) {
+      tok += text.substr(end, digits - end);
+      fix += text.substr(end, digits - end);
+    }
+  }
+  return "float literal '" + tok + "' needs digits on both sides of the point: write '" + fix + "'";
+}
+
+}  // namespace
+
+namespace syntax {
+
+Result<File> parse_syntax(SourceRef source) {
   Diagnostics diags(source);
   if (auto loc = too_deep(source->text())) {
     diags.error(*loc, "brackets nested more than " + std::to_string(kMaxNesting) + " levels deep");
@@ -461,16 +686,22 @@ Result<Module> parse_module(SourceRef source) {
       return diags;
     }
     Builder builder(diags);
-    Module m = builder.build(*root);
-    m.source = source;
+    File f = builder.build(*root);
+    f.source = source;
     if (diags.has_errors()) return diags;
-    return m;
+    attach_comments(f, source->text());
+    return f;
   } catch (const p::parse_error& e) {
     const auto& pos = e.positions().front();
     SourceLoc loc{static_cast<uint32_t>(pos.line), static_cast<uint32_t>(pos.column), 1};
     std::string msg(e.message());
     // The generic PEGTL message names internal rules; make it readable.
     if (msg.rfind("parse error matching", 0) == 0) msg = "syntax error";
+    if (msg == g::error_message<g::bad_float>) {
+      msg = float_advice(source->text(), pos.byte);
+      size_t q = msg.find('\'');
+      loc.len = static_cast<uint32_t>(msg.find('\'', q + 1) - q - 1);
+    }
     bool at_end = pos.byte >= source->text().size();
     diags.error(loc,
                 std::string("syntax error: ") + (at_end ? "unexpected end of file: " : "") + msg);
@@ -478,11 +709,23 @@ Result<Module> parse_module(SourceRef source) {
   }
 }
 
+}  // namespace syntax
+
+Result<Module> parse_module(SourceRef source) {
+  Result<syntax::File> f = syntax::parse_syntax(source);
+  if (!f) return f.diags();
+  Diagnostics diags(source);
+  Module m = syntax::to_blocks(*f, diags);
+  m.source = source;
+  if (diags.has_errors()) return diags;
+  return m;
+}
+
 Result<Module> parse_text(const std::string& name, std::string text) {
   return parse_module(std::make_shared<SourceFile>(name, std::move(text)));
 }
 
-Result<Module> parse_file(const std::string& path) {
+static Result<SourceRef> read_source(const std::string& path) {
   std::string text;
   if (path == "-") {
     std::ostringstream ss;
@@ -499,7 +742,34 @@ Result<Module> parse_file(const std::string& path) {
     ss << f.rdbuf();
     text = ss.str();
   }
-  return parse_text(path == "-" ? "<stdin>" : path, std::move(text));
+  return SourceRef(std::make_shared<SourceFile>(path == "-" ? "<stdin>" : path, std::move(text)));
+}
+
+Result<Module> parse_file(const std::string& path) {
+  Result<SourceRef> src = read_source(path);
+  if (!src) return src.diags();
+  return parse_module(*src);
+}
+
+namespace {
+Result<std::string> format_source(const SourceRef& src) {
+  Result<syntax::File> f = syntax::parse_syntax(src);
+  if (!f) return f.diags();
+  Diagnostics d(src);
+  (void)syntax::to_blocks(*f, d);  // structural errors stop fmt as they stop run
+  if (d.has_errors()) return d;
+  return syntax::format(*f);
+}
+}  // namespace
+
+Result<std::string> format_file(const std::string& path) {
+  Result<SourceRef> src = read_source(path);
+  if (!src) return src.diags();
+  return format_source(*src);
+}
+
+Result<std::string> format_text(const std::string& name, std::string text) {
+  return format_source(std::make_shared<SourceFile>(name, std::move(text)));
 }
 
 }  // namespace ab

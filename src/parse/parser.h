@@ -14,5 +14,8 @@ Result<Module> parse_module(SourceRef source);
 Result<Module> parse_text(const std::string& name, std::string text);
 // Reads the file ("-" is standard input) and parses it.
 Result<Module> parse_file(const std::string& path);
+// `fmt`: the file in canonical formatting, every comment kept.
+Result<std::string> format_file(const std::string& path);
+Result<std::string> format_text(const std::string& name, std::string text);
 
 }  // namespace ab

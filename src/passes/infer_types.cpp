@@ -3,6 +3,7 @@
 #include <functional>
 #include <set>
 
+#include "parse/syntax.h"
 #include "passes/verify.h"
 #include "support/strings.h"
 
@@ -188,8 +189,9 @@ struct Group {
   const char* needs = nullptr;  // what `extra` means, for messages
 };
 
-// ops.def's Dtypes column of the primitive, as groups.
-std::vector<Group> groups_of(PrimId op) {
+// ops.def's Dtypes column of the primitive, as groups (nargs: the operands
+// of this use, for the groups over every operand).
+std::vector<Group> groups_of(PrimId op, size_t nargs) {
   const auto weak_float = std::make_pair(DType::F64, Strength::Weak);
   const auto weak_int = std::make_pair(DType::I64, Strength::Weak);
   const auto strong_bool = std::make_pair(DType::Bool, Strength::Strong);
@@ -209,6 +211,11 @@ std::vector<Group> groups_of(PrimId op) {
       return {{{0, 1}, false, strong_bool, "bool operands"}};
     case DtypeGroups::Bool0:
       return {{{0}, false, strong_bool, "a bool operand"}};
+    case DtypeGroups::AllDest: {
+      Group g{{}, true, std::nullopt, nullptr};
+      for (size_t i = 0; i < nargs; ++i) g.operands.push_back(static_cast<int>(i));
+      return {g};
+    }
     case DtypeGroups::Select:
       return {{{0}, false, strong_bool, "a bool condition"}, {{1, 2}, true, std::nullopt, nullptr}};
     case DtypeGroups::Get:
@@ -258,6 +265,7 @@ class Inference {
     }
     reporting_ = true;
     sweep();
+    for (const auto& report : pending_) report();
     for (size_t fi = 0; fi < m_.funcs.size(); ++fi)
       for (const auto& p : m_.funcs[fi].params)
         if (too_large(nodes_[var_node(fi, p.name.name)]))
@@ -274,6 +282,8 @@ class Inference {
   Diagnostics& d_;
   std::vector<IType> nodes_;
   std::vector<std::string> origin_;               // how each node first got a type
+  std::vector<SourceLoc> origin_loc_;             // the instruction that gave it, if one did
+  std::vector<std::function<void()>> pending_;    // conflicts to report after the fixpoint
   std::vector<std::map<std::string, int>> vars_;  // [func] name -> node
   std::vector<std::vector<int>> results_;         // [func][slot] -> node
   std::vector<std::vector<std::vector<std::vector<int>>>> operands_;  // [f][b][i][arg]
@@ -290,6 +300,7 @@ class Inference {
   int new_node(IType t = {}) {
     nodes_.push_back(std::move(t));
     origin_.emplace_back();
+    origin_loc_.emplace_back();
     return static_cast<int>(nodes_.size()) - 1;
   }
 
@@ -376,7 +387,10 @@ class Inference {
       if (j != before) {
         nodes_[s.node] = j;
         changed_ = true;
-        if (origin_[s.node].empty()) origin_[s.node] = "at line " + std::to_string(loc.line);
+        if (origin_[s.node].empty()) {
+          origin_[s.node] = "at line " + std::to_string(loc.line);
+          origin_loc_[s.node] = loc;
+        }
       }
       return;
     }
@@ -457,8 +471,34 @@ class Inference {
     }
   }
 
-  static std::string var_or_value(const Operand& o) {
-    return o.is_var ? "'" + o.name + "'" : "a literal";
+  // How a message names an operand: the variable, or for a temporary of the
+  // front end the sub-expression it holds, as written.
+  std::string var_or_value(const Operand& o) const {
+    if (!o.is_var) return "a literal";
+    if (syntax::is_frontend_name(o.name) && o.loc.known() && m_.source &&
+        o.loc.line <= m_.source->line_count()) {
+      std::string_view line = m_.source->line(o.loc.line);
+      if (o.loc.col >= 1 && o.loc.col - 1 < line.size())
+        return "'" + std::string(line.substr(o.loc.col - 1, o.loc.len)) + "'";
+    }
+    return "'" + o.name + "'";
+  }
+
+  // "'t' is f64 because of line 14: t = t + 1.0", for a variable whose dtype
+  // an instruction fixed.
+  void cause(int node, const Operand* o) {
+    if (node < 0 || !o || !o->is_var || syntax::is_frontend_name(o->name)) return;
+    const SourceLoc& at = origin_loc_[static_cast<size_t>(node)];
+    if (!at.known() || !m_.source || at.line > m_.source->line_count()) return;
+    std::string_view line = m_.source->line(at.line);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    const IType& t = nodes_[static_cast<size_t>(node)];
+    std::string what = t.is_leaf() && t.strength == Strength::Weak
+                           ? std::string(dtype_name(t.dtype)) + " (from a literal)"
+                           : describe(t);
+    std::string msg = "'" + o->name + "' is " + what + " because of line " +
+                      std::to_string(at.line) + ": " + std::string(line);
+    if (said_.insert("note " + msg).second) d_.note({}, msg);
   }
 
   // "; convert it with cast(n, dtype=f64)" for a variable; for bool, a comparison.
@@ -542,13 +582,17 @@ class Inference {
     }
     Strength result_strength = Strength::Strong;
     bool follows = false;
-    for (const Group& g : groups_of(info->id)) {
+    for (const Group& g : groups_of(info->id, in.args.size())) {
       std::optional<std::pair<DType, Strength>> acc = g.extra;
       bool conflict = false, quiet = false;
       std::string first_desc = g.extra ? std::string(g.needs) : "";
       std::string first_name;
       IType first_t;
-      auto add = [&](const IType& t, const std::string& name, bool is_dest) {
+      int first_node = -1;
+      const Operand* first_op = nullptr;
+      const IType dest_pre = read(dest);
+      auto add = [&](const IType& t, const std::string& name, bool is_dest, int node = -1,
+                     const Operand* op = nullptr) {
         if (!t.is_leaf() || conflict) return;
         std::string desc = is_dest ? "the result " + name : name;
         if (!acc) {
@@ -556,6 +600,8 @@ class Inference {
           first_desc = desc + " (" + describe(t) + ")";
           first_name = name;
           first_t = t;
+          first_node = node;
+          first_op = op;
           return;
         }
         DType d = acc->first;
@@ -587,18 +633,39 @@ class Inference {
                                    " elsewhere (a variable has one type in its whole function; use "
                                    "a new name, or cast)");
         } else {
-          // Suggest converting the integer side to the float side's dtype.
-          bool first_float = is_float(first_t.dtype) && !is_float(t.dtype);
-          const std::string& victim = first_float ? name : first_name;
-          DType to = first_float ? first_t.dtype : t.dtype;
-          const IType& vt = first_float ? t : first_t;
-          error(in.callee.loc, "operands of '" + in.callee.name +
-                                   "' have different dtypes: " + first_desc + " and " + desc +
-                                   " (" + describe(t) + ")" + convert_hint(victim, vt, to));
+          // Suggest converting the integer side to the float side's dtype,
+          // unless the result's dtype is fixed (here or, once inference is
+          // done, elsewhere): then convert the side that differs from it,
+          // or suggest nothing.
+          auto report = [this, loc = in.callee.loc, op_name = in.callee.name, first_desc, desc, t,
+                         first_t, name, first_name, first_node, first_op, node, op,
+                         with_dest = g.with_dest, dest] {
+            IType dt = with_dest ? read(dest) : IType{};
+            bool fixed = dt.is_leaf() && dt.strength == Strength::Strong;
+            bool first_float = is_float(first_t.dtype) && !is_float(t.dtype);
+            if (fixed) first_float = first_t.dtype == dt.dtype;
+            const std::string& victim = first_float ? name : first_name;
+            DType to = first_float ? first_t.dtype : t.dtype;
+            const IType& vt = first_float ? t : first_t;
+            bool contradicted = fixed && to != dt.dtype;
+            error(loc, "operands of '" + op_name + "' have different dtypes: " + first_desc +
+                           " and " + desc + " (" + describe(t) + ")" +
+                           (contradicted ? "" : convert_hint(victim, vt, to)));
+            cause(first_node, first_op);
+            cause(node, op);
+          };
+          if (g.with_dest && !dest_pre.is_leaf())
+            pending_.push_back(report);  // the result's dtype may be fixed later
+          else
+            report();
+          return;
         }
+        cause(first_node, first_op);
+        cause(node, op);
       };
       for (int o : g.operands)
-        if (o < static_cast<int>(ops.size())) add(nodes_[ops[o]], var_or_value(in.args[o]), false);
+        if (o < static_cast<int>(ops.size()))
+          add(nodes_[ops[o]], var_or_value(in.args[o]), false, ops[o], &in.args[o]);
       IType dest_t = read(dest);
       if (g.with_dest) add(dest_t, print_target(in.out), true);
       if (conflict) {
@@ -658,8 +725,16 @@ class Inference {
       int c = var_node(fi, t.cond.name);
       assign(node_slot(c), leaf(DType::Bool, Strength::Strong), t.cond.loc,
              [&](const IType& a, const IType&) {
-               return "branch condition '" + t.cond.name + "' must be a scalar bool, but it is " +
-                      describe(a);
+               Operand c;
+               c.name = t.cond.name;
+               c.loc = t.cond.loc;
+               std::string hint =
+                   a.is_leaf() && a.dtype == DType::Bool && !a.shape.empty()
+                       ? " (if, while and infix and/or need one bool per thread; for tensors "
+                         "use any(), all() or the elementwise and(a, b), or(a, b))"
+                       : "";
+               return "branch condition " + var_or_value(c) + " must be a scalar bool, but it is " +
+                      describe(a) + hint;
              });
     }
     if (t.kind != TermKind::Return) return;

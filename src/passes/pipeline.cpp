@@ -74,8 +74,10 @@ void run_block_order(Compiled& c, const CompileOptions&, Diagnostics&) {
 }
 
 const PassInfo kPasses[] = {
-    {"parse", "read the .ab text into the IR (PEGTL grammar in grammar/)", 0, 0, 0, nullptr,
-     nullptr},
+    {"parse", "read the .ab text into a syntax tree (PEGTL grammar in grammar/)", 0, 0, 0,
+     nullptr, nullptr},
+    {"blocks", "the front end: statements and nested expressions become blocks and temporaries",
+     0, 0, 0, nullptr, nullptr},
     {"verify", "labels, callees, arities, attributes, definedness on every path", kSourceForm, 0, 0,
      run_verify, nullptr},
     {"infer_types", "whole-program type inference from the entry's inputs", kSourceForm, kTyped, 0,

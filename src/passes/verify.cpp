@@ -4,12 +4,17 @@
 #include <set>
 #include <unordered_map>
 
+#include "parse/syntax.h"
 #include "support/strings.h"
 
 namespace ab {
 namespace {
 
-bool dotted(const std::string& s) { return s.find('.') != std::string::npos; }
+// Dotted names belong to lowered programs, except the front end's own
+// temporaries and labels (`t.3`, parse/syntax.h).
+bool dotted(const std::string& s) {
+  return s.find('.') != std::string::npos && !syntax::is_frontend_name(s);
+}
 
 std::string where(const SourceLoc& l) { return "line " + std::to_string(l.line); }
 

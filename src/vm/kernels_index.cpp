@@ -177,6 +177,20 @@ bool kernel_Fill(const KernelCall& c, KernelError*) {
   return true;
 }
 
+// stack(a, b, ...): each lane's operands one after another.
+bool kernel_Stack(const KernelCall& c, KernelError*) {
+  const OutView& vo = c.outs[0];
+  const size_t bytes = event_bytes(*vo.type);
+  if (c.n == 0 || bytes == 0) return true;
+  const size_t part = bytes / static_cast<size_t>(c.nargs);
+  for (int64_t j = 0; j < c.n; ++j) {
+    std::byte* dst = lane_out_bytes(vo, j, bytes);
+    for (int a = 0; a < c.nargs; ++a)
+      std::memcpy(dst + static_cast<size_t>(a) * part, lane_in_bytes(c.args[a], j, part), part);
+  }
+  return true;
+}
+
 bool kernel_Iota(const KernelCall& c, KernelError*) {
   const OutView& vo = c.outs[0];
   const int64_t E = vo.type->num_elements();
