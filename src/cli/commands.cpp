@@ -151,6 +151,8 @@ struct RunContext {
   explicit RunContext(const Options& o) : opt(o) {
     ro.max_stack_depth = o.max_stack_depth;
     ro.max_steps = o.max_steps;
+    ro.jit = o.jit == "on";
+    ro.persistent = o.schedule == "persistent";
     ro.lanes = o.lanes.value_or(0);
     ro.stats = o.stats ? &stats : nullptr;
   }
@@ -172,6 +174,7 @@ std::optional<std::string> open_trace(RunContext& ctx) {
 int finish_run(RunContext& ctx, const RunResult& r, const Module& m, int64_t batch) {
   ctx.trace.close();
   ctx.lap("run");
+  if (ctx.opt.verbose && !r.log.empty()) std::cerr << "autobatch: " << r.log << "\n";
   if (r.error) {
     std::cerr << render_runtime_error(m.source.get(), *r.error);
     return kRuntimeError;
@@ -237,8 +240,9 @@ int cmd_run(const Options& opt) {
   Result<OutputTarget> target = parse_output_target(opt.output);
   if (!target) return report(target.diags());
   ctx.target = *target;
-  if (opt.schedule != "min-pc")
-    return report_message("unknown --schedule '" + opt.schedule + "' (available: min-pc)");
+  if (opt.schedule != "min-pc" && opt.schedule != "persistent")
+    return report_message("unknown --schedule '" + opt.schedule +
+                          "' (available: persistent, min-pc)");
   Result<Module> m = load_and_verify(opt.program);
   if (!m) return report(m.diags());
   ctx.lap("parse");
@@ -346,7 +350,12 @@ void register_commands(CLI::App& app, Options& opt) {
   add_inputs(run);
   run->add_option("--vm", opt.vm, "stack (default), stackless or reference")
       ->check(CLI::IsMember({"stack", "stackless", "reference"}));
-  run->add_option("--schedule", opt.schedule, "block scheduling policy (default min-pc)");
+  run->add_option("--schedule", opt.schedule,
+                  "block scheduling: persistent (default: a loop block keeps its chunk until "
+                  "it leaves) or min-pc (the seed's exact order)");
+  run->add_option("--jit", opt.jit, "compile blocks to native code (stack VM): on (default) or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  run->add_flag("-v,--verbose", opt.verbose, "say on stderr what the JIT compiled");
   run->add_option("--max-stack-depth", opt.max_stack_depth,
                   "bound on stack depth per thread (default 100000)")
       ->check(at_least(1));

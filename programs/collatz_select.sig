@@ -1,0 +1,1 @@
+func collatz_steps(n: i64) -> i64
