@@ -150,7 +150,7 @@ class StackVM {
     }
     std::vector<uint32_t> cur;
     res.log = jit_log_;
-    if (opt_.stats && code_) opt_.stats->seconds["jit"] += code_->seconds;
+    if (opt_.stats && code_) opt_.stats->seconds["jit"] += cached_ ? 0.0 : code_->seconds;
     while (live_ > 0) {
       uint32_t b = next_block();
       if (b == kHalt) break;  // every remaining thread is stuck (cannot happen in a sound program)
@@ -204,7 +204,8 @@ class StackVM {
   int64_t step_ = 0;
   // The JIT's code for this program (null: interpreted), and per-run buffers
   // of the compiled paths.
-  std::unique_ptr<jit::Code> code_;
+  std::shared_ptr<const jit::Code> code_;
+  bool cached_ = false;
   std::string jit_log_;
   std::vector<uint64_t> saved_;                // a segment's outputs, while it may fail
   std::vector<std::vector<uint64_t>> dense_;   // a dense loop's Thread slots
@@ -1137,7 +1138,7 @@ class StackVM {
       return;
     }
     std::string err;
-    code_ = jit::compile(gsegs, dsegs, &err);
+    code_ = jit::compile(gsegs, dsegs, &err, &cached_);
     if (!code_) {
       jit_log_ = "jit: " + err + "; interpreting";
       for (auto& cb : blocks_) cb.seg_at.clear();
@@ -1164,7 +1165,7 @@ class StackVM {
                   "jit: %zu of %zu instructions fused into %zu segments, %zu loop blocks "
                   "compiled whole, in %.1f ms (",
                   fused, nops, gsegs.size(), dsegs.size(), code_->seconds * 1e3);
-    jit_log_ = line + code_->detail + ")";
+    jit_log_ = line + code_->detail + (cached_ ? "; cached)" : ")");
   }
 
   // A thread is done: its outputs go to its input's row; in refill mode the

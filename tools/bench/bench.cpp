@@ -90,7 +90,8 @@ nlohmann::ordered_json result(int64_t batch, double native, double vm, double ta
 }
 
 // ---- collatz -------------------------------------------------------------
-nlohmann::ordered_json bench_collatz(const std::string& dir, int64_t B, int reps) {
+nlohmann::ordered_json bench_collatz(const std::string& dir, int64_t B, int reps,
+                                     const char* program = "collatz.ab") {
   std::mt19937_64 g(7);
   std::vector<int64_t> n(B);
   for (auto& v : n) v = 1 + static_cast<int64_t>(g() % 10000000);
@@ -106,7 +107,7 @@ nlohmann::ordered_json bench_collatz(const std::string& dir, int64_t B, int reps
     }
   });
   std::vector<Array> in{i64_array(n)};
-  Prepared p = prepare(dir + "/collatz.ab", "collatz_steps", in);
+  Prepared p = prepare(dir + "/" + program, "collatz_steps", in);
   RunResult r;
   double tv = best_of(reps, [&] { r = run_vm(p, in, B); });
   bool same = std::memcmp(r.outputs[0].data.data(), native_out.data(), B * 8) == 0;
@@ -117,6 +118,36 @@ nlohmann::ordered_json bench_collatz(const std::string& dir, int64_t B, int reps
   j["vm_ns_per_iteration"] = tv / static_cast<double>(iters) * 1e9;
   j["native_ns_per_iteration"] = tn / static_cast<double>(iters) * 1e9;
   j["outputs_equal"] = same;
+  return j;
+}
+
+// ---- straggler: one thread loops long among threads that stop at once ------
+int64_t spin_native(int64_t n) {
+  uint64_t acc = 0;
+  for (; n > 0; --n) acc = acc * 31 + static_cast<uint64_t>(n);
+  return static_cast<int64_t>(acc);
+}
+
+nlohmann::ordered_json bench_straggler(const std::string& dir, int64_t B, int reps, int64_t trip) {
+  std::vector<int64_t> n(B, 0);
+  n[B / 2] = trip;
+  std::vector<Array> in{i64_array(n)}, alone{i64_array({trip})};
+  Prepared p = prepare(dir + "/spin.ab", "spin", in);
+  RunResult r;
+  double tv = best_of(reps, [&] { r = run_vm(p, in, B); });
+  double ta = best_of(reps, [&] { run_vm(p, alone, 1); });
+  int64_t want = 0;
+  double tn = best_of(reps, [&] { want = spin_native(n[B / 2]); });
+  nlohmann::ordered_json j = {{"batch", B},
+                              {"trip", trip},
+                              {"vm_s", tv},
+                              {"vm_long_thread_alone_s", ta},
+                              {"native_long_thread_s", tn},
+                              {"ratio", tv / ta},
+                              {"target", 1.5},
+                              {"target_rule", "vm <= 1.5x the long thread alone (vm, batch 1)"},
+                              {"meets_target", tv / ta <= 1.5}};
+  j["outputs_equal"] = r.outputs[0].as<int64_t>()[B / 2] == want;
   return j;
 }
 
@@ -206,6 +237,10 @@ int main(int argc, char** argv) {
   nlohmann::ordered_json out;
   out["collatz"] = bench_collatz(dir, quick ? 4096 : 65536, reps);
   out["collatz_large"] = bench_collatz(dir, quick ? 16384 : 262144, reps);
+  out["collatz_select"] = bench_collatz(dir, quick ? 4096 : 65536, reps, "collatz_select.ab");
+  out["collatz_select_large"] =
+      bench_collatz(dir, quick ? 16384 : 262144, reps, "collatz_select.ab");
+  out["straggler"] = bench_straggler(dir, quick ? 4096 : 65536, reps, quick ? 100000 : 2000000);
   out["fib"] = bench_fib(dir, quick ? 256 : 4096, reps, 10, quick ? 16 : 20);
   out["power"] = bench_power(dir, quick ? 256 : 4096, reps, 64, 20);
   printf("%s\n", out.dump(2).c_str());

@@ -20,6 +20,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #endif
 
@@ -120,8 +121,9 @@ bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
 
 bool available() { return false; }
 
-std::unique_ptr<Code> compile(const std::vector<Segment>&, const std::vector<Segment>&,
-                              std::string* error) {
+std::shared_ptr<const Code> compile(const std::vector<Segment>&, const std::vector<Segment>&,
+                                    std::string* error, bool* cached) {
+  *cached = false;
   *error = "this build has no JIT (configure with LLVM 15: llvm-15-dev)";
   return nullptr;
 }
@@ -599,12 +601,64 @@ class Gen {
 
 std::atomic<uint64_t> module_counter{0};
 
+// What identifies a module: every segment, field by field.
+std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segment>& dense) {
+  std::string k;
+  auto num = [&](uint64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const auto* list : {&gather, &dense}) {
+    num(list->size());
+    for (const Segment& s : *list) {
+      num(s.slots.size());
+      for (const Slot& sl : s.slots)
+        num(static_cast<uint64_t>(sl.dtype) | static_cast<uint64_t>(sl.kind) << 8 |
+            static_cast<uint64_t>(sl.keep) << 16);
+      num(s.ops.size());
+      for (const FOp& o : s.ops) {
+        num(static_cast<uint64_t>(o.copy) | static_cast<uint64_t>(o.prim) << 8 |
+            static_cast<uint64_t>(o.cast_to) << 24);
+        num(o.args.size());
+        for (const Arg& a : o.args) {
+          num(static_cast<uint64_t>(static_cast<int64_t>(a.slot)));
+          num(static_cast<uint64_t>(a.dtype));
+          num(a.bits);
+        }
+        num(o.outs.size());
+        for (int32_t x : o.outs) num(static_cast<uint64_t>(x));
+      }
+      num(static_cast<uint64_t>(static_cast<int64_t>(s.cond)));
+      num(s.stay_on_true);
+    }
+  }
+  return k;
+}
+
+std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
+                                           const std::vector<Segment>& dense, std::string* error);
+
 }  // namespace
 
 bool available() { return engine().jit != nullptr; }
 
-std::unique_ptr<Code> compile(const std::vector<Segment>& gather, const std::vector<Segment>& dense,
-                              std::string* error) {
+std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
+                                    const std::vector<Segment>& dense, std::string* error,
+                                    bool* cached) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Code> > cache;
+  std::string key = cache_key(gather, dense);
+  // One compilation at a time; a second run of the same program waits for the first's code.
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  *cached = it != cache.end();
+  if (*cached) return it->second;
+  std::shared_ptr<const Code> code = compile_module(gather, dense, error);
+  if (code) cache.emplace(std::move(key), code);
+  return code;
+}
+
+namespace {
+
+std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
+                                           const std::vector<Segment>& dense, std::string* error) {
   auto t0 = std::chrono::steady_clock::now();
   auto ms = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
@@ -701,6 +755,8 @@ std::unique_ptr<Code> compile(const std::vector<Segment>& gather, const std::vec
   code->detail = buf;
   return code;
 }
+
+}  // namespace
 
 #endif
 

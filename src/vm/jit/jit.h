@@ -96,9 +96,13 @@ class Code {
   std::string detail;            // where that time went
 };
 
-// Compiles every segment into one module at O3 for the host CPU. Null and
-// *error set if LLVM fails (the VM then interprets).
-std::unique_ptr<Code> compile(const std::vector<Segment>& gather, const std::vector<Segment>& dense,
-                              std::string* error);
+// Compiles every segment into one module at O2 for the host CPU (so with
+// AVX2 where the host has it). Null and *error set if LLVM fails (the VM then
+// interprets). The code is cached for the process, keyed by the segments: a
+// program run again (benchmarks, a batch sharded over threads) compiles once
+// (*cached tells; `seconds` is then the first compilation's).
+std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
+                                    const std::vector<Segment>& dense, std::string* error,
+                                    bool* cached);
 
 }  // namespace ab::jit

@@ -1,0 +1,1 @@
+func spin(n: i64) -> i64
