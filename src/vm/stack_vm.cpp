@@ -202,6 +202,8 @@ class StackVM {
   int64_t live_ = 0;
   int64_t peak_depth_ = 0;
   int64_t step_ = 0;
+  std::vector<int32_t> full_leaves_, output_leaves_;
+  std::vector<std::pair<size_t, int32_t>> input_leaves_;  // (input, leaf)
   // The JIT's code for this program (null: interpreted), and per-run buffers
   // of the compiled paths.
   std::shared_ptr<const jit::Code> code_;
@@ -429,15 +431,21 @@ class StackVM {
 
   // Lane t begins input `input`: its inputs, empty stacks, halt under its PC.
   void start_lane(uint32_t t, int64_t input) {
+    if (input_leaves_.empty() && !p_.inputs.empty()) {
+      // Once: which leaves a lane's start touches (no lookups per thread).
+      for (size_t li = 0; li < leaves_.size(); ++li)
+        if (leaves_[li].full()) full_leaves_.push_back(static_cast<int32_t>(li));
+      for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i)
+        for (int32_t l : var_leaves_.at(p_.inputs[i].name)) input_leaves_.push_back({i, l});
+    }
     lane_input_[t] = input;
-    for (auto& leaf : leaves_)
-      if (leaf.full()) {
-        leaf.depth[t] = 0;
-        leaf.below.clear(t);
-      }
-    for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
+    for (int32_t li : full_leaves_) {
+      leaves_[li].depth[t] = 0;
+      leaves_[li].below.clear(t);
+    }
+    for (const auto& [i, l] : input_leaves_) {
       const Array& a = inputs_[i];
-      for (int32_t l : var_leaves_.at(p_.inputs[i].name)) {
+      {
         Leaf& leaf = leaves_[l];
         if (leaf.shared || leaf.in_scratch()) continue;
         int64_t row = a.batch == 1 ? 0 : input;
@@ -862,7 +870,6 @@ class StackVM {
   // the chunk is compacted: finished threads' values go back to their
   // variables and the threads to the exit block's list.
   std::optional<RuntimeError> run_dense_loop(uint32_t b, const uint32_t* idx, int64_t n) {
-    constexpr int kCompactEvery = 8;
     CBlock& cb = blocks_[b];
     DenseLoop& d = cb.dense;
     for (auto& op : cb.ops)
@@ -891,13 +898,14 @@ class StackVM {
       });
     }
     int64_t m = n, active = n;
-    int since = 0;
     uint32_t out[kChunk];
     // Finished threads leave; the rest move to the front.
     auto compact = [&](bool leave) {
       int64_t w = 0, o = 0;
       uint32_t keep[kChunk];
-      for (int64_t j = 0; j < m; ++j) {
+      while (w < m && active_[w]) ++w;  // a prefix of threads still in the loop stays put
+      const int64_t first = w;
+      for (int64_t j = first; j < m; ++j) {
         if (active_[j])
           keep[w++] = static_cast<uint32_t>(j);
         else
@@ -913,15 +921,14 @@ class StackVM {
             T* top = reinterpret_cast<T*>(const_cast<std::byte*>(l.top.data()));
             for (int64_t k = 0; k < o; ++k) top[ids_[out[k]]] = v[out[k]];
           }
-          for (int64_t k = 0; k < w; ++k) v[k] = v[keep[k]];
+          for (int64_t k = first; k < w; ++k) v[k] = v[keep[k]];
         });
       }
       for (int64_t k = 0; k < o; ++k) out[k] = ids_[out[k]];
-      for (int64_t k = 0; k < w; ++k) ids_[k] = ids_[keep[k]];
+      for (int64_t k = first; k < w; ++k) ids_[k] = ids_[keep[k]];
       std::memset(active_, 1, static_cast<size_t>(w));
       if (leave) append_lanes(exit, out, o);
       m = w;
-      since = 0;
     };
     while (m > 0) {
       // One step per iteration, with the threads still in the loop.
@@ -953,8 +960,10 @@ class StackVM {
         compact(false);  // every value back in its variable
         return run_loop(b, rest, left, true);
       }
-      ++since;
-      if (active == 0 || since >= kCompactEvery || active * 2 <= m) compact(true);
+      // Frozen threads cost a lane of the body each iteration; compacting
+      // costs a move per thread and variable: compact once a quarter of the
+      // chunk has left.
+      if (active == 0 || (m - active) * 4 >= m) compact(true);
     }
     return std::nullopt;
   }
@@ -1172,14 +1181,18 @@ class StackVM {
   // lane takes the next input.
   void halt(uint32_t t) {
     int64_t row = lane_input_[t];
+    if (output_leaves_.empty())
+      for (const auto& o : p_.outputs)
+        for (int32_t li : var_leaves_.at(o.name)) output_leaves_.push_back(li);
     size_t k = 0;
-    for (const auto& o : p_.outputs) {
-      for (int32_t li : var_leaves_.at(o.name)) {
-        const Leaf& l = leaves_[li];
-        Array& out = outputs_[k++];
-        const std::byte* src = l.shared ? l.top.data() : l.top.data() + t * l.ebytes;
-        if (l.ebytes) std::memcpy(out.data.data() + row * l.ebytes, src, l.ebytes);
-      }
+    for (int32_t li : output_leaves_) {
+      const Leaf& l = leaves_[li];
+      Array& out = outputs_[k++];
+      const std::byte* src = l.shared ? l.top.data() : l.top.data() + t * l.ebytes;
+      if (l.ebytes == 8)
+        reinterpret_cast<uint64_t*>(out.data.data())[row] = *reinterpret_cast<const uint64_t*>(src);
+      else if (l.ebytes)
+        std::memcpy(out.data.data() + row * l.ebytes, src, l.ebytes);
     }
     if (next_input_ < n_inputs_) {
       start_lane(t, next_input_++);

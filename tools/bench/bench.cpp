@@ -226,23 +226,30 @@ nlohmann::ordered_json bench_power(const std::string& dir, int64_t B, int reps, 
 int main(int argc, char** argv) {
   openblas_set_num_threads(1);
   bool quick = false;
-  std::string dir = "programs";
+  std::string dir = "programs", only;  // --only NAME: one workload (a prefix of its key)
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--quick")
       quick = true;
+    else if (std::string(argv[i]) == "--only" && i + 1 < argc)
+      only = argv[++i];
     else
       dir = argv[i];
   }
+  auto want = [&](const char* key) { return only.empty() || std::string(key).rfind(only, 0) == 0; };
   int reps = quick ? 1 : 3;
   nlohmann::ordered_json out;
-  out["collatz"] = bench_collatz(dir, quick ? 4096 : 65536, reps);
-  out["collatz_large"] = bench_collatz(dir, quick ? 16384 : 262144, reps);
-  out["collatz_select"] = bench_collatz(dir, quick ? 4096 : 65536, reps, "collatz_select.ab");
-  out["collatz_select_large"] =
-      bench_collatz(dir, quick ? 16384 : 262144, reps, "collatz_select.ab");
-  out["straggler"] = bench_straggler(dir, quick ? 4096 : 65536, reps, quick ? 100000 : 2000000);
-  out["fib"] = bench_fib(dir, quick ? 256 : 4096, reps, 10, quick ? 16 : 20);
-  out["power"] = bench_power(dir, quick ? 256 : 4096, reps, 64, 20);
+  if (want("collatz")) out["collatz"] = bench_collatz(dir, quick ? 4096 : 65536, reps);
+  if (want("collatz_large"))
+    out["collatz_large"] = bench_collatz(dir, quick ? 16384 : 262144, reps);
+  if (want("collatz_select"))
+    out["collatz_select"] = bench_collatz(dir, quick ? 4096 : 65536, reps, "collatz_select.ab");
+  if (want("collatz_select_large"))
+    out["collatz_select_large"] =
+        bench_collatz(dir, quick ? 16384 : 262144, reps, "collatz_select.ab");
+  if (want("straggler"))
+    out["straggler"] = bench_straggler(dir, quick ? 4096 : 65536, reps, quick ? 100000 : 2000000);
+  if (want("fib")) out["fib"] = bench_fib(dir, quick ? 256 : 4096, reps, 10, quick ? 16 : 20);
+  if (want("power")) out["power"] = bench_power(dir, quick ? 256 : 4096, reps, 64, 20);
   printf("%s\n", out.dump(2).c_str());
   return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #ifdef AUTOBATCH_JIT
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -725,6 +726,9 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
     pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2).run(*m, mam);
   }
   double t_opt = ms();
+  // AUTOBATCH_JIT_DUMP=1 prints the optimised module (to see what vectorised).
+  if (const char* dump = std::getenv("AUTOBATCH_JIT_DUMP"); dump && *dump == '1')
+    m->print(errs(), nullptr);
   auto code = std::make_unique<LlvmCode>();
   code->tracker = e.jit->getMainJITDylib().createResourceTracker();
   if (auto err =
