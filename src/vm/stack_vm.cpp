@@ -1104,7 +1104,7 @@ class StackVM {
         }
         s.last = i;
         // One instruction alone gains nothing over its kernel: not worth compiling.
-        if (s.last - s.first < 2) continue;
+        if (s.last - s.first < 3) continue;
         fused += s.last - s.first;
         std::vector<int32_t> sl;
         jit::Segment seg = make_segment(bi, s.first, s.last, false, sl);
