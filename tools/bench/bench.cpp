@@ -249,6 +249,8 @@ int main(int argc, char** argv) {
   if (want("straggler"))
     out["straggler"] = bench_straggler(dir, quick ? 4096 : 65536, reps, quick ? 100000 : 2000000);
   if (want("fib")) out["fib"] = bench_fib(dir, quick ? 256 : 4096, reps, 10, quick ? 16 : 20);
+  if (want("fib_seed"))  // the seed's fibonacci measurement: 1024 threads, n in [10, 18]
+    out["fib_seed"] = bench_fib(dir, quick ? 256 : 1024, reps, 10, quick ? 14 : 18);
   if (want("power")) out["power"] = bench_power(dir, quick ? 256 : 4096, reps, 64, 20);
   printf("%s\n", out.dump(2).c_str());
   return 0;
