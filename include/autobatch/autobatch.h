@@ -287,7 +287,10 @@ struct CompileOptions {
   std::string entry;                // "" : main, or the only function
   std::string name = "<input>";     // the file name diagnostics show (compile from text)
   std::vector<std::string> passes;  // a pipeline of pass names, in order (empty: every pass)
-  std::string schedule = "min-pc";  // the only policy so far
+  // "persistent" (default): min-pc, but a block that loops to itself keeps
+  // running its chunk until every thread has left; "min-pc": the seed's exact
+  // order.
+  std::string schedule = "persistent";
   Primitives primitives;            // custom primitives (besides the global ones)
 };
 
@@ -369,7 +372,10 @@ struct RunOptions {
   int64_t max_steps = 0;             // 0: no bound (with threads: per shard)
   int64_t max_stack_depth = 100000;  // frames per thread
   int64_t batch = 0;                 // 0: from the inputs (1 when none is batched); --batch
-  std::string schedule = "min-pc";
+  std::string schedule = "persistent";  // or "min-pc" (see CompileOptions::schedule)
+  // Stack VM: compile blocks to native code (LLVM ORC JIT, when this build has
+  // it); false runs every block through the interpreter's kernels.
+  bool jit = true;
   // Trace (JSON Lines): to a file and/or one call per line (without the
   // newline). A trace forces one OS thread.
   std::string trace_path;

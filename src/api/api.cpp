@@ -71,6 +71,12 @@ std::vector<Diagnostic> to_public(const ab::Diagnostics& d) {
   return out;
 }
 
+bool known_schedule(const std::string& s) { return s == "persistent" || s == "min-pc"; }
+
+std::string schedule_error(const std::string& s) {
+  return "unknown --schedule '" + s + "' (available: persistent, min-pc)";
+}
+
 Diagnostic option_error(const std::string& message) {
   ab::Diagnostics d;
   d.error({}, message);
@@ -162,9 +168,8 @@ Result<Program> compile_with(const CompileOptions& opt,
                              const std::function<ab::Result<ab::Module>()>& parse) {
   try {
     init_blas();
-    if (opt.schedule != "min-pc")
-      return std::vector<Diagnostic>{
-          option_error("unknown --schedule '" + opt.schedule + "' (available: min-pc)")};
+    if (!known_schedule(opt.schedule))
+      return std::vector<Diagnostic>{option_error(schedule_error(opt.schedule))};
     if (!opt.passes.empty()) {
       std::vector<const ab::PassInfo*> rows;
       if (auto e = ab::select_passes(opt.passes, rows))
@@ -435,8 +440,7 @@ Status Program::check(const RunOptions& o) const {
   if (o.vm != "stack" && o.vm != "stackless" && o.vm != "reference")
     out.push_back(
         option_error("unknown VM '" + o.vm + "' (available: stack, stackless, reference)"));
-  if (o.schedule != "min-pc")
-    out.push_back(option_error("unknown --schedule '" + o.schedule + "' (available: min-pc)"));
+  if (!known_schedule(o.schedule)) out.push_back(option_error(schedule_error(o.schedule)));
   if (o.trace_mask != "bits" && o.trace_mask != "ranges" && o.trace_mask != "none")
     out.push_back(
         option_error("unknown trace mask '" + o.trace_mask + "' (available: none, bits, ranges)"));

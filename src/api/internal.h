@@ -64,4 +64,8 @@ struct Program::Impl {
 // Sets the calling thread's BLAS to one thread (once per process).
 void init_blas();
 
+// The scheduling policies: "persistent" (default) and "min-pc".
+bool known_schedule(const std::string& s);
+std::string schedule_error(const std::string& s);
+
 }  // namespace autobatch

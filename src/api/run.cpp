@@ -312,6 +312,8 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ab::RunOptions ro;
         ro.max_stack_depth = o.max_stack_depth;
         ro.max_steps = o.max_steps;
+        ro.jit = o.jit;
+        ro.persistent = o.schedule == "persistent";
         ro.lanes = o.lanes > 0 ? o.lanes / shards + (k < o.lanes % shards ? 1 : 0) : 0;
         ro.stats = o.stats ? &s.stats : nullptr;
         ro.trace = tracing ? &trace : nullptr;
@@ -351,6 +353,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     }
     trace.close();
     double run_seconds = seconds_since(run_start);
+    if (!work.empty() && !work[0].result.log.empty()) ab::log_info(work[0].result.log);
     log_phase("run", run_seconds);
 
     // Errors: the first shard's, in batch order.

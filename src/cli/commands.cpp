@@ -92,6 +92,7 @@ int cmd_run(const Options& opt) {
   autobatch::RunOptions ro;
   ro.vm = opt.vm;
   ro.schedule = opt.schedule;
+  ro.jit = opt.jit == "on";
   ro.max_stack_depth = opt.max_stack_depth;
   ro.max_steps = opt.max_steps;
   ro.lanes = opt.lanes.value_or(0);
@@ -180,7 +181,11 @@ void register_commands(CLI::App& app, Options& opt) {
   add_inputs(run);
   run->add_option("--vm", opt.vm, "stack (default), stackless or reference")
       ->check(CLI::IsMember({"stack", "stackless", "reference"}));
-  run->add_option("--schedule", opt.schedule, "block scheduling policy (default min-pc)");
+  run->add_option("--schedule", opt.schedule,
+                  "block scheduling: persistent (default: a self-looping block keeps its chunk "
+                  "until its threads leave) or min-pc (the seed's exact order)");
+  run->add_option("--jit", opt.jit, "stack VM: compile blocks to native code (on, default) or off")
+      ->check(CLI::IsMember({"on", "off"}));
   run->add_option("--max-stack-depth", opt.max_stack_depth,
                   "bound on stack depth per thread (default 100000)")
       ->check(at_least(1));

@@ -12,7 +12,8 @@ struct Options {
   std::vector<std::string> inputs;
   std::string entry;
   std::string vm = "stack";
-  std::string schedule = "min-pc";
+  std::string schedule = "persistent";
+  std::string jit = "on";  // on | off (stack VM)
   int64_t max_stack_depth = 100000;
   int64_t max_steps = 0;  // 0: no bound
   std::optional<int64_t> batch;

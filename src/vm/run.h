@@ -3,6 +3,7 @@
 // leaf, batch B) or a runtime error.
 #pragma once
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/array.h"
@@ -17,12 +18,16 @@ struct RunOptions {
   TraceWriter* trace = nullptr;      // null or off: no trace
   Stats* stats = nullptr;            // null: no statistics
   int64_t lanes = 0;                 // > 0: refill (streaming) mode on this many lanes
+  bool jit = true;                   // stack VM: compile blocks (if this build has the JIT)
+  bool persistent = true;            // stack VM: a block that loops to itself keeps its chunk
+                                     // (false: the seed's exact min-pc order)
 };
 
 struct RunResult {
   std::vector<Array> outputs;  // one per result leaf, batch = the number of inputs
   std::optional<RuntimeError> error;
   int64_t steps = 0;
+  std::string log;  // what the VM chose (e.g. which blocks the JIT compiled), for -v
 };
 
 }  // namespace ab

@@ -1,6 +1,7 @@
 #include "vm/stack_vm.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -9,6 +10,7 @@
 #include "ir/printer.h"
 #include "passes/sharing.h"
 #include "support/log.h"
+#include "vm/jit/jit.h"
 #include "vm/kernel.h"
 #include "vm/lane_stack.h"
 #include "vm/literal.h"
@@ -54,6 +56,7 @@ struct Op {
   enum class Kind : uint8_t { Kernel, Copy, Pop };
   Kind kind = Kind::Kernel;
   KernelFn fn = nullptr;
+  PrimId prim = PrimId::Tuple;
   PrimAttrs attrs;
   std::vector<Ref> args;
   std::vector<Out> outs;
@@ -62,8 +65,31 @@ struct Op {
   SourceLoc loc;
 };
 
+// A run of a block's ops compiled into one native loop (gather form).
+struct Seg {
+  size_t first = 0, last = 0;  // ops [first, last)
+  jit::GatherFn fn = nullptr;
+  std::vector<void*> base;      // per slot: where its values live
+  std::vector<int32_t> spills;  // full leaves pushed by the segment's ops: spilled before it
+  std::vector<int32_t> thread_out, scratch_out;  // leaves written (saved if it may fail)
+  bool may_fail = false;
+};
+
+// A block that branches to itself, compiled whole in the dense form.
+struct DenseLoop {
+  jit::DenseFn fn = nullptr;
+  std::vector<int32_t> slot_leaf;  // per slot: its leaf
+  std::vector<jit::SlotKind> kind;
+  std::vector<bool> written;
+  bool may_fail = false;
+};
+
 struct CBlock {
   std::vector<Op> ops;
+  std::vector<Seg> segs;
+  std::vector<int32_t> seg_at;  // per op: the segment starting there, or -1
+  int32_t self = -1;            // Branch to itself: 1 if it stays on true, 0 on false
+  DenseLoop dense;
   TermKind term = TermKind::Halt;
   int32_t cond = -1;  // Branch: the condition's leaf (or constant, negative - 2)
   uint32_t t1 = 0, t2 = 0;
@@ -87,6 +113,7 @@ class StackVM {
     analyze_sharing();
     make_leaves(types);
     compile(types);
+    if (opt.jit) build_jit();
   }
 
   RunResult run() {
@@ -117,29 +144,32 @@ class StackVM {
       opt_.stats->init(names);
     }
     std::vector<uint32_t> cur;
-    int64_t step = 0;
+    res.log = jit_log_;
+    if (opt_.stats && code_) opt_.stats->seconds["jit"] += cached_ ? 0.0 : code_->seconds;
     while (live_ > 0) {
       uint32_t b = next_block();
       if (b == kHalt) break;  // every remaining thread is stuck (cannot happen in a sound program)
       cur.swap(wait_[b]);
       wait_[b].clear();
       bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
-      ++step;
-      if (opt_.max_steps > 0 && step > opt_.max_steps) {
-        res.error = error_at(b, p_.blocks[b].label.loc, cur[0], max_steps_message(opt_.max_steps));
-        break;
+      if (opt_.persistent && blocks_[b].self >= 0) {
+        // Each chunk loops in the block until all its threads have left.
+        for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
+          int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
+          res.error = blocks_[b].dense.fn ? run_dense_loop(b, cur.data() + s, n)
+                                          : run_loop(b, cur.data() + s, n, false);
+        }
+        if (res.error) break;
+        continue;
       }
-      if (opt_.trace && opt_.trace->on())
-        opt_.trace->step(step - 1, p_.blocks[b].label.name, b, cur.data(), cur.size());
-      if (opt_.stats)
-        opt_.stats->record_step(b, static_cast<int64_t>(cur.size()), live_, blocks_[b].prims);
+      res.error = begin_step(b, cur.data(), static_cast<int64_t>(cur.size()));
       for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
         int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
         res.error = run_chunk(b, cur.data() + s, n);
       }
       if (res.error) break;
     }
-    res.steps = step;
+    res.steps = step_;
     if (opt_.stats)
       opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
     if (!res.error) res.outputs = std::move(outputs_);
@@ -166,6 +196,21 @@ class StackVM {
   int64_t next_input_ = 0;
   int64_t live_ = 0;
   int64_t peak_depth_ = 0;
+  int64_t step_ = 0;
+  std::vector<int32_t> full_leaves_, output_leaves_;
+  std::vector<std::pair<size_t, int32_t>> input_leaves_;  // (input, leaf)
+  // The JIT's code for this program (null: interpreted), and per-run buffers
+  // of the compiled paths.
+  std::shared_ptr<const jit::Code> code_;
+  bool cached_ = false;
+  std::string jit_log_;
+  std::vector<uint64_t> saved_;                // a segment's outputs, while it may fail
+  std::vector<std::vector<uint64_t>> dense_;   // a dense loop's Thread slots
+  std::vector<std::vector<uint64_t>> backup_;  // the same at the iteration's start
+  std::vector<void*> dense_base_;
+  uint32_t ids_[kChunk];
+  uint8_t active_[kChunk];
+  uint8_t active_backup_[kChunk];
 
   // ---- set-up ---------------------------------------------------------
 
@@ -265,6 +310,7 @@ class StackVM {
         op.kind = is_kernel ? Op::Kind::Kernel : Op::Kind::Copy;
         if (is_kernel) {
           op.fn = kernel_for(in.prim);
+          op.prim = in.prim;
           op.attrs = resolve_attrs(in);
         }
         if (in.kind == InstrKind::Prim) ++cb.prims;
@@ -279,6 +325,9 @@ class StackVM {
         cb.cond = var_leaves_.at(t.cond.name).front();
         cb.t1 = label_index_.at(t.target.name);
         cb.t2 = label_index_.at(t.target2.name);
+        // A loop block: with the persistent schedule its chunk stays until it leaves.
+        if ((cb.t1 == bi) != (cb.t2 == bi) && !leaves_[cb.cond].shared)
+          cb.self = cb.t1 == bi ? 1 : 0;
       } else if (t.kind == TermKind::Goto) {
         cb.t1 = label_index_.at(t.target.name);
       } else if (t.kind == TermKind::PushGoto) {
@@ -303,15 +352,21 @@ class StackVM {
 
   // Lane t begins input `input`: its inputs, empty stacks, halt under its PC.
   void start_lane(uint32_t t, int64_t input) {
+    if (input_leaves_.empty() && !p_.inputs.empty()) {
+      // Once: which leaves a lane's start touches (no lookups per thread).
+      for (size_t li = 0; li < leaves_.size(); ++li)
+        if (leaves_[li].full()) full_leaves_.push_back(static_cast<int32_t>(li));
+      for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i)
+        for (int32_t l : var_leaves_.at(p_.inputs[i].name)) input_leaves_.push_back({i, l});
+    }
     lane_input_[t] = input;
-    for (auto& leaf : leaves_)
-      if (leaf.full()) {
-        leaf.depth[t] = 0;
-        leaf.below.clear(t);
-      }
-    for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
+    for (int32_t li : full_leaves_) {
+      leaves_[li].depth[t] = 0;
+      leaves_[li].below.clear(t);
+    }
+    for (const auto& [i, l] : input_leaves_) {
       const Array& a = inputs_[i];
-      for (int32_t l : var_leaves_.at(p_.inputs[i].name)) {
+      {
         Leaf& leaf = leaves_[l];
         if (leaf.shared || leaf.in_scratch()) continue;
         int64_t row = a.batch == 1 ? 0 : input;
@@ -517,8 +572,7 @@ class StackVM {
 
   std::optional<RuntimeError> run_chunk(uint32_t b, const uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
-    for (auto& op : cb.ops)
-      if (auto e = run_op(b, op, idx, n)) return e;
+    if (auto e = run_ops(b, idx, n)) return e;
     switch (cb.term) {
       case TermKind::Goto:
         append_lanes(cb.t1, idx, n);
@@ -613,18 +667,451 @@ class StackVM {
     return std::nullopt;
   }
 
+  // ---- steps, segments and persistent loops ------------------------------
+
+  // One step of block b on n threads: counted against --max-steps, traced
+  // and recorded. `lanes` is the threads' list (for the trace and the error).
+  std::optional<RuntimeError> begin_step(uint32_t b, const uint32_t* lanes, int64_t n) {
+    ++step_;
+    if (opt_.max_steps > 0 && step_ > opt_.max_steps)
+      return error_at(b, p_.blocks[b].label.loc, lanes[0],
+                      max_steps_message(opt_.max_steps));
+    if (opt_.trace && opt_.trace->on())
+      opt_.trace->step(step_ - 1, p_.blocks[b].label.name, b, lanes, static_cast<size_t>(n));
+    if (opt_.stats) opt_.stats->record_step(b, n, live_, blocks_[b].prims);
+    return std::nullopt;
+  }
+
+  // The block's instructions on a chunk: compiled segments where there are
+  // some, the kernels for the rest.
+  std::optional<RuntimeError> run_ops(uint32_t b, const uint32_t* idx, int64_t n) {
+    CBlock& cb = blocks_[b];
+    for (size_t i = 0; i < cb.ops.size();) {
+      int32_t s = cb.seg_at.empty() ? -1 : cb.seg_at[i];
+      if (s >= 0 && cb.segs[s].fn) {
+        if (auto e = run_seg(b, cb.segs[s], idx, n)) return e;
+        i = cb.segs[s].last;
+        continue;
+      }
+      if (auto e = run_op(b, cb.ops[i], idx, n)) return e;
+      ++i;
+    }
+    return std::nullopt;
+  }
+
+  template <typename F>
+  static void by_size(size_t eb, F&& f) {
+    if (eb == 8)
+      f(uint64_t{});
+    else if (eb == 4)
+      f(uint32_t{});
+    else
+      f(uint8_t{});
+  }
+
+  std::optional<RuntimeError> run_seg(uint32_t b, const Seg& s, const uint32_t* idx, int64_t n) {
+    for (int32_t l : s.spills) spill(leaves_[l], idx, n);
+    if (s.may_fail) {
+      // Keep the outputs' old values: on a failed check they come back and
+      // the kernels run the same ops, reporting the error exactly.
+      saved_.resize((s.thread_out.size() + s.scratch_out.size()) * kChunk);
+      uint64_t* w = saved_.data();
+      for (int32_t l : s.thread_out) {
+        by_size(leaves_[l].ebytes, [&](auto z) {
+          using T = decltype(z);
+          const T* top = reinterpret_cast<const T*>(leaves_[l].top.data());
+          for (int64_t j = 0; j < n; ++j) w[j] = top[idx[j]];
+        });
+        w += kChunk;
+      }
+      for (int32_t l : s.scratch_out) {
+        std::memcpy(w, leaves_[l].scratch.data(), static_cast<size_t>(n) * leaves_[l].ebytes);
+        w += kChunk;
+      }
+    }
+    if (s.fn(s.base.data(), idx, n) == 0) return std::nullopt;
+    const uint64_t* w = saved_.data();
+    for (int32_t l : s.thread_out) {
+      by_size(leaves_[l].ebytes, [&](auto z) {
+        using T = decltype(z);
+        T* top = reinterpret_cast<T*>(leaves_[l].top.data());
+        for (int64_t j = 0; j < n; ++j) top[idx[j]] = static_cast<T>(w[j]);
+      });
+      w += kChunk;
+    }
+    for (int32_t l : s.scratch_out) {
+      std::memcpy(leaves_[l].scratch.data(), w, static_cast<size_t>(n) * leaves_[l].ebytes);
+      w += kChunk;
+    }
+    for (size_t i = s.first; i < s.last; ++i)
+      if (auto e = execute(b, blocks_[b].ops[i], idx, n, idx)) return e;
+    return std::nullopt;
+  }
+
+  // The persistent schedule, interpreted: the chunk runs the block again and
+  // again, each time on the threads that branched back to it (one step per
+  // iteration), the others joining their next block's list. `counted`: the
+  // first iteration's step was already counted.
+  std::optional<RuntimeError> run_loop(uint32_t b, const uint32_t* idx, int64_t n, bool counted) {
+    const CBlock& cb = blocks_[b];
+    uint32_t buf[2][kChunk], out[kChunk];
+    std::memcpy(buf[0], idx, static_cast<size_t>(n) * sizeof(uint32_t));
+    const uint32_t exit = cb.self == 1 ? cb.t2 : cb.t1;
+    const uint8_t stay_on = cb.self == 1 ? 1 : 0;
+    const Leaf& cl = leaves_[cb.cond];
+    int c = 0;
+    while (n > 0) {
+      if (!counted)
+        if (auto e = begin_step(b, buf[c], n)) return e;
+      counted = false;
+      if (auto e = run_ops(b, buf[c], n)) return e;
+      const uint8_t* cond =
+          reinterpret_cast<const uint8_t*>(cl.in_scratch() ? cl.scratch.data() : cl.top.data());
+      int64_t k = 0, m = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t t = buf[c][j];
+        bool stay = (cond[cl.in_scratch() ? j : t] != 0) == (stay_on != 0);
+        buf[1 - c][k] = t;
+        out[m] = t;
+        k += stay;
+        m += !stay;
+      }
+      append_lanes(exit, out, m);
+      n = k;
+      c = 1 - c;
+    }
+    return std::nullopt;
+  }
+
+  // The persistent schedule, compiled: the chunk's per-thread values are
+  // gathered once into dense arrays, the fused body runs on them again and
+  // again with finished threads frozen by a mask, and every few iterations
+  // the chunk is compacted: finished threads' values go back to their
+  // variables and the threads to the exit block's list.
+  std::optional<RuntimeError> run_dense_loop(uint32_t b, const uint32_t* idx, int64_t n) {
+    CBlock& cb = blocks_[b];
+    DenseLoop& d = cb.dense;
+    for (auto& op : cb.ops)
+      if (op.shared)
+        if (auto e = run_op(b, op, idx, n)) return e;
+    const uint32_t exit = cb.self == 1 ? cb.t2 : cb.t1;
+    const size_t ns = d.slot_leaf.size();
+    const bool tracing = opt_.trace && opt_.trace->on();
+    std::memcpy(ids_, idx, static_cast<size_t>(n) * sizeof(uint32_t));
+    std::memset(active_, 1, static_cast<size_t>(n));
+    dense_base_.resize(ns);
+    for (size_t s = 0; s < ns; ++s) {
+      Leaf& l = leaves_[d.slot_leaf[s]];
+      dense_base_[s] = d.kind[s] == jit::SlotKind::Thread    ? static_cast<void*>(dense_[s].data())
+                       : d.kind[s] == jit::SlotKind::Scratch ? static_cast<void*>(l.scratch.data())
+                                                             : static_cast<void*>(l.top.data());
+    }
+    for (size_t s = 0; s < ns; ++s) {
+      if (d.kind[s] != jit::SlotKind::Thread) continue;
+      const Leaf& l = leaves_[d.slot_leaf[s]];
+      by_size(l.ebytes, [&](auto z) {
+        using T = decltype(z);
+        const T* top = reinterpret_cast<const T*>(l.top.data());
+        T* dst = reinterpret_cast<T*>(dense_[s].data());
+        for (int64_t j = 0; j < n; ++j) dst[j] = top[idx[j]];
+      });
+    }
+    int64_t m = n, active = n;
+    uint32_t out[kChunk];
+    // Finished threads leave; the rest move to the front.
+    auto compact = [&](bool leave) {
+      int64_t w = 0, o = 0;
+      uint32_t keep[kChunk];
+      while (w < m && active_[w]) ++w;  // a prefix of threads still in the loop stays put
+      const int64_t first = w;
+      for (int64_t j = first; j < m; ++j) {
+        if (active_[j])
+          keep[w++] = static_cast<uint32_t>(j);
+        else
+          out[o++] = static_cast<uint32_t>(j);
+      }
+      for (size_t s = 0; s < ns; ++s) {
+        if (d.kind[s] != jit::SlotKind::Thread) continue;
+        const Leaf& l = leaves_[d.slot_leaf[s]];
+        by_size(l.ebytes, [&](auto z) {
+          using T = decltype(z);
+          T* v = reinterpret_cast<T*>(dense_[s].data());
+          if (d.written[s]) {
+            T* top = reinterpret_cast<T*>(const_cast<std::byte*>(l.top.data()));
+            for (int64_t k = 0; k < o; ++k) top[ids_[out[k]]] = v[out[k]];
+          }
+          for (int64_t k = first; k < w; ++k) v[k] = v[keep[k]];
+        });
+      }
+      for (int64_t k = 0; k < o; ++k) out[k] = ids_[out[k]];
+      for (int64_t k = first; k < w; ++k) ids_[k] = ids_[keep[k]];
+      std::memset(active_, 1, static_cast<size_t>(w));
+      if (leave) append_lanes(exit, out, o);
+      m = w;
+    };
+    while (m > 0) {
+      // One step per iteration, with the threads still in the loop.
+      if (tracing || (opt_.max_steps > 0 && step_ + 1 > opt_.max_steps)) {
+        if (active < m) compact(true);
+        if (auto e = begin_step(b, ids_, m)) return e;
+      } else {
+        ++step_;
+        if (opt_.stats) opt_.stats->record_step(b, active, live_, cb.prims);
+      }
+      if (d.may_fail) {
+        backup_.resize(ns);
+        for (size_t s = 0; s < ns; ++s)
+          if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) backup_[s] = dense_[s];
+        std::memcpy(active_backup_, active_, static_cast<size_t>(m));
+      }
+      int64_t failed = 0;
+      active = d.fn(dense_base_.data(), m, active_, &failed);
+      if (failed) {
+        // Back to the iteration's start; the kernels run it and report.
+        for (size_t s = 0; s < ns; ++s)
+          if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) dense_[s] = backup_[s];
+        std::memcpy(active_, active_backup_, static_cast<size_t>(m));
+        compact(true);
+        uint32_t rest[kChunk];
+        std::memcpy(rest, ids_, static_cast<size_t>(m) * sizeof(uint32_t));
+        int64_t left = m;
+        std::memset(active_, 0, static_cast<size_t>(m));
+        compact(false);  // every value back in its variable
+        return run_loop(b, rest, left, true);
+      }
+      // Frozen threads cost a lane of the body each iteration; compacting
+      // costs a move per thread and variable: compact once a quarter of the
+      // chunk has left.
+      if (active == 0 || (m - active) * 4 >= m) compact(true);
+    }
+    return std::nullopt;
+  }
+
+  // ---- the JIT's plan ------------------------------------------------------
+
+  bool scalar_leaf(int32_t l) const {
+    const Leaf& x = leaves_[l];
+    return x.type.shape.empty() && x.ebytes > 0;
+  }
+
+  DType ref_dtype(const Ref& r) const {
+    return r.constant >= 0 ? constants_[r.constant].type.dtype : leaves_[r.leaf].type.dtype;
+  }
+
+  bool compilable(const Op& op) const {
+    if (op.kind == Op::Kind::Pop || op.shared || op.outs.empty()) return false;
+    for (const auto& a : op.args)
+      if (a.constant >= 0 ? !constants_[a.constant].type.shape.empty() : !scalar_leaf(a.leaf))
+        return false;
+    for (const auto& o : op.outs)
+      if (!scalar_leaf(o.leaf) || leaves_[o.leaf].shared) return false;
+    if (op.kind == Op::Kind::Copy) {
+      if (op.outs.size() != op.args.size()) return false;
+      for (size_t k = 0; k < op.outs.size(); ++k)
+        if (ref_dtype(op.args[k]) != leaves_[op.outs[k].leaf].type.dtype) return false;
+      return true;
+    }
+    if (op.outs.size() != 1) return false;
+    std::vector<DType> ds;
+    for (const auto& a : op.args) ds.push_back(ref_dtype(a));
+    return jit::supported(op.prim, ds, leaves_[op.outs[0].leaf].type.dtype);
+  }
+
+  // ops [first, last) of block bi as a jit segment; slot_leaf gets each slot's leaf.
+  jit::Segment make_segment(uint32_t bi, size_t first, size_t last, bool dense,
+                            std::vector<int32_t>& slot_leaf) {
+    const CBlock& cb = blocks_[bi];
+    jit::Segment seg;
+    std::map<int32_t, int32_t> slot_of;
+    auto slot = [&](int32_t leaf) {
+      auto it = slot_of.find(leaf);
+      if (it != slot_of.end()) return it->second;
+      const Leaf& l = leaves_[leaf];
+      jit::Slot sl;
+      sl.dtype = l.type.dtype;
+      sl.kind = l.shared         ? jit::SlotKind::Shared
+                : l.in_scratch() ? jit::SlotKind::Scratch
+                                 : jit::SlotKind::Thread;
+      sl.keep = false;
+      if (sl.kind == jit::SlotKind::Scratch && !dense) {
+        // Kept if anything else in the block (or its branch) reads it.
+        sl.keep = cb.term == TermKind::Branch && cb.cond == leaf;
+        for (size_t i = 0; i < cb.ops.size() && !sl.keep; ++i)
+          if (i < first || i >= last)
+            for (const auto& a : cb.ops[i].args) sl.keep = sl.keep || a.leaf == leaf;
+      }
+      int32_t id = static_cast<int32_t>(seg.slots.size());
+      seg.slots.push_back(sl);
+      slot_leaf.push_back(leaf);
+      slot_of[leaf] = id;
+      return id;
+    };
+    auto arg = [&](const Ref& r) {
+      jit::Arg a;
+      if (r.constant >= 0) {
+        const Constant& c = constants_[r.constant];
+        a.dtype = c.type.dtype;
+        std::memcpy(&a.bits, c.data.data(), dtype_size(c.type.dtype));
+      } else {
+        a.slot = slot(r.leaf);
+      }
+      return a;
+    };
+    for (size_t i = first; i < last; ++i) {
+      const Op& op = cb.ops[i];
+      if (op.shared) continue;  // dense: run once before the loop
+      if (op.kind == Op::Kind::Copy) {
+        for (size_t k = 0; k < op.outs.size(); ++k) {
+          jit::FOp f;
+          f.copy = true;
+          f.args.push_back(arg(op.args[k]));
+          f.outs.push_back(slot(op.outs[k].leaf));
+          seg.ops.push_back(std::move(f));
+        }
+        continue;
+      }
+      jit::FOp f;
+      f.prim = op.prim;
+      for (const auto& a : op.args) f.args.push_back(arg(a));
+      f.outs.push_back(slot(op.outs[0].leaf));
+      f.cast_to = leaves_[op.outs[0].leaf].type.dtype;
+      seg.ops.push_back(std::move(f));
+    }
+    if (dense) {
+      seg.cond = slot(cb.cond);
+      seg.stay_on_true = cb.self == 1;
+    }
+    return seg;
+  }
+
+  // Plans the compiled segments of every block (runs of compilable ops, cut
+  // where a full variable would be pushed twice) and the dense bodies of
+  // loop blocks, compiles them all as one module, and keeps the code.
+  void build_jit() {
+    if (!jit::available()) {
+      jit_log_ = "jit: off (this build has no JIT)";
+      return;
+    }
+    std::vector<jit::Segment> gsegs, dsegs;
+    std::vector<std::pair<uint32_t, size_t>> gwhere;  // (block, segment)
+    std::vector<uint32_t> dwhere;
+    std::vector<std::vector<int32_t>> gslots, dslots;
+    size_t nops = 0, fused = 0;
+    for (uint32_t bi = 0; bi < blocks_.size(); ++bi) {
+      CBlock& cb = blocks_[bi];
+      cb.seg_at.assign(cb.ops.size(), -1);
+      nops += cb.ops.size();
+      size_t i = 0;
+      while (i < cb.ops.size()) {
+        if (!compilable(cb.ops[i])) {
+          ++i;
+          continue;
+        }
+        Seg s;
+        s.first = i;
+        std::set<int32_t> pushed;
+        for (; i < cb.ops.size() && compilable(cb.ops[i]); ++i) {
+          bool twice = false;
+          for (const auto& o : cb.ops[i].outs)
+            if (leaves_[o.leaf].full() && !o.in_place && pushed.count(o.leaf)) twice = true;
+          if (twice) break;
+          for (const auto& o : cb.ops[i].outs)
+            if (leaves_[o.leaf].full() && !o.in_place) {
+              pushed.insert(o.leaf);
+              s.spills.push_back(o.leaf);
+            }
+        }
+        s.last = i;
+        // One instruction alone gains nothing over its kernel: not worth compiling.
+        if (s.last - s.first < 3) continue;
+        fused += s.last - s.first;
+        std::vector<int32_t> sl;
+        jit::Segment seg = make_segment(bi, s.first, s.last, false, sl);
+        for (size_t k = 0; k < seg.slots.size(); ++k) {
+          const Leaf& l = leaves_[sl[k]];
+          s.base.push_back(const_cast<std::byte*>(
+              seg.slots[k].kind == jit::SlotKind::Scratch ? l.scratch.data() : l.top.data()));
+        }
+        for (const auto& f : seg.ops) {
+          s.may_fail = s.may_fail || jit::may_fail(f, seg.slots);
+          int32_t o = f.outs[0];
+          std::vector<int32_t>& dst =
+              seg.slots[o].kind == jit::SlotKind::Thread ? s.thread_out : s.scratch_out;
+          if (std::find(dst.begin(), dst.end(), sl[o]) == dst.end()) dst.push_back(sl[o]);
+        }
+        cb.seg_at[s.first] = static_cast<int32_t>(cb.segs.size());
+        gwhere.push_back({bi, cb.segs.size()});
+        cb.segs.push_back(std::move(s));
+        gsegs.push_back(std::move(seg));
+        gslots.push_back(std::move(sl));
+      }
+      // A loop block compiles whole in the dense form if every op can.
+      if (cb.self >= 0) {
+        bool ok = scalar_leaf(cb.cond);
+        for (const auto& op : cb.ops) {
+          if (op.shared) continue;
+          ok = ok && compilable(op);
+          for (const auto& o : op.outs) ok = ok && !(leaves_[o.leaf].full() && !o.in_place);
+        }
+        if (ok) {
+          std::vector<int32_t> sl;
+          dsegs.push_back(make_segment(bi, 0, cb.ops.size(), true, sl));
+          dslots.push_back(std::move(sl));
+          dwhere.push_back(bi);
+        }
+      }
+    }
+    if (gsegs.empty() && dsegs.empty()) {
+      jit_log_ = "jit: nothing to compile";
+      return;
+    }
+    std::string err;
+    code_ = jit::compile(gsegs, dsegs, &err, &cached_);
+    if (!code_) {
+      jit_log_ = "jit: " + err + "; interpreting";
+      for (auto& cb : blocks_) cb.seg_at.clear();
+      return;
+    }
+    for (size_t k = 0; k < gwhere.size(); ++k)
+      blocks_[gwhere[k].first].segs[gwhere[k].second].fn = code_->gather[k];
+    size_t max_slots = 0;
+    for (size_t k = 0; k < dwhere.size(); ++k) {
+      DenseLoop& d = blocks_[dwhere[k]].dense;
+      d.fn = code_->dense[k];
+      d.slot_leaf = dslots[k];
+      for (size_t s = 0; s < dsegs[k].slots.size(); ++s) d.kind.push_back(dsegs[k].slots[s].kind);
+      d.written.assign(d.slot_leaf.size(), false);
+      for (const auto& f : dsegs[k].ops) {
+        d.written[f.outs[0]] = true;
+        d.may_fail = d.may_fail || jit::may_fail(f, dsegs[k].slots);
+      }
+      max_slots = std::max(max_slots, d.slot_leaf.size());
+    }
+    dense_.assign(max_slots, std::vector<uint64_t>(kChunk));
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "jit: %zu of %zu instructions fused into %zu segments, %zu loop blocks "
+                  "compiled whole, in %.1f ms (",
+                  fused, nops, gsegs.size(), dsegs.size(), code_->seconds * 1e3);
+    jit_log_ = line + code_->detail + (cached_ ? "; cached)" : ")");
+  }
+
   // A thread is done: its outputs go to its input's row; in refill mode the
   // lane takes the next input.
   void halt(uint32_t t) {
     int64_t row = lane_input_[t];
+    if (output_leaves_.empty())
+      for (const auto& o : p_.outputs)
+        for (int32_t li : var_leaves_.at(o.name)) output_leaves_.push_back(li);
     size_t k = 0;
-    for (const auto& o : p_.outputs) {
-      for (int32_t li : var_leaves_.at(o.name)) {
-        const Leaf& l = leaves_[li];
-        Array& out = outputs_[k++];
-        const std::byte* src = l.shared ? l.top.data() : l.top.data() + t * l.ebytes;
-        if (l.ebytes) std::memcpy(out.data.data() + row * l.ebytes, src, l.ebytes);
-      }
+    for (int32_t li : output_leaves_) {
+      const Leaf& l = leaves_[li];
+      Array& out = outputs_[k++];
+      const std::byte* src = l.shared ? l.top.data() : l.top.data() + t * l.ebytes;
+      if (l.ebytes == 8)
+        reinterpret_cast<uint64_t*>(out.data.data())[row] = *reinterpret_cast<const uint64_t*>(src);
+      else if (l.ebytes)
+        std::memcpy(out.data.data() + row * l.ebytes, src, l.ebytes);
     }
     if (next_input_ < n_inputs_) {
       start_lane(t, next_input_++);

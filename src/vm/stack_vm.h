@@ -19,6 +19,15 @@
 // GEMM over the chunk. Every thread has a program-counter stack whose bottom
 // holds halt.
 //
+// Execution core (issue 10): with RunOptions::persistent (the default
+// schedule) a block that branches back to itself keeps its chunk, iteration
+// after iteration (one step each), until every thread has left; with
+// RunOptions::jit the runs of scalar elementwise instructions of each block
+// are compiled into native loops (src/vm/jit/jit.h), and a loop block made
+// only of such instructions runs as a dense SIMD body over the chunk's
+// gathered values, finished threads frozen by a mask and compacted away.
+// Everything else runs through the kernels, as with the JIT off.
+//
 // Threads not in a step's list are never touched, so values they hold never
 // cause errors. With `lanes` > 0 (SPEC §5.7) the run uses that many lanes and
 // a lane whose thread halts takes the next unstarted input.

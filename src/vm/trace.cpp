@@ -67,7 +67,7 @@ nlohmann::ordered_json Stats::to_json() const {
   nlohmann::ordered_json per_block = nlohmann::ordered_json::object();
   for (size_t i = 0; i < block_names.size(); ++i) per_block[block_names[i]] = block_executions[i];
   nlohmann::ordered_json secs = nlohmann::ordered_json::object();
-  for (const char* phase : {"parse", "inputs", "compile", "run", "output"})
+  for (const char* phase : {"parse", "inputs", "compile", "jit", "run", "output"})
     if (seconds.count(phase)) secs[phase] = seconds.at(phase);
   return nlohmann::ordered_json{
       {"steps", steps},

@@ -1,13 +1,20 @@
-"""Shared by check_programs.py and random_programs.py: running autobatch in the five
+"""Shared by check_programs.py and random_programs.py: running autobatch in the eight
 configurations and comparing what they print.
 
-The five configurations of one program P with entry E on one inputs file:
+The configurations of one program P with entry E on one inputs file:
 
     reference        autobatch run P --entry E --vm reference      (the definition)
     stack            autobatch run P --entry E --vm stack
     stackless        autobatch run P --entry E --vm stackless
     lowered/reference  autobatch lower P --entry E > L.ab; autobatch run L.ab --vm reference
     lowered/stack      autobatch run L.ab --vm stack
+
+plus the stack VM's other execution modes (the default is the JIT on and the
+persistent schedule):
+
+    stack+jit-off    autobatch run P --entry E --vm stack --jit off
+    stack+min-pc     autobatch run P --entry E --vm stack --schedule min-pc
+    stack+jit-off+min-pc  both
 
 Every run gets `--batch B` as well (it must agree with batched inputs and gives the
 batch when every input is shared). Outputs are compared as parsed JSON against the
@@ -25,7 +32,20 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CONFIGS = ["reference", "stack", "stackless", "lowered/reference", "lowered/stack"]
+CONFIGS = ["reference", "stack", "stackless", "lowered/reference", "lowered/stack",
+           "stack+jit-off", "stack+min-pc", "stack+jit-off+min-pc"]
+
+# The flags of a configuration's `+mode` suffixes.
+MODE_FLAGS = {"jit-off": ["--jit", "off"], "min-pc": ["--schedule", "min-pc"]}
+
+
+def split_config(config):
+    """'stack+jit-off' -> ('stack', ['--jit', 'off'])."""
+    parts = config.split("+")
+    flags = []
+    for m in parts[1:]:
+        flags += MODE_FLAGS[m]
+    return parts[0], flags
 
 # What the tool prints on stderr while a VM is not built yet and it falls back.
 FALLBACK_NOTE = "not built yet"
@@ -73,6 +93,8 @@ def shell(cmd, stdout_path=None):
 
 def run_cmd(ab, config, prog, lowered, entry, inputs, batch, extra=()):
     """The command line of one configuration (lowered programs take no --entry)."""
+    config, flags = split_config(config)
+    extra = flags + list(extra)
     if config.startswith("lowered/"):
         return [ab, "run", lowered, "--vm", config.split("/")[1], "--batch", str(batch),
                 "--inputs", inputs] + list(extra)

@@ -146,6 +146,9 @@ INF, NAN = float("inf"), float("nan")
 SPECS = {
     # n <= 1 stops at once (zero and negatives too); n <= 10^5 takes at most ~350 steps.
     "collatz": [("n", P("i64", ints(-3, 10**5, special=(0, 1, 2, 27, 97, 871, 77031))))],
+    # Trip count n (wrapping i64 arithmetic): keep it short.
+    "spin": [("n", P("i64", ints(-3, 3000, special=(0, 1, 2))))],
+    "collatz_select": [("n", P("i64", ints(-3, 10**5, special=(0, 1, 2, 27, 97, 871, 77031))))],
     # Recursion depth n (unannotated: JSON integers make it i64); 2000 frames at most.
     "deep_recursion": [("n", P("i64", ints(-5, 150, special=(0, 1, 1000, 2000), p_special=0.02)))],
     # Mutual recursion counting n down to 0: n must not be negative.

@@ -1,0 +1,775 @@
+// LLVM code generation for fused segments (see jit.h). Compiled with LLVM's
+// headers only when AUTOBATCH_JIT is set; otherwise the JIT reports itself
+// unavailable.
+#include "vm/jit/jit.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#ifdef AUTOBATCH_JIT
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#endif
+
+namespace ab::jit {
+
+namespace {
+
+bool is_int(DType d) { return d == DType::I32 || d == DType::I64; }
+
+// The divisor of a div/mod when it is a constant: its value.
+bool constant_divisor(const Arg& a, int64_t* v) {
+  if (a.slot >= 0) return false;
+  if (a.dtype == DType::I64)
+    *v = static_cast<int64_t>(a.bits);
+  else if (a.dtype == DType::I32)
+    *v = static_cast<int32_t>(static_cast<uint32_t>(a.bits));
+  else
+    return false;
+  return true;
+}
+
+}  // namespace
+
+bool supported(PrimId op, const std::vector<DType>& args, DType out) {
+  if (args.empty()) return false;
+  DType d = args[0];
+  for (DType a : args)
+    if (a != d && op != PrimId::Select) return false;
+  switch (op) {
+    case PrimId::Add:
+    case PrimId::Sub:
+    case PrimId::Mul:
+    case PrimId::Div:
+    case PrimId::Mod:
+    case PrimId::Min:
+    case PrimId::Max:
+      return args.size() == 2 && d != DType::Bool && out == d;
+    case PrimId::Neg:
+    case PrimId::Abs:
+      return args.size() == 1 && d != DType::Bool && out == d;
+    case PrimId::Pow:
+      return args.size() == 2 && is_float(d) && out == d;  // integer pow: the kernel
+    case PrimId::Exp:
+    case PrimId::Log:
+    case PrimId::Log1p:
+    case PrimId::Expm1:
+    case PrimId::Sqrt:
+    case PrimId::Sin:
+    case PrimId::Cos:
+    case PrimId::Tan:
+    case PrimId::Tanh:
+    case PrimId::Sigmoid:
+    case PrimId::Floor:
+    case PrimId::Ceil:
+    case PrimId::Round:
+      return args.size() == 1 && is_float(d) && out == d;
+    case PrimId::IsNan:
+    case PrimId::IsFinite:
+      return args.size() == 1 && is_float(d) && out == DType::Bool;
+    case PrimId::Eq:
+    case PrimId::Ne:
+    case PrimId::Lt:
+    case PrimId::Le:
+    case PrimId::Gt:
+    case PrimId::Ge:
+      return args.size() == 2 && out == DType::Bool;
+    case PrimId::And:
+    case PrimId::Or:
+    case PrimId::Xor:
+      return args.size() == 2 && d == DType::Bool && out == DType::Bool;
+    case PrimId::Not:
+      return args.size() == 1 && d == DType::Bool && out == DType::Bool;
+    case PrimId::Select:
+      return args.size() == 3 && args[0] == DType::Bool && args[1] == args[2] && out == args[1];
+    case PrimId::Cast:
+      return args.size() == 1;
+    default:
+      return false;
+  }
+}
+
+bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
+  if (op.copy) return false;
+  if (op.prim == PrimId::Div || op.prim == PrimId::Mod) {
+    DType d = op.args[0].slot >= 0 ? slots[op.args[0].slot].dtype : op.args[0].dtype;
+    if (!is_int(d)) return false;
+    int64_t v = 0;
+    return !constant_divisor(op.args[1], &v) || v == 0;
+  }
+  if (op.prim == PrimId::Cast) {
+    DType d = op.args[0].slot >= 0 ? slots[op.args[0].slot].dtype : op.args[0].dtype;
+    return is_float(d) && is_int(op.cast_to);
+  }
+  return false;
+}
+
+#ifndef AUTOBATCH_JIT
+
+bool available() { return false; }
+
+std::shared_ptr<const Code> compile(const std::vector<Segment>&, const std::vector<Segment>&,
+                                    std::string* error, bool* cached) {
+  *cached = false;
+  *error = "this build has no JIT (configure with LLVM 15: llvm-15-dev)";
+  return nullptr;
+}
+
+#else
+
+namespace {
+
+using namespace llvm;
+using llvm::Function;
+using llvm::Module;
+using llvm::Type;
+using llvm::Value;
+
+struct Engine {
+  std::unique_ptr<orc::LLJIT> jit;
+  std::string error;
+};
+
+Engine& engine() {
+  static Engine e;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+    InitializeNativeTargetAsmParser();
+    auto jtmb = orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) {
+      e.error = toString(jtmb.takeError());
+      return;
+    }
+    jtmb->setCodeGenOptLevel(CodeGenOpt::Default);
+    auto jit = orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+    if (!jit) {
+      e.error = toString(jit.takeError());
+      return;
+    }
+    // The C library's math functions resolve to this process's libm: the
+    // same functions the kernels call.
+    auto gen = orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        (*jit)->getDataLayout().getGlobalPrefix());
+    if (!gen) {
+      e.error = toString(gen.takeError());
+      return;
+    }
+    (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+    e.jit = std::move(*jit);
+  });
+  return e;
+}
+
+class LlvmCode : public Code {
+ public:
+  orc::ResourceTrackerSP tracker;
+  ~LlvmCode() override {
+    if (tracker) consumeError(tracker->remove());
+  }
+};
+
+// Builds the functions of one module.
+class Gen {
+ public:
+  Gen(LLVMContext& ctx, Module& m) : ctx_(ctx), m_(m), b_(ctx) {}
+
+  Function* gather(const Segment& s, const std::string& name) { return emit(s, name, false); }
+  Function* dense(const Segment& s, const std::string& name) { return emit(s, name, true); }
+
+ private:
+  LLVMContext& ctx_;
+  Module& m_;
+  IRBuilder<> b_;
+  // Per function:
+  const Segment* seg_ = nullptr;
+  bool dense_ = false;
+  std::vector<Value*> ptr_;     // each slot's base pointer
+  std::vector<Value*> shared_;  // Shared slots' values
+  std::vector<Value*> cur_;     // each slot's value in this lane
+  std::vector<Value*> old_;     // each Thread slot's value at the lane's start (dense)
+  std::vector<bool> written_;
+  std::vector<MDNode*> scope_, noalias_;
+  Value* lane_ = nullptr;        // j
+  Value* slot_index_ = nullptr;  // idx[j] (gather)
+  Value* bad_ = nullptr;         // i1: a check failed in this lane
+
+  Type* ty(DType d) {
+    switch (d) {
+      case DType::Bool:
+        return b_.getInt8Ty();
+      case DType::I32:
+        return b_.getInt32Ty();
+      case DType::I64:
+        return b_.getInt64Ty();
+      case DType::F32:
+        return b_.getFloatTy();
+      case DType::F64:
+        return b_.getDoubleTy();
+    }
+    return b_.getInt64Ty();
+  }
+
+  Value* constant(const Arg& a) {
+    switch (a.dtype) {
+      case DType::Bool:
+        return b_.getInt8(static_cast<uint8_t>(a.bits));
+      case DType::I32:
+        return b_.getInt32(static_cast<uint32_t>(a.bits));
+      case DType::I64:
+        return b_.getInt64(a.bits);
+      case DType::F32:
+        return ConstantFP::get(ctx_,
+                               APFloat(APFloat::IEEEsingle(), APInt(32, a.bits & 0xffffffffu)));
+      case DType::F64:
+        return ConstantFP::get(ctx_, APFloat(APFloat::IEEEdouble(), APInt(64, a.bits)));
+    }
+    return nullptr;
+  }
+
+  DType dtype_of(const Arg& a) const { return a.slot >= 0 ? seg_->slots[a.slot].dtype : a.dtype; }
+
+  void tag(Instruction* in, size_t scope) {
+    in->setMetadata(LLVMContext::MD_alias_scope, scope_[scope]);
+    in->setMetadata(LLVMContext::MD_noalias, noalias_[scope]);
+  }
+
+  Value* address(int32_t s) {
+    const Slot& sl = seg_->slots[s];
+    Value* i = (!dense_ && sl.kind == SlotKind::Thread) ? slot_index_ : lane_;
+    return b_.CreateGEP(ty(sl.dtype), ptr_[s], i);
+  }
+
+  Value* load_slot(int32_t s) {
+    LoadInst* l = b_.CreateLoad(ty(seg_->slots[s].dtype), address(s));
+    tag(l, static_cast<size_t>(s));
+    return l;
+  }
+
+  Value* read(const Arg& a) {
+    if (a.slot < 0) return constant(a);
+    const Slot& sl = seg_->slots[a.slot];
+    if (sl.kind == SlotKind::Shared) return shared_[a.slot];
+    if (!cur_[a.slot]) {
+      cur_[a.slot] = load_slot(a.slot);
+      old_[a.slot] = cur_[a.slot];
+    }
+    return cur_[a.slot];
+  }
+
+  void fail_if(Value* c) { bad_ = b_.CreateOr(bad_, c); }
+
+  Value* to_bool(Value* i1) { return b_.CreateZExt(i1, b_.getInt8Ty()); }
+
+  Value* libm(const char* name, DType d, std::vector<Value*> args) {
+    std::string n = name;
+    if (d == DType::F32) n += "f";
+    std::vector<Type*> ts(args.size(), ty(d));
+    FunctionCallee f = m_.getOrInsertFunction(n, FunctionType::get(ty(d), ts, false));
+    CallInst* c = b_.CreateCall(f, args);
+    // Exactly the C library's function: no folding or rewriting as a builtin.
+    c->addFnAttr(Attribute::NoBuiltin);
+    c->addFnAttr(Attribute::WillReturn);
+    c->addFnAttr(Attribute::NoUnwind);
+    c->setOnlyReadsMemory();  // errno is not observed
+    return c;
+  }
+
+  Value* intrinsic(Intrinsic::ID id, Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
+
+  Value* int_divmod(bool mod, Value* a, Value* bv, const Arg& barg, DType d) {
+    Type* t = ty(d);
+    int64_t c = 0;
+    if (constant_divisor(barg, &c) && c > 0 && (c & (c - 1)) == 0) {
+      // As the kernels: floor division by 2^k is a shift, mod a mask.
+      if (mod) return b_.CreateAnd(a, ConstantInt::get(t, static_cast<uint64_t>(c - 1)));
+      return b_.CreateAShr(a, ConstantInt::get(t, static_cast<uint64_t>(__builtin_ctzll(c))));
+    }
+    Value* zero = ConstantInt::get(t, 0);
+    Value* one = ConstantInt::get(t, 1);
+    Value* is0 = b_.CreateICmpEQ(bv, zero);
+    Value* m1 = b_.CreateICmpEQ(bv, ConstantInt::getSigned(t, -1));
+    fail_if(is0);
+    Value* safe = b_.CreateSelect(b_.CreateOr(is0, m1), one, bv);
+    Value* r = b_.CreateSRem(a, safe);
+    Value* adj =
+        b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                     b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(bv, zero)));
+    if (mod) return b_.CreateSelect(adj, b_.CreateAdd(r, bv), r);  // b == -1: r is 0
+    Value* q = b_.CreateSDiv(a, safe);
+    q = b_.CreateSelect(adj, b_.CreateSub(q, one), q);
+    return b_.CreateSelect(m1, b_.CreateSub(zero, a), q);
+  }
+
+  Value* cast(Value* x, DType from, DType to) {
+    if (from == to) return x;
+    if (to == DType::Bool) {
+      Value* nz = is_float(from) ? b_.CreateFCmpUNE(x, ConstantFP::get(ty(from), 0.0))
+                                 : b_.CreateICmpNE(x, ConstantInt::get(ty(from), 0));
+      return to_bool(nz);
+    }
+    if (from == DType::Bool)
+      return is_float(to) ? b_.CreateUIToFP(x, ty(to)) : b_.CreateZExt(x, ty(to));
+    if (is_int(from) && is_int(to)) return b_.CreateSExtOrTrunc(x, ty(to));
+    if (is_int(from)) return b_.CreateSIToFP(x, ty(to));
+    if (is_float(to)) return b_.CreateFPCast(x, ty(to));
+    // float -> integer: truncation must fit (false for NaN), as CastOp::ok.
+    Value* dd = from == DType::F32 ? b_.CreateFPExt(x, b_.getDoubleTy()) : x;
+    auto c = [&](double v) { return ConstantFP::get(b_.getDoubleTy(), v); };
+    Value* ok = to == DType::I32 ? b_.CreateAnd(b_.CreateFCmpOGT(dd, c(-2147483649.0)),
+                                                b_.CreateFCmpOLT(dd, c(2147483648.0)))
+                                 : b_.CreateAnd(b_.CreateFCmpOGE(dd, c(-9223372036854775808.0)),
+                                                b_.CreateFCmpOLT(dd, c(9223372036854775808.0)));
+    fail_if(b_.CreateNot(ok));
+    Value* safe = b_.CreateSelect(ok, x, ConstantFP::get(ty(from), 0.0));
+    return b_.CreateFPToSI(safe, ty(to));
+  }
+
+  Value* op(const FOp& o) {
+    if (o.copy) return read(o.args[0]);
+    DType d = dtype_of(o.args[0]);
+    std::vector<Value*> v;
+    for (const Arg& a : o.args) v.push_back(read(a));
+    bool f = is_float(d);
+    switch (o.prim) {
+      case PrimId::Add:
+        return f ? b_.CreateFAdd(v[0], v[1]) : b_.CreateAdd(v[0], v[1]);
+      case PrimId::Sub:
+        return f ? b_.CreateFSub(v[0], v[1]) : b_.CreateSub(v[0], v[1]);
+      case PrimId::Mul:
+        return f ? b_.CreateFMul(v[0], v[1]) : b_.CreateMul(v[0], v[1]);
+      case PrimId::Div:
+        return f ? b_.CreateFDiv(v[0], v[1]) : int_divmod(false, v[0], v[1], o.args[1], d);
+      case PrimId::Mod: {
+        if (!f) return int_divmod(true, v[0], v[1], o.args[1], d);
+        Value* zero = ConstantFP::get(ty(d), 0.0);
+        Value* r = libm("fmod", d, {v[0], v[1]});
+        Value* adj = b_.CreateICmpNE(b_.CreateFCmpOLT(r, zero), b_.CreateFCmpOLT(v[1], zero));
+        Value* nonzero = b_.CreateSelect(adj, b_.CreateFAdd(r, v[1]), r);
+        Value* signed_zero = b_.CreateBinaryIntrinsic(Intrinsic::copysign, zero, v[1]);
+        return b_.CreateSelect(b_.CreateFCmpUNE(r, zero), nonzero, signed_zero);
+      }
+      case PrimId::Neg:
+        return f ? b_.CreateFNeg(v[0]) : b_.CreateSub(ConstantInt::get(ty(d), 0), v[0]);
+      case PrimId::Abs:
+        if (f) return intrinsic(Intrinsic::fabs, v[0]);
+        return b_.CreateSelect(b_.CreateICmpSLT(v[0], ConstantInt::get(ty(d), 0)),
+                               b_.CreateSub(ConstantInt::get(ty(d), 0), v[0]), v[0]);
+      case PrimId::Min:
+      case PrimId::Max: {
+        bool mn = o.prim == PrimId::Min;
+        if (!f)
+          return b_.CreateSelect(mn ? b_.CreateICmpSLT(v[0], v[1]) : b_.CreateICmpSGT(v[0], v[1]),
+                                 v[0], v[1]);
+        Value* c = mn ? b_.CreateFCmpOLE(v[0], v[1]) : b_.CreateFCmpOGE(v[0], v[1]);
+        return b_.CreateSelect(b_.CreateOr(c, b_.CreateFCmpUNO(v[0], v[0])), v[0], v[1]);
+      }
+      case PrimId::Pow:
+        return libm("pow", d, {v[0], v[1]});
+      case PrimId::Exp:
+        return libm("exp", d, {v[0]});
+      case PrimId::Log:
+        return libm("log", d, {v[0]});
+      case PrimId::Log1p:
+        return libm("log1p", d, {v[0]});
+      case PrimId::Expm1:
+        return libm("expm1", d, {v[0]});
+      case PrimId::Sin:
+        return libm("sin", d, {v[0]});
+      case PrimId::Cos:
+        return libm("cos", d, {v[0]});
+      case PrimId::Tan:
+        return libm("tan", d, {v[0]});
+      case PrimId::Tanh:
+        return libm("tanh", d, {v[0]});
+      case PrimId::Sqrt:
+        return intrinsic(Intrinsic::sqrt, v[0]);
+      case PrimId::Floor:
+        return intrinsic(Intrinsic::floor, v[0]);
+      case PrimId::Ceil:
+        return intrinsic(Intrinsic::ceil, v[0]);
+      case PrimId::Round:
+        return intrinsic(Intrinsic::nearbyint, v[0]);
+      case PrimId::Sigmoid: {
+        Value* one = ConstantFP::get(ty(d), 1.0);
+        Value* pos = b_.CreateFDiv(one, b_.CreateFAdd(one, libm("exp", d, {b_.CreateFNeg(v[0])})));
+        Value* e = libm("exp", d, {v[0]});
+        Value* neg = b_.CreateFDiv(e, b_.CreateFAdd(one, e));
+        return b_.CreateSelect(b_.CreateFCmpOGE(v[0], ConstantFP::get(ty(d), 0.0)), pos, neg);
+      }
+      case PrimId::IsNan:
+        return to_bool(b_.CreateFCmpUNO(v[0], v[0]));
+      case PrimId::IsFinite:
+        return to_bool(
+            b_.CreateFCmpOLT(intrinsic(Intrinsic::fabs, v[0]), ConstantFP::getInfinity(ty(d))));
+      case PrimId::Eq:
+        return to_bool(f ? b_.CreateFCmpOEQ(v[0], v[1]) : b_.CreateICmpEQ(v[0], v[1]));
+      case PrimId::Ne:
+        return to_bool(f ? b_.CreateFCmpUNE(v[0], v[1]) : b_.CreateICmpNE(v[0], v[1]));
+      case PrimId::Lt:
+        return to_bool(f                  ? b_.CreateFCmpOLT(v[0], v[1])
+                       : d == DType::Bool ? b_.CreateICmpULT(v[0], v[1])
+                                          : b_.CreateICmpSLT(v[0], v[1]));
+      case PrimId::Le:
+        return to_bool(f                  ? b_.CreateFCmpOLE(v[0], v[1])
+                       : d == DType::Bool ? b_.CreateICmpULE(v[0], v[1])
+                                          : b_.CreateICmpSLE(v[0], v[1]));
+      case PrimId::Gt:
+        return to_bool(f                  ? b_.CreateFCmpOGT(v[0], v[1])
+                       : d == DType::Bool ? b_.CreateICmpUGT(v[0], v[1])
+                                          : b_.CreateICmpSGT(v[0], v[1]));
+      case PrimId::Ge:
+        return to_bool(f                  ? b_.CreateFCmpOGE(v[0], v[1])
+                       : d == DType::Bool ? b_.CreateICmpUGE(v[0], v[1])
+                                          : b_.CreateICmpSGE(v[0], v[1]));
+      case PrimId::And:
+        return b_.CreateAnd(v[0], v[1]);
+      case PrimId::Or:
+        return b_.CreateOr(v[0], v[1]);
+      case PrimId::Xor:
+        return b_.CreateXor(v[0], v[1]);
+      case PrimId::Not:
+        return b_.CreateXor(v[0], b_.getInt8(1));
+      case PrimId::Select:
+        return b_.CreateSelect(b_.CreateICmpNE(v[0], b_.getInt8(0)), v[1], v[2]);
+      case PrimId::Cast:
+        return cast(v[0], d, o.cast_to);
+      default:
+        return nullptr;  // not reached: supported() said no
+    }
+  }
+
+  Function* emit(const Segment& s, const std::string& name, bool dense) {
+    seg_ = &s;
+    dense_ = dense;
+    const size_t ns = s.slots.size();
+    Type* i64 = b_.getInt64Ty();
+    Type* ptr = PointerType::get(ctx_, 0);
+    FunctionType* ft = dense ? FunctionType::get(i64, {ptr, i64, ptr, ptr}, false)
+                             : FunctionType::get(i64, {ptr, ptr, i64}, false);
+    Function* fn = Function::Create(ft, Function::ExternalLinkage, name, m_);
+    fn->addFnAttr(Attribute::NoUnwind);
+    auto arg = fn->arg_begin();
+    Value* base = &*arg++;
+    Value* idx = dense ? nullptr : &*arg++;
+    Value* n = &*arg++;
+    Value* active = dense ? &*arg++ : nullptr;
+    Value* failed = dense ? &*arg++ : nullptr;
+
+    // Alias scopes: one per slot, then the lane list / active mask.
+    MDBuilder md(ctx_);
+    MDNode* domain = md.createAnonymousAliasScopeDomain(name);
+    std::vector<Metadata*> scopes;
+    for (size_t i = 0; i <= ns; ++i) scopes.push_back(md.createAnonymousAliasScope(domain));
+    scope_.assign(ns + 1, nullptr);
+    noalias_.assign(ns + 1, nullptr);
+    for (size_t i = 0; i <= ns; ++i) {
+      scope_[i] = MDNode::get(ctx_, {scopes[i]});
+      std::vector<Metadata*> others;
+      for (size_t k = 0; k <= ns; ++k)
+        if (k != i) others.push_back(scopes[k]);
+      noalias_[i] = MDNode::get(ctx_, others);
+    }
+
+    BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
+    BasicBlock* loop = BasicBlock::Create(ctx_, "lane", fn);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
+    b_.SetInsertPoint(entry);
+    ptr_.assign(ns, nullptr);
+    shared_.assign(ns, nullptr);
+    for (size_t i = 0; i < ns; ++i) {
+      ptr_[i] = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, i));
+      if (s.slots[i].kind == SlotKind::Shared)
+        shared_[i] = b_.CreateLoad(ty(s.slots[i].dtype), ptr_[i]);
+    }
+    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
+
+    b_.SetInsertPoint(loop);
+    PHINode* j = b_.CreatePHI(i64, 2);
+    PHINode* bad_acc = b_.CreatePHI(b_.getInt8Ty(), 2);
+    PHINode* count = dense ? b_.CreatePHI(i64, 2) : nullptr;
+    j->addIncoming(b_.getInt64(0), entry);
+    bad_acc->addIncoming(b_.getInt8(0), entry);
+    if (count) count->addIncoming(b_.getInt64(0), entry);
+    lane_ = j;
+    Value* act = nullptr;
+    if (dense) {
+      LoadInst* a = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), active, j));
+      tag(a, ns);
+      act = b_.CreateICmpNE(a, b_.getInt8(0));
+    } else {
+      LoadInst* t = b_.CreateLoad(b_.getInt32Ty(), b_.CreateGEP(b_.getInt32Ty(), idx, j));
+      tag(t, ns);
+      slot_index_ = b_.CreateZExt(t, i64);
+    }
+    cur_.assign(ns, nullptr);
+    old_.assign(ns, nullptr);
+    written_.assign(ns, false);
+    bad_ = b_.getFalse();
+    for (const FOp& o : s.ops) {
+      Value* r = op(o);
+      cur_[o.outs[0]] = r;
+      written_[o.outs[0]] = true;
+    }
+    Value* stay = nullptr;
+    if (dense) {
+      Value* c = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
+      if (!s.stay_on_true) c = b_.CreateNot(c);
+      stay = b_.CreateAnd(act, c);
+      bad_ = b_.CreateAnd(bad_, act);
+    }
+    for (size_t i = 0; i < ns; ++i) {
+      if (!written_[i]) continue;
+      const Slot& sl = s.slots[i];
+      if (sl.kind == SlotKind::Scratch && !sl.keep) continue;
+      Value* v = cur_[i];
+      if (dense && sl.kind == SlotKind::Thread) {
+        Value* o = old_[i] ? old_[i] : load_slot(static_cast<int32_t>(i));
+        v = b_.CreateSelect(act, v, o);
+      }
+      StoreInst* st = b_.CreateStore(v, address(static_cast<int32_t>(i)));
+      tag(st, i);
+    }
+    Value* bad_next = b_.CreateOr(bad_acc, b_.CreateZExt(bad_, b_.getInt8Ty()));
+    Value* count_next = nullptr;
+    if (dense) {
+      StoreInst* st = b_.CreateStore(b_.CreateZExt(stay, b_.getInt8Ty()),
+                                     b_.CreateGEP(b_.getInt8Ty(), active, j));
+      tag(st, ns);
+      count_next = b_.CreateAdd(count, b_.CreateZExt(stay, i64));
+    }
+    Value* jn = b_.CreateAdd(j, b_.getInt64(1));
+    BasicBlock* loop_end = b_.GetInsertBlock();
+    j->addIncoming(jn, loop_end);
+    bad_acc->addIncoming(bad_next, loop_end);
+    if (count) count->addIncoming(count_next, loop_end);
+    BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit);
+    // The gather form cannot use SIMD (no scatter on AVX2): keep it a plain
+    // loop, which also keeps compile time low. The dense form vectorises.
+    {
+      std::vector<Metadata*> ops{nullptr};
+      auto flag = [&](const char* k, Metadata* v) {
+        ops.push_back(MDNode::get(ctx_, {MDString::get(ctx_, k), v}));
+      };
+      if (!dense) {
+        flag("llvm.loop.vectorize.enable", ConstantAsMetadata::get(b_.getFalse()));
+        flag("llvm.loop.unroll.disable", nullptr);
+        ops.back() = MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")});
+      } else {
+        flag("llvm.loop.unroll.disable", nullptr);
+        ops.back() = MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")});
+      }
+      MDNode* loop_id = MDNode::getDistinct(ctx_, ops);
+      loop_id->replaceOperandWith(0, loop_id);
+      back->setMetadata(LLVMContext::MD_loop, loop_id);
+    }
+
+    b_.SetInsertPoint(exit);
+    PHINode* bad_out = b_.CreatePHI(b_.getInt8Ty(), 2);
+    bad_out->addIncoming(b_.getInt8(0), entry);
+    bad_out->addIncoming(bad_next, loop_end);
+    PHINode* c = nullptr;
+    if (dense) {
+      c = b_.CreatePHI(i64, 2);
+      c->addIncoming(b_.getInt64(0), entry);
+      c->addIncoming(count_next, loop_end);
+    }
+    Value* bad64 = b_.CreateZExt(bad_out, i64);
+    if (dense) {
+      b_.CreateStore(bad64, failed);
+      b_.CreateRet(c);
+    } else {
+      b_.CreateRet(bad64);
+    }
+    return fn;
+  }
+};
+
+std::atomic<uint64_t> module_counter{0};
+
+// What identifies a module: every segment, field by field.
+std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segment>& dense) {
+  std::string k;
+  auto num = [&](uint64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const auto* list : {&gather, &dense}) {
+    num(list->size());
+    for (const Segment& s : *list) {
+      num(s.slots.size());
+      for (const Slot& sl : s.slots)
+        num(static_cast<uint64_t>(sl.dtype) | static_cast<uint64_t>(sl.kind) << 8 |
+            static_cast<uint64_t>(sl.keep) << 16);
+      num(s.ops.size());
+      for (const FOp& o : s.ops) {
+        num(static_cast<uint64_t>(o.copy) | static_cast<uint64_t>(o.prim) << 8 |
+            static_cast<uint64_t>(o.cast_to) << 24);
+        num(o.args.size());
+        for (const Arg& a : o.args) {
+          num(static_cast<uint64_t>(static_cast<int64_t>(a.slot)));
+          num(static_cast<uint64_t>(a.dtype));
+          num(a.bits);
+        }
+        num(o.outs.size());
+        for (int32_t x : o.outs) num(static_cast<uint64_t>(x));
+      }
+      num(static_cast<uint64_t>(static_cast<int64_t>(s.cond)));
+      num(s.stay_on_true);
+    }
+  }
+  return k;
+}
+
+std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
+                                           const std::vector<Segment>& dense, std::string* error);
+
+}  // namespace
+
+bool available() { return engine().jit != nullptr; }
+
+std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
+                                    const std::vector<Segment>& dense, std::string* error,
+                                    bool* cached) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Code> > cache;
+  std::string key = cache_key(gather, dense);
+  // One compilation at a time; a second run of the same program waits for the first's code.
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  *cached = it != cache.end();
+  if (*cached) return it->second;
+  std::shared_ptr<const Code> code = compile_module(gather, dense, error);
+  if (code) cache.emplace(std::move(key), code);
+  return code;
+}
+
+namespace {
+
+std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
+                                           const std::vector<Segment>& dense, std::string* error) {
+  auto cpu_ms = [] {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  };
+  const double cpu0 = cpu_ms();
+  auto t0 = std::chrono::steady_clock::now();
+  auto ms = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
+  };
+  Engine& e = engine();
+  double t_init = ms();
+  if (!e.jit) {
+    *error = "LLVM could not be initialised: " + e.error;
+    return nullptr;
+  }
+  auto ctx = std::make_unique<LLVMContext>();
+  auto m = std::make_unique<Module>("autobatch", *ctx);
+  m->setDataLayout(e.jit->getDataLayout());
+  auto jtmb = orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    *error = toString(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCodeGenOptLevel(CodeGenOpt::Default);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    *error = toString(tm.takeError());
+    return nullptr;
+  }
+  m->setTargetTriple((*tm)->getTargetTriple().str());
+  const std::string prefix = "ab" + std::to_string(module_counter++) + "_";
+  std::vector<std::string> gnames, dnames;
+  {
+    Gen g(*ctx, *m);
+    for (size_t i = 0; i < gather.size(); ++i) {
+      gnames.push_back(prefix + "g" + std::to_string(i));
+      g.gather(gather[i], gnames.back());
+    }
+    for (size_t i = 0; i < dense.size(); ++i) {
+      dnames.push_back(prefix + "d" + std::to_string(i));
+      g.dense(dense[i], dnames.back());
+    }
+  }
+  const std::string cpu = (*tm)->getTargetCPU().str();
+  const std::string features = (*tm)->getTargetFeatureString().str();
+  for (Function& f : *m) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr("target-cpu", cpu);
+    f.addFnAttr("target-features", features);
+  }
+  std::string verr;
+  raw_string_ostream vs(verr);
+  if (verifyModule(*m, &vs)) {
+    *error = "internal error: generated code does not verify: " + vs.str();
+    return nullptr;
+  }
+  double t_gen = ms();
+  {
+    LoopAnalysisManager lam;
+    FunctionAnalysisManager fam;
+    CGSCCAnalysisManager cgam;
+    ModuleAnalysisManager mam;
+    PassBuilder pb(tm->get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    pb.buildPerModuleDefaultPipeline(dense.empty() ? OptimizationLevel::O1 : OptimizationLevel::O2)
+        .run(*m, mam);
+  }
+  double t_opt = ms();
+  // AUTOBATCH_JIT_DUMP=1 prints the optimised module (to see what vectorised).
+  if (const char* dump = std::getenv("AUTOBATCH_JIT_DUMP"); dump && *dump == '1')
+    m->print(errs(), nullptr);
+  auto code = std::make_unique<LlvmCode>();
+  code->tracker = e.jit->getMainJITDylib().createResourceTracker();
+  if (auto err =
+          e.jit->addIRModule(code->tracker, orc::ThreadSafeModule(std::move(m), std::move(ctx)))) {
+    *error = toString(std::move(err));
+    return nullptr;
+  }
+  // One lookup for every function: the module is compiled once, as a whole.
+  orc::SymbolLookupSet names;
+  for (const auto* list : {&gnames, &dnames})
+    for (const auto& n : *list) names.add(e.jit->mangleAndIntern(n));
+  auto syms = e.jit->getExecutionSession().lookup(
+      orc::makeJITDylibSearchOrder(&e.jit->getMainJITDylib()), std::move(names));
+  if (!syms) {
+    *error = toString(syms.takeError());
+    return nullptr;
+  }
+  auto address = [&](const std::string& n) {
+    return (*syms)[e.jit->mangleAndIntern(n)].getAddress();
+  };
+  for (const auto& n : gnames) code->gather.push_back(reinterpret_cast<GatherFn>(address(n)));
+  for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
+  code->seconds = ms() / 1e3;
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "%.1f ms of CPU; IR %.1f ms, optimise %.1f ms, machine code %.1f ms",
+                cpu_ms() - cpu0, t_gen - t_init, t_opt - t_gen, ms() - t_opt);
+  code->detail = buf;
+  return code;
+}
+
+}  // namespace
+
+#endif
+
+}  // namespace ab::jit

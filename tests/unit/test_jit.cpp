@@ -1,0 +1,373 @@
+// The stack VM's compiled paths (src/vm/jit) and the persistent schedule:
+// every mode (JIT on/off x persistent/min-pc) gives the reference's outputs
+// bit for bit, and the same runtime errors; steps, trace and --max-steps
+// stay consistent when a loop block keeps its chunk.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/inputs.h"
+#include "parse/parser.h"
+#include "passes/pipeline.h"
+#include "passes/verify.h"
+#include "vm/jit/jit.h"
+#include "vm/reference.h"
+#include "vm/stack_vm.h"
+
+using namespace ab;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Prog {
+  Module m;
+  InputSet inputs;
+  std::vector<std::optional<Type>> types;
+};
+
+Prog load(const std::string& text, const std::string& inputs) {
+  Result<Module> m = parse_text("t.ab", text);
+  INFO(m.diags().render());
+  REQUIRE(m.ok());
+  Diagnostics d(m->source);
+  verify(*m, d);
+  REQUIRE_FALSE(d.has_errors());
+  Prog p{m.take(), {}, {}};
+  const Function& f = p.m.funcs.front();
+  std::vector<ParamSpec> specs;
+  for (const auto& q : f.params) specs.push_back({q.name.name, q.type});
+  Result<InputSet> in = load_inputs({inputs}, specs, std::nullopt);
+  INFO(in.diags().render());
+  REQUIRE(in.ok());
+  p.inputs = in.take();
+  for (const auto& a : p.inputs.values) p.types.push_back(Type{false, a.type, {}});
+  return p;
+}
+
+RunResult stack(const Prog& p, RunOptions opt) {
+  CompileOptions co;
+  co.entry = p.m.funcs.front().name.name;
+  co.entry_types = p.types;
+  Result<Compiled> c = compile(p.m, co);
+  INFO(c.diags().render());
+  REQUIRE(c.ok());
+  Diagnostics d;
+  FunctionTypes ft = infer_program_types(*c->lowered.program, p.types, d, p.m.source);
+  REQUIRE_FALSE(d.has_errors());
+  return run_stack(*c->lowered.program, ft, p.inputs.values, p.inputs.batch, opt);
+}
+
+RunResult reference(const Prog& p) {
+  Diagnostics d;
+  const std::string entry = p.m.funcs.front().name.name;
+  TypeInfo t = infer_types(p.m, entry, p.types, d);
+  REQUIRE_FALSE(d.has_errors());
+  return run_reference(p.m, t, entry, p.inputs.values, p.inputs.batch, RunOptions{});
+}
+
+void same_bits(const RunResult& a, const RunResult& b) {
+  REQUIRE_FALSE(a.error);
+  REQUIRE_FALSE(b.error);
+  REQUIRE(a.outputs.size() == b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    const Array& x = a.outputs[i];
+    const Array& y = b.outputs[i];
+    REQUIRE(x.byte_size() == y.byte_size());
+    // Floats bit for bit, except that any NaN equals any NaN (the sign of a
+    // NaN made by the hardware depends on operand order, as in the outputs).
+    if (x.type.dtype == DType::F64) {
+      for (size_t k = 0; k < x.byte_size() / 8; ++k) {
+        double u = x.as<double>()[k], v = y.as<double>()[k];
+        if (std::isnan(u) && std::isnan(v)) continue;
+        CHECK(std::memcmp(&u, &v, 8) == 0);
+      }
+    } else if (x.type.dtype == DType::F32) {
+      for (size_t k = 0; k < x.byte_size() / 4; ++k) {
+        float u = x.as<float>()[k], v = y.as<float>()[k];
+        if (std::isnan(u) && std::isnan(v)) continue;
+        CHECK(std::memcmp(&u, &v, 4) == 0);
+      }
+    } else {
+      CHECK(std::memcmp(x.data.data(), y.data.data(), x.byte_size()) == 0);
+    }
+  }
+}
+
+struct Mode {
+  bool jit, persistent;
+};
+const Mode kModes[] = {{true, true}, {true, false}, {false, true}, {false, false}};
+
+RunOptions options(Mode m) {
+  RunOptions o;
+  o.jit = m.jit;
+  o.persistent = m.persistent;
+  return o;
+}
+
+// A loop block of float and integer arithmetic that branches to itself: the
+// dense (SIMD) form; and straight-line blocks: the gather form.
+const char* kFloatLoop = R"(func main(x: f64, k: i64) -> (f64, i64, bool, f32) {
+entry:
+  y = 0.0
+  i = 0
+  done = le(k, 0)
+  branch done, finish, loop
+loop:
+  a = mul(x, 1.5)
+  b = sub(a, y)
+  c = max(b, -3.0)
+  d = min(c, 7.25)
+  e = abs(d)
+  f = sqrt(e)
+  g = sin(f)
+  h = exp(g)
+  fl = floor(h)
+  ce = ceil(h)
+  ro = round(h)
+  s = sigmoid(b)
+  m = mod(a, 2.5)
+  q = div(a, 3.0)
+  isn = isnan(b)
+  fin = isfinite(b)
+  z = select(isn, 0.0, s)
+  y1 = add(y, z)
+  y2 = add(y1, fl)
+  y3 = sub(y2, ce)
+  y4 = add(y3, ro)
+  y5 = add(y4, m)
+  y = add(y5, q)
+  w = neg(y)
+  t = tanh(w)
+  x = add(x, t)
+  ii = cast(fin, dtype=i64)
+  i = add(i, ii)
+  k = sub(k, 1)
+  done = le(k, 0)
+  branch done, finish, loop
+finish:
+  p = gt(y, x)
+  r = cast(y, dtype=f32)
+  return y, i, p, r
+}
+)";
+
+}  // namespace
+
+TEST_CASE("jit: every mode gives the reference's outputs bit for bit on a float loop block") {
+  Prog p = load(kFloatLoop,
+                R"({"x": [0.5, -2.0, 3.25, "NaN", "Infinity", -0.0, 100.0, 1e-300, 7.0],
+                    "k": [3, 10, 0, 4, 2, 5, 50, 1, 20]})");
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    same_bits(r, ref);
+    if (m.jit && jit::available())
+      CHECK(r.log.find("1 loop blocks compiled whole") != std::string::npos);
+  }
+}
+
+TEST_CASE("jit: integer loop blocks (div/mod floor, wrapping, casts) match the reference") {
+  const char* prog = R"(func main(n: i64, d: i32) -> (i64, i32) {
+entry:
+  acc = 0
+  small = 0
+  done = le(n, 0)
+  branch done, finish, loop
+loop:
+  q = div(n, 7)
+  r = mod(n, -3)
+  h = div(n, 4)
+  w = mul(acc, 6364136223846793005)
+  acc = add(w, q)
+  acc = add(acc, r)
+  acc = add(acc, h)
+  n2 = div(n, 2)
+  n = sub(n2, 1)
+  dd = cast(n, dtype=i32)
+  e = mod(dd, d)
+  f = div(dd, d)
+  g = add(e, f)
+  small = max(small, g)
+  done = le(n, 0)
+  branch done, finish, loop
+finish:
+  return acc, small
+}
+)";
+  Prog p = load(prog, R"({"n": [0, 1, 17, 100, -5, 1000, 9223372036854775807],
+                          "d": [3, -2, 5, 7, 1, -9, 4]})");
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    same_bits(stack(p, options(m)), ref);
+  }
+}
+
+TEST_CASE("jit: a division by zero in a fused segment is reported as the kernels report it") {
+  Prog p = load(R"(func main(a: i64, b: i64) -> i64 {
+entry:
+  a2 = add(a, 1)
+  b2 = sub(b, 1)
+  q = div(a2, b2)
+  r = add(q, 1)
+  return r
+}
+)",
+                R"({"a": [5, 6, 7, 8, 9], "b": [2, 3, 1, 1, 4]})");
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    RunResult r = stack(p, options(m));
+    REQUIRE(r.error);
+    CHECK(r.error->message == "integer division by zero");
+    CHECK(r.error->thread == 2);
+    CHECK(r.error->block == "entry");
+  }
+}
+
+TEST_CASE("jit: errors inside a persistent loop: the same thread and message in every mode") {
+  // Thread 1 divides by zero in its 3rd iteration, thread 3 casts NaN in its 2nd.
+  Prog p = load(R"(func main(d: i64, x: f64) -> i64 {
+entry:
+  acc = 0
+  goto loop
+loop:
+  d = sub(d, 1)
+  q = div(100, d)
+  acc = add(acc, q)
+  x = mul(x, x)
+  c = cast(x, dtype=i64)
+  acc = add(acc, c)
+  done = le(d, -2)
+  branch done, finish, loop
+finish:
+  return acc
+}
+)",
+                R"({"d": [10, 3, 9, 8], "x": [0.5, 0.25, 1.0, "Infinity"]})");
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    REQUIRE(r.error);
+    // Iteration 1: every thread's division is fine and thread 3 casts inf.
+    CHECK(r.error->message == "cannot cast inf to i64: out of range");
+    CHECK(r.error->thread == 3);
+  }
+  Prog p2 = load(R"(func main(d: i64) -> i64 {
+entry:
+  acc = 0
+  goto loop
+loop:
+  d = sub(d, 1)
+  q = div(100, d)
+  acc = add(acc, q)
+  done = le(d, -2)
+  branch done, finish, loop
+finish:
+  return acc
+}
+)",
+                 R"({"d": [10, 3, 9, 8]})");
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p2, options(m));
+    REQUIRE(r.error);
+    CHECK(r.error->message == "integer division by zero");
+    CHECK(r.error->thread == 1);
+    CHECK(r.error->block == "loop");
+  }
+}
+
+TEST_CASE("persistent schedule: --max-steps stops a loop block; steps, stats and trace agree") {
+  Prog p = load(R"(func main(n: i64) -> i64 {
+entry:
+  acc = 0
+  done = le(n, 0)
+  branch done, finish, loop
+loop:
+  t = mul(acc, 31)
+  acc = add(t, n)
+  n = sub(n, 1)
+  done = le(n, 0)
+  branch done, finish, loop
+finish:
+  return acc
+}
+)",
+                R"({"n": [3, 0, 1000000000, 5]})");
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunOptions o = options(m);
+    o.max_steps = 100;
+    RunResult r = stack(p, o);
+    REQUIRE(r.error);
+    CHECK(r.error->message == "--max-steps 100 exceeded");
+    CHECK(r.error->thread == 2);
+  }
+  Prog q = load(R"(func main(n: i64) -> i64 {
+entry:
+  acc = 0
+  done = le(n, 0)
+  branch done, finish, loop
+loop:
+  t = mul(acc, 31)
+  acc = add(t, n)
+  n = sub(n, 1)
+  done = le(n, 0)
+  branch done, finish, loop
+finish:
+  return acc
+}
+)",
+                R"({"n": [3, 0, 40, 5, 17, 1]})");
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    fs::path path = fs::temp_directory_path() / ("ab_jit_trace_" + std::to_string(::getpid()));
+    Stats stats;
+    RunResult r;
+    {
+      TraceWriter trace(path.string(), MaskFormat::Bits);
+      RunOptions o = options(m);
+      o.trace = &trace;
+      o.stats = &stats;
+      r = stack(q, o);
+      trace.close();
+    }
+    REQUIRE_FALSE(r.error);
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);  // header
+    int64_t steps = 0, loop_steps = 0, lane_ops = 0;
+    while (std::getline(in, line)) {
+      auto j = nlohmann::json::parse(line);
+      CHECK(j["step"] == steps);
+      const std::string mask = j["mask"];
+      CHECK(std::count(mask.begin(), mask.end(), '1') == j["active"]);
+      if (j["block"] == "main.loop") {
+        ++loop_steps;
+        lane_ops += j["active"].get<int64_t>();
+      }
+      ++steps;
+    }
+    fs::remove(path);
+    CHECK(steps == r.steps);
+    CHECK(stats.steps == r.steps);
+    // The loop block runs once per iteration of its longest thread (40)
+    // whatever the schedule, on the threads still in it: 3+40+5+17+1 lanes.
+    CHECK(loop_steps == 40);
+    CHECK(lane_ops == 66);
+  }
+}
