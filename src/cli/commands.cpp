@@ -1,11 +1,13 @@
 #include "cli/commands.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include "io/inputs.h"
+#include "io/limits.h"
 #include "io/outputs.h"
 #include "ir/ops.h"
 #include "ir/printer.h"
@@ -186,6 +188,12 @@ int finish_run(RunContext& ctx, const RunResult& r, const Module& m, int64_t bat
   return kOk;
 }
 
+// A batch (or a shape) too large for memory is an input error before any
+// work: checked once the variables' types are known.
+std::optional<std::string> memory_error(const Options& opt, int64_t batch, int64_t per_thread) {
+  return batch_memory_error(batch, opt.lanes.value_or(0), per_thread);
+}
+
 std::vector<std::optional<Type>> types_of(const InputSet& inputs) {
   std::vector<std::optional<Type>> out;
   for (const auto& a : inputs.values) out.push_back(Type{false, a.type, {}});
@@ -224,6 +232,7 @@ int run_lowered(RunContext& ctx, const Module& m) {
   ctx.lap("inputs");
   FunctionTypes ft = infer_program_types(p, types_of(*inputs), d, m.source);
   if (d.has_errors()) return report(d);
+  if (auto e = memory_error(opt, inputs->batch, thread_bytes(ft.vars))) return report_message(*e);
   ctx.lap("compile");
   if (auto e = open_trace(ctx)) return report_message(*e);
   RunResult r = opt.vm == "reference"
@@ -259,6 +268,8 @@ int cmd_run(const Options& opt) {
     const Program& p = *c->lowered.program;
     FunctionTypes ft = infer_program_types(p, params, d, m->source);
     if (d.has_errors()) return report(d);
+    if (auto e = memory_error(opt, inputs->batch, thread_bytes(ft.vars)))
+      return report_message(*e);
     ctx.lap("compile");
     if (auto e = open_trace(ctx)) return report_message(*e);
     RunResult r = run_stack(p, ft, inputs->values, inputs->batch, ctx.ro);
@@ -266,6 +277,10 @@ int cmd_run(const Options& opt) {
   }
   TypeInfo types = infer_types(*m, entry->name.name, params, d);
   if (d.has_errors()) return report(d);
+  int64_t per_thread = 0;
+  for (const auto& [name, ft] : types.funcs)  // every function's variables, saturating
+    per_thread += std::min(thread_bytes(ft.vars), INT64_MAX - per_thread);
+  if (auto e = memory_error(opt, inputs->batch, per_thread)) return report_message(*e);
   ctx.lap("compile");
   if (auto e = open_trace(ctx)) return report_message(*e);
   RunResult r =
