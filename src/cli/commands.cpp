@@ -268,8 +268,7 @@ int cmd_run(const Options& opt) {
     const Program& p = *c->lowered.program;
     FunctionTypes ft = infer_program_types(p, params, d, m->source);
     if (d.has_errors()) return report(d);
-    if (auto e = memory_error(opt, inputs->batch, thread_bytes(ft.vars)))
-      return report_message(*e);
+    if (auto e = memory_error(opt, inputs->batch, thread_bytes(ft.vars))) return report_message(*e);
     ctx.lap("compile");
     if (auto e = open_trace(ctx)) return report_message(*e);
     RunResult r = run_stack(p, ft, inputs->values, inputs->batch, ctx.ro);

@@ -165,7 +165,8 @@ inline void npy(std::string_view bytes) {
   if (b->dtype != a->dtype || b->shape != a->shape || b->data.size() != a->data.size())
     fuzz_fail("the .npy round trip changed the array", "");
   Array arr = npy_to_array(a.take());
-  if (arr.byte_size() != static_cast<size_t>(arr.batch * arr.event_size()) * dtype_size(arr.type.dtype))
+  if (arr.byte_size() !=
+      static_cast<size_t>(arr.batch * arr.event_size()) * dtype_size(arr.type.dtype))
     fuzz_fail("npy_to_array: buffer size does not match its type", "");
 }
 

@@ -37,7 +37,8 @@ std::string npy(const std::string& dict, const std::string& data, int major = 1,
   out += static_cast<char>(major);
   out += '\0';
   const uint32_t n = static_cast<uint32_t>(header.size());
-  for (size_t k = 0; k < (major == 1 ? 2u : 4u); ++k) out += static_cast<char>((n >> (8 * k)) & 0xff);
+  for (size_t k = 0; k < (major == 1 ? 2u : 4u); ++k)
+    out += static_cast<char>((n >> (8 * k)) & 0xff);
   return out + header + data;
 }
 
@@ -56,16 +57,19 @@ std::map<std::string, std::string> npy_files() {
   f["good_n.npy"] = npy("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", d3);
   f["good_n4.npy"] = npy("{'descr': '<i8', 'fortran_order': False, 'shape': (4,), }", d4);
   f["truncated_data.npy"] = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", d3);
-  f["truncated_header.npy"] = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", d3).substr(0, 40);
-  f["wrong_magic.npy"] = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", d3, 1, "\x93NUMPX");
+  f["truncated_header.npy"] =
+      npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", d3).substr(0, 40);
+  f["wrong_magic.npy"] =
+      npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", d3, 1, "\x93NUMPX");
   f["big_endian.npy"] = npy("{'descr': '>f8', 'fortran_order': False, 'shape': (3,), }", d3);
   f["fortran.npy"] = npy("{'descr': '<f8', 'fortran_order': True, 'shape': (3,), }", d3);
   f["complex.npy"] = npy("{'descr': '<c16', 'fortran_order': False, 'shape': (3,), }", d3 + d3);
-  f["structured.npy"] = npy("{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (3,), }", d3);
+  f["structured.npy"] =
+      npy("{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (3,), }", d3);
   f["version4.npy"] = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", d3, 4);
   f["no_shape.npy"] = npy("{'descr': '<f8', 'fortran_order': False, }", d3);
-  f["huge_shape.npy"] =
-      npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000, 1000000000000), }", d3);
+  f["huge_shape.npy"] = npy(
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000, 1000000000000), }", d3);
   f["vec_shape.npy"] = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", d3 + d3);
   f["empty.npy"] = "";
   return f;
@@ -177,6 +181,7 @@ TEST_CASE("catalogue: every bad input fails with its exit status and message") {
     CHECK(!r.err.empty());
     if (!r.err.empty()) CHECK(r.err.back() == '\n');
     CHECK(r.err.find("Sanitizer") == std::string::npos);
-    for (const auto& k : c.keywords) CHECK_MESSAGE(r.err.find(k) != std::string::npos, "missing key words '" << k << "'");
+    for (const auto& k : c.keywords)
+      CHECK_MESSAGE(r.err.find(k) != std::string::npos, "missing key words '" << k << "'");
   }
 }

@@ -35,14 +35,16 @@ std::vector<fs::path> files_in(const fs::path& dir, const std::string& suffix = 
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
     if (!e.is_regular_file() || name == "README.md") continue;
-    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    if (name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
       out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-size_t replay(const std::vector<fs::path>& files, const std::function<void(std::string_view)>& body) {
+size_t replay(const std::vector<fs::path>& files,
+              const std::function<void(std::string_view)>& body) {
   for (const auto& f : files) {
     INFO("replaying " << f.string());
     const std::string bytes = slurp(f);
@@ -53,7 +55,8 @@ size_t replay(const std::vector<fs::path>& files, const std::function<void(std::
 
 std::vector<fs::path> program_seeds() {
   std::vector<fs::path> out;
-  for (const char* dir : {"programs", "programs/lowered", "tests/golden/diag", "tests/golden/fmt"}) {
+  for (const char* dir :
+       {"programs", "programs/lowered", "tests/golden/diag", "tests/golden/fmt"}) {
     auto more = files_in(kRoot / dir, ".ab");
     out.insert(out.end(), more.begin(), more.end());
   }
