@@ -6,6 +6,7 @@
 // failed invariant; under tools/test this runs with ASan and UBSan.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
