@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "api/internal.h"
+#include "io/limits.h"
 #include "support/log.h"
 #include "vm/reference.h"
 #include "vm/reference_lowered.h"
@@ -257,6 +258,19 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     std::shared_ptr<const Prepared> prep = impl.prepare(lowered_vm, types);
     if (prep->diags.has_errors()) {
       out.diagnostics = to_public(prep->diags);
+      return out;
+    }
+    // A batch (or a shape) too large for memory is an input error before any
+    // work: every running thread holds all its variables.
+    int64_t per_thread = 0;
+    if (lowered_vm) {
+      per_thread = ab::thread_bytes(prep->program_types.vars);
+    } else {
+      for (const auto& [name, ft] : prep->types.funcs)  // every function's, saturating
+        per_thread += std::min(ab::thread_bytes(ft.vars), INT64_MAX - per_thread);
+    }
+    if (auto e = ab::batch_memory_error(batch, o.lanes, per_thread)) {
+      out.diagnostics.push_back(option_error(*e));
       return out;
     }
     double compile_seconds = seconds_since(start_time);

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -732,6 +733,12 @@ static Result<SourceRef> read_source(const std::string& path) {
     ss << std::cin.rdbuf();
     text = ss.str();
   } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      Diagnostics d;
+      d.error({}, "cannot read '" + path + "': it is a directory");
+      return d;
+    }
     std::ifstream f(path, std::ios::binary);
     if (!f) {
       Diagnostics d;

@@ -142,33 +142,39 @@ class Converter {
     for (size_t i = 0; i < bs.size(); ++i) index_[bs[i].label.name] = i;
     preds_.assign(bs.size(), 0);
     preds_[0] = 1;  // the function's callers
+    const std::vector<std::vector<size_t>> succ = all_successors(bs);
     for (size_t i = 0; i < bs.size(); ++i)
-      for (size_t s : successors(bs, i)) ++preds_[s];
+      for (size_t s : succ[i]) ++preds_[s];
     live_ = compute_liveness(bs);
-    // Variables defined on every path to the end of each block.
+    // Variables defined on every path to the end of each block. Blocks are
+    // visited in order, each from its predecessors' latest sets, so a chain
+    // of n blocks settles in one sweep, not n.
+    std::vector<std::vector<size_t>> preds(bs.size());
+    for (size_t i = 0; i < bs.size(); ++i)
+      for (size_t s : succ[i])
+        if (s != 0) preds[s].push_back(i);  // the entry starts from the parameters only
     defined_out_.assign(bs.size(), std::nullopt);
     for (bool changed = true; changed;) {
       changed = false;
-      std::vector<std::optional<VarSet>> in(bs.size());
-      in[0] = VarSet{};
-      for (const auto& p : f_.params) in[0]->insert(p.name.name);
       for (size_t i = 0; i < bs.size(); ++i) {
-        if (!defined_out_[i]) continue;
-        for (size_t s : successors(bs, i)) {
-          if (s == 0) continue;  // the entry also starts from the parameters only
-          if (!in[s]) {
-            in[s] = *defined_out_[i];
+        std::optional<VarSet> in;
+        if (i == 0) {
+          in = VarSet{};
+          for (const auto& p : f_.params) in->insert(p.name.name);
+        }
+        for (size_t p : preds[i]) {
+          if (!defined_out_[p]) continue;  // not reached yet
+          if (!in) {
+            in = *defined_out_[p];
           } else {
             VarSet meet;
-            for (const auto& v : *in[s])
-              if (defined_out_[i]->count(v)) meet.insert(v);
-            in[s] = std::move(meet);
+            for (const auto& v : *in)
+              if (defined_out_[p]->count(v)) meet.insert(v);
+            in = std::move(meet);
           }
         }
-      }
-      for (size_t i = 0; i < bs.size(); ++i) {
-        if (!in[i]) continue;
-        VarSet out = *in[i];
+        if (!in) continue;
+        VarSet out = std::move(*in);
         for (const auto& ins : bs[i].instrs) instr_writes(ins, out);
         if (defined_out_[i] != out) {
           defined_out_[i] = std::move(out);
@@ -321,10 +327,19 @@ class Converter {
       if (X.term.kind != TermKind::Goto) continue;
       auto y = target(X.term.target);
       if (!y || *y == x || *y == 0 || preds_[*y] != 1) continue;
-      const Block& Y = f_.blocks[*y];
-      if (!all_safe(Y, types_)) continue;
-      X.instrs.insert(X.instrs.end(), Y.instrs.begin(), Y.instrs.end());
-      X.term = Y.term;
+      if (!all_safe(f_.blocks[*y], types_)) continue;
+      // Absorb the whole chain X -> Y -> Z ... at once (one round per chain,
+      // not per block): each absorbed block had X's chain as its only
+      // predecessor, so preds_ stays right for what follows.
+      std::vector<bool> absorbed(f_.blocks.size(), false);
+      absorbed[x] = true;
+      while (y && !absorbed[*y] && *y != 0 && preds_[*y] == 1 && all_safe(f_.blocks[*y], types_)) {
+        absorbed[*y] = true;
+        const Block& Y = f_.blocks[*y];
+        X.instrs.insert(X.instrs.end(), Y.instrs.begin(), Y.instrs.end());
+        X.term = Y.term;
+        y = X.term.kind == TermKind::Goto ? target(X.term.target) : std::nullopt;
+      }
       return true;
     }
     return false;
@@ -350,15 +365,14 @@ class Converter {
 
   void drop_unreachable() {
     auto& bs = f_.blocks;
-    std::map<std::string, size_t> idx;
-    for (size_t i = 0; i < bs.size(); ++i) idx[bs[i].label.name] = i;
+    const std::vector<std::vector<size_t>> succ = all_successors(bs);
     std::vector<bool> seen(bs.size(), false);
     std::vector<size_t> work = {0};
     seen[0] = true;
     while (!work.empty()) {
       size_t i = work.back();
       work.pop_back();
-      for (size_t s : successors(bs, i))
+      for (size_t s : succ[i])
         if (!seen[s]) seen[s] = true, work.push_back(s);
     }
     std::vector<Block> kept;

@@ -54,6 +54,34 @@ std::vector<size_t> successors(const std::vector<Block>& blocks, size_t b) {
   return out;
 }
 
+std::vector<std::vector<size_t>> all_successors(const std::vector<Block>& blocks) {
+  std::map<std::string_view, size_t> index;
+  for (size_t i = 0; i < blocks.size(); ++i) index.emplace(blocks[i].label.name, i);
+  std::vector<std::vector<size_t>> out(blocks.size());
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    auto add = [&](const std::string& label) {
+      auto it = index.find(label);
+      if (it != index.end()) out[b].push_back(it->second);
+    };
+    const Terminator& t = blocks[b].term;
+    switch (t.kind) {
+      case TermKind::Branch:
+      case TermKind::PushGoto:
+        add(t.target.name);
+        add(t.target2.name);
+        break;
+      case TermKind::Goto:
+        add(t.target.name);
+        break;
+      case TermKind::Return:
+      case TermKind::IndirectGoto:
+      case TermKind::Halt:
+        break;
+    }
+  }
+  return out;
+}
+
 LivenessInfo compute_liveness(const std::vector<Block>& blocks, const VarSet& extra_live_at_exit) {
   size_t n = blocks.size();
   LivenessInfo info;
@@ -61,8 +89,7 @@ LivenessInfo compute_liveness(const std::vector<Block>& blocks, const VarSet& ex
   info.live_out.resize(n);
   info.instr_out.resize(n);
   info.term_in.resize(n);
-  std::vector<std::vector<size_t>> succ(n);
-  for (size_t b = 0; b < n; ++b) succ[b] = successors(blocks, b);
+  std::vector<std::vector<size_t>> succ = all_successors(blocks);
   bool changed = true;
   while (changed) {
     changed = false;

@@ -579,7 +579,9 @@ class DisciplineChecker {
     std::vector<std::pair<std::string, State>> work{{f.entry_label, start}};
     size_t errors_before = d_.error_count();
     while (!work.empty() && d_.error_count() == errors_before) {
-      auto [label, st] = work.back();
+      // Not a structured binding: clang 15 cannot capture one in a lambda.
+      std::string label = std::move(work.back().first);
+      State st = std::move(work.back().second);
       work.pop_back();
       auto it = seen.find(label);
       if (it != seen.end()) {

@@ -117,7 +117,7 @@ class FunctionVerifier {
         d_.error(p.name.loc,
                  "'" + p.name.name + "': names with '.' only appear in lowered programs");
     }
-    std::map<std::string, const Block*> labels;
+    std::map<std::string, const Block*>& labels = labels_;
     for (const auto& b : f_.blocks) {
       if (dotted(b.label.name))
         d_.error(b.label.loc,
@@ -140,11 +140,12 @@ class FunctionVerifier {
   const Function& f_;
   Diagnostics& d_;
   std::vector<std::string> label_names_;
+  std::map<std::string, const Block*> labels_;  // by label: lookups stay O(log n)
   std::optional<size_t> first_return_count_;
   SourceLoc first_return_loc_;
 
   void label(const NameRef& l) {
-    if (!f_.find_block(l.name))
+    if (!labels_.count(l.name))
       d_.error(l.loc, "unknown label '" + l.name + "'" + did_you_mean(l.name, label_names_));
   }
 
@@ -429,6 +430,11 @@ std::optional<size_t> result_count(const Function& f) {
 void verify(const Module& m, Diagnostics& diags) {
   if (m.program) {
     verify_program(*m.program, diags);
+    return;
+  }
+  if (m.funcs.empty()) {
+    // Every command needs an entry; an empty (or all-comment) file has none.
+    diags.error({}, "the program defines no function (it needs at least one 'func')");
     return;
   }
   std::map<std::string, const Function*> seen;
