@@ -42,6 +42,21 @@ class LaneStack {
     }
     return put_deep(lane, level);
   }
+  // put and get for stacks of one word per entry.
+  [[gnu::always_inline]] Word* put1(uint32_t lane, uint32_t level) {
+    if (level < kFlat) [[likely]] {
+      Word* row = rows_[level].get();
+      if (!row) [[unlikely]]
+        row = grow(level);
+      return row + lane;
+    }
+    return put_deep(lane, level);
+  }
+  [[gnu::always_inline]] const Word* get1(uint32_t lane, uint32_t level) const {
+    if (level < kFlat) [[likely]]
+      return rows_[level].get() + lane;
+    return deep_[lane].data() + (level - kFlat);
+  }
   // The entry at `level` of `lane`, written before by put (a pop).
   [[gnu::always_inline]] const Word* get(uint32_t lane, uint32_t level) const {
     if (level < kFlat) [[likely]]

@@ -443,7 +443,7 @@ class StackVM {
       for (int64_t j = 0; j < n; ++j) {
         uint32_t t = idx[j];
         uint32_t d = depth[t]++;
-        if (d != 0) *l.below.put(t, d - 1) = top[t];
+        if (d != 0) *l.below.put1(t, d - 1) = top[t];
       }
       return;
     }
@@ -463,7 +463,7 @@ class StackVM {
       const size_t eb = l.ebytes;
       uint32_t* depth = l.depth.data();
       for (int64_t j = 0; j < n; ++j)
-        if (depth[idx[j]] == 0)
+        if (depth[idx[j]] == 0) [[unlikely]]
           return error_at(
               b, op.loc, idx[j],
               "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
@@ -474,7 +474,7 @@ class StackVM {
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
           uint32_t d = --depth[t];
-          if (d != 0) top[t] = *l.below.get(t, d - 1);
+          if (d != 0) top[t] = *l.below.get1(t, d - 1);
         }
       } else {
         for (int64_t j = 0; j < n; ++j) {
@@ -635,7 +635,7 @@ class StackVM {
         const uint32_t ret = cb.t1;
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          *pcs_.put(t, depth[t]++) = ret;
+          *pcs_.put1(t, depth[t]++) = ret;
         }
         // Frames now active, the entry's included.
         peak_depth_ = std::max(peak_depth_, static_cast<int64_t>(deepest) + 1);
@@ -652,7 +652,7 @@ class StackVM {
         int groups = 0;
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          uint32_t r = *pcs_.get(t, --pc_depth_[t]);
+          uint32_t r = *pcs_.get1(t, --pc_depth_[t]);
           if (r == kHalt) {
             halt(t);
             continue;
