@@ -1,6 +1,10 @@
 // Per-thread stacks of fixed-size entries, for the stack VM's program
 // counters and the values below the top of `full` variables.
 //
+// The caller keeps each lane's depth (one counter per lane, which it needs
+// anyway) and addresses entries by level, so a push or pop is one counter
+// update and one access to the entry.
+//
 // The first kFlat levels are stored depth-major: level d of every lane is one
 // contiguous row, allocated the first time any lane reaches it, so the
 // threads of a step touch neighbouring memory instead of one heap block each.
@@ -22,44 +26,42 @@ class LaneStack {
   void init(size_t lanes, size_t words_per_entry) {
     lanes_ = lanes;
     words_ = words_per_entry;
-    count_.assign(lanes, 0);
     for (auto& r : rows_) r.reset();
     deep_.assign(lanes, {});
   }
-  uint32_t size(uint32_t lane) const { return count_[lane]; }
-  void clear(uint32_t lane) {
-    count_[lane] = 0;
-    deep_[lane].clear();
-  }
-  [[gnu::always_inline]] void push(uint32_t lane, const Word* entry) {
-    uint32_t d = count_[lane]++;
-    if (d < kFlat) [[likely]] {
-      Word* row = rows_[d].get();
+  // The lane's stack is empty again.
+  void clear(uint32_t lane) { deep_[lane].clear(); }
+
+  // Where the entry at `level` of `lane` lives, for writing (a push).
+  [[gnu::always_inline]] Word* put(uint32_t lane, uint32_t level) {
+    if (level < kFlat) [[likely]] {
+      Word* row = rows_[level].get();
       if (!row) [[unlikely]]
-        row = grow(d);
-      if (words_ == 1)
-        row[lane] = entry[0];
-      else
-        std::memcpy(row + lane * words_, entry, words_ * sizeof(Word));
-      return;
+        row = grow(level);
+      return row + lane * words_;
     }
-    auto& v = deep_[lane];
-    v.insert(v.end(), entry, entry + words_);
+    return put_deep(lane, level);
   }
-  // Copies the top entry to `out` and removes it.
-  [[gnu::always_inline]] void pop(uint32_t lane, Word* out) {
-    uint32_t d = --count_[lane];
-    if (d < kFlat) [[likely]] {
-      const Word* row = rows_[d].get();
-      if (words_ == 1)
-        out[0] = row[lane];
-      else
-        std::memcpy(out, row + lane * words_, words_ * sizeof(Word));
-      return;
+  // put and get for stacks of one word per entry.
+  [[gnu::always_inline]] Word* put1(uint32_t lane, uint32_t level) {
+    if (level < kFlat) [[likely]] {
+      Word* row = rows_[level].get();
+      if (!row) [[unlikely]]
+        row = grow(level);
+      return row + lane;
     }
-    auto& v = deep_[lane];
-    std::memcpy(out, v.data() + v.size() - words_, words_ * sizeof(Word));
-    v.resize(v.size() - words_);
+    return put_deep(lane, level);
+  }
+  [[gnu::always_inline]] const Word* get1(uint32_t lane, uint32_t level) const {
+    if (level < kFlat) [[likely]]
+      return rows_[level].get() + lane;
+    return deep_[lane].data() + (level - kFlat);
+  }
+  // The entry at `level` of `lane`, written before by put (a pop).
+  [[gnu::always_inline]] const Word* get(uint32_t lane, uint32_t level) const {
+    if (level < kFlat) [[likely]]
+      return rows_[level].get() + lane * words_;
+    return deep_[lane].data() + (level - kFlat) * words_;
   }
 
  private:
@@ -67,9 +69,14 @@ class LaneStack {
     rows_[d] = std::make_unique<Word[]>(lanes_ * words_);
     return rows_[d].get();
   }
+  Word* put_deep(uint32_t lane, uint32_t level) {
+    auto& v = deep_[lane];
+    size_t at = (level - kFlat) * words_;
+    if (v.size() < at + words_) v.resize(at + words_);
+    return v.data() + at;
+  }
   size_t lanes_ = 0;
   size_t words_ = 1;
-  std::vector<uint32_t> count_;
   std::unique_ptr<Word[]> rows_[kFlat];
   std::vector<std::vector<Word>> deep_;
 };

@@ -128,6 +128,7 @@ class StackVM {
     wait_.assign(nb, {});
     bits_.assign((nb + 63) / 64, 0);
     pcs_.init(static_cast<size_t>(lanes_), 1);
+    pc_depth_.assign(static_cast<size_t>(lanes_), 0);
     lane_input_.assign(static_cast<size_t>(lanes_), 0);
     set_shared_inputs();
     for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
@@ -190,7 +191,8 @@ class StackVM {
   std::vector<CBlock> blocks_;
   std::vector<std::vector<uint32_t>> wait_;
   std::vector<uint64_t> bits_;
-  LaneStack<uint32_t> pcs_;  // program counters: where each frame returns
+  LaneStack<uint32_t> pcs_;         // program counters: where each frame returns
+  std::vector<uint32_t> pc_depth_;  // per lane: frames, counting the halt at the bottom
   std::vector<int64_t> lane_input_;
   std::vector<Array> outputs_;
   int64_t next_input_ = 0;
@@ -377,7 +379,8 @@ class StackVM {
       }
     }
     pcs_.clear(t);
-    pcs_.push(t, &kHalt);
+    *pcs_.put(t, 0) = kHalt;
+    pc_depth_[t] = 1;
     push_lane(0, t);
   }
 
@@ -426,27 +429,31 @@ class StackVM {
   }
 
   // A push: the current top of each lane moves to the stack below it.
+  // The top of a lane at depth d (the top included) lives in `top`; the
+  // values below it at levels 0 .. d-2 of `below`.
   void spill(Leaf& l, const uint32_t* idx, int64_t n) {
     const size_t eb = l.ebytes;
+    uint32_t* depth = l.depth.data();
     if (eb == 0) {
-      for (int64_t j = 0; j < n; ++j) ++l.depth[idx[j]];
+      for (int64_t j = 0; j < n; ++j) ++depth[idx[j]];
       return;
     }
-    uint64_t buf[64];
+    if (eb == 8) {
+      const uint64_t* top = reinterpret_cast<const uint64_t*>(l.top.data());
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t t = idx[j];
+        uint32_t d = depth[t]++;
+        if (d != 0) *l.below.put1(t, d - 1) = top[t];
+      }
+      return;
+    }
     for (int64_t j = 0; j < n; ++j) {
       uint32_t t = idx[j];
-      if (l.depth[t]++ == 0) continue;
-      if (eb == 8) {
-        l.below.push(t, reinterpret_cast<const uint64_t*>(l.top.data()) + t);
-      } else if (l.words <= 64) {
-        buf[l.words - 1] = 0;
-        std::memcpy(buf, l.top.data() + t * eb, eb);
-        l.below.push(t, buf);
-      } else {
-        std::vector<uint64_t> big(l.words, 0);
-        std::memcpy(big.data(), l.top.data() + t * eb, eb);
-        l.below.push(t, big.data());
-      }
+      uint32_t d = depth[t]++;
+      if (d == 0) continue;
+      uint64_t* w = l.below.put(t, d - 1);
+      w[l.words - 1] = 0;
+      std::memcpy(w, l.top.data() + t * eb, eb);
     }
   }
 
@@ -454,25 +461,26 @@ class StackVM {
     for (int32_t li : op.pops) {
       Leaf& l = leaves_[li];
       const size_t eb = l.ebytes;
-      uint64_t buf[64];
-      for (int64_t j = 0; j < n; ++j) {
-        uint32_t t = idx[j];
-        uint32_t d = l.depth[t];
-        if (d == 0)
+      uint32_t* depth = l.depth.data();
+      for (int64_t j = 0; j < n; ++j)
+        if (depth[idx[j]] == 0) [[unlikely]]
           return error_at(
-              b, op.loc, t,
+              b, op.loc, idx[j],
               "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
-        l.depth[t] = --d;
-        if (d == 0 || eb == 0) continue;
-        if (eb == 8) {
-          l.below.pop(t, reinterpret_cast<uint64_t*>(l.top.data()) + t);
-        } else if (l.words <= 64) {
-          l.below.pop(t, buf);
-          std::memcpy(l.top.data() + t * eb, buf, eb);
-        } else {
-          std::vector<uint64_t> big(l.words);
-          l.below.pop(t, big.data());
-          std::memcpy(l.top.data() + t * eb, big.data(), eb);
+      if (eb == 0) {
+        for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
+      } else if (eb == 8) {
+        uint64_t* top = reinterpret_cast<uint64_t*>(l.top.data());
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          uint32_t d = --depth[t];
+          if (d != 0) top[t] = *l.below.get1(t, d - 1);
+        }
+      } else {
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          uint32_t d = --depth[t];
+          if (d != 0) std::memcpy(l.top.data() + t * eb, l.below.get(t, d - 1), eb);
         }
       }
     }
@@ -613,18 +621,24 @@ class StackVM {
         break;
       }
       case TermKind::PushGoto: {
-        int64_t deepest = 0;
+        // Frames, counting the halt at the bottom; checked first so that an
+        // error leaves every stack as it was.
+        uint32_t* depth = pc_depth_.data();
+        uint32_t deepest = 0;
+        for (int64_t j = 0; j < n; ++j) deepest = std::max(deepest, depth[idx[j]]);
+        if (deepest > opt_.max_stack_depth) {
+          int64_t j = 0;
+          while (depth[idx[j]] <= opt_.max_stack_depth) ++j;
+          auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
+          return error_at(b, cb.term_loc, idx[j], stack_depth_message(opt_.max_stack_depth, fn));
+        }
+        const uint32_t ret = cb.t1;
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          int64_t depth = pcs_.size(t);  // frames, counting the halt at the bottom
-          if (depth > opt_.max_stack_depth) {
-            auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
-            return error_at(b, cb.term_loc, t, stack_depth_message(opt_.max_stack_depth, fn));
-          }
-          pcs_.push(t, &cb.t1);
-          deepest = std::max(deepest, depth + 1);  // frames now active, the entry's included
+          *pcs_.put1(t, depth[t]++) = ret;
         }
-        peak_depth_ = std::max(peak_depth_, deepest);
+        // Frames now active, the entry's included.
+        peak_depth_ = std::max(peak_depth_, static_cast<int64_t>(deepest) + 1);
         append_lanes(cb.t2, idx, n);
         break;
       }
@@ -638,8 +652,7 @@ class StackVM {
         int groups = 0;
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          uint32_t r;
-          pcs_.pop(t, &r);
+          uint32_t r = *pcs_.get1(t, --pc_depth_[t]);
           if (r == kHalt) {
             halt(t);
             continue;
