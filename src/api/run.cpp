@@ -14,6 +14,7 @@
 #include "vm/run.h"
 
 #include <chrono>
+#include <ctime>
 #include <exception>
 #include <fstream>
 #include <new>
@@ -162,7 +163,14 @@ struct Shard {
   ab::RunResult result;
   bool out_of_memory = false;
   std::string internal_error;
+  double cpu_seconds = 0;  // this shard's thread's CPU time (for -v)
 };
+
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 }  // namespace
 
@@ -322,6 +330,12 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     }
     auto run_shard = [&](int64_t k) {
       Shard& s = work[static_cast<size_t>(k)];
+      const double cpu0 = thread_cpu_seconds();
+      struct CpuTime {
+        Shard& s;
+        double cpu0;
+        ~CpuTime() { s.cpu_seconds = thread_cpu_seconds() - cpu0; }
+      } cpu_time{s, cpu0};
       try {
         ab::RunOptions ro;
         ro.max_stack_depth = o.max_stack_depth;
@@ -369,6 +383,17 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     double run_seconds = seconds_since(run_start);
     if (!work.empty() && !work[0].result.log.empty()) ab::log_info(work[0].result.log);
     log_phase("run", run_seconds);
+    // Per shard CPU time: on a loaded machine, the sum against one shard's and
+    // the largest (the critical path) say how well the shards scale.
+    if (shards > 1 && ab::log_enabled(ab::LogLevel::Info)) {
+      std::string line = "shards' CPU time (ms):";
+      for (const Shard& s : work) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " %.1f", s.cpu_seconds * 1e3);
+        line += buf;
+      }
+      ab::log_info(line);
+    }
 
     // Errors: the first shard's, in batch order.
     for (const Shard& s : work) {
