@@ -56,7 +56,7 @@ inline void front_end(std::string_view bytes) {
   if (print_module(*again) != printed) fuzz_fail("printing is not idempotent", printed);
 
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  verify(*m, d);
   (void)d.render();
   if (d.has_errors() || m->program) return;
   Diagnostics quiet(m->source);
@@ -87,7 +87,7 @@ inline void pipeline(std::string_view bytes) {
   Result<Module> m = parse_text("fuzz.ab", std::string(bytes));
   if (!m) return;
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  verify(*m, d);
   if (d.has_errors() || m->program) return;
   Diagnostics quiet(m->source);
   const Function* entry = find_entry(*m, "", quiet);

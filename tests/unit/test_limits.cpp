@@ -59,7 +59,7 @@ TEST_CASE("limits: a goto chain of 10^4 blocks parses, verifies and lowers quick
   Result<Module> m = parse_text("chain.ab", text);
   REQUIRE(m);
   Diagnostics d(m->source);
-  verify_module(*m, d);
+  verify(*m, d);
   REQUIRE_FALSE(d.has_errors());
   CompileOptions co;
   co.entry = "main";
