@@ -8,11 +8,12 @@
 # for the reproduce commands; failing random programs are saved with their inputs under
 # ${CMAKE_BINARY_DIR}/differential-failures/.
 #
-# Time: a Release build runs both in about 10 s under `ctest -j2` on two cores. The
-# reference interpreter is 20-30x slower in the sanitized Debug build of tools/test,
-# where they take 15-30 minutes on two cores (every program under eight VM
-# configurations, the JIT on and off and both schedules): hence the timeouts. The two cache variables trade
-# coverage for time there if needed.
+# Time: a Release build runs both in a few minutes under `ctest -j2` on two cores
+# (every program under eight VM configurations: the JIT on and off, both
+# schedules). The sanitized Debug build of tools/test is far slower (about 17
+# minutes for differential_programs), hence the one-hour timeouts; tools/test
+# runs 100 random programs instead of 150 there. The two cache variables trade
+# coverage for time.
 set(AUTOBATCH_DIFFERENTIAL_COUNT 150 CACHE STRING
     "Number of random programs of the differential_random test")
 set(AUTOBATCH_DIFFERENTIAL_BATCHES "1,7,64,1000" CACHE STRING
