@@ -43,9 +43,14 @@ size_t dtype_size(DType d) {
   return 0;
 }
 
+// Saturates at INT64_MAX (a shape read from a file may claim any size; the
+// limits reject it afterwards).
 int64_t num_elements(const Shape& s) {
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 
