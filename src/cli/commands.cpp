@@ -40,18 +40,33 @@ int cmd_fmt(const Options& opt) {
   return kOk;
 }
 
+// The --inputs of check and lower, when there are any (a lowered program
+// takes none): the loaded arrays and views borrowing them.
+struct GivenInputs {
+  std::optional<autobatch::Inputs> inputs;
+  std::vector<autobatch::ArrayView> views;
+  const std::vector<autobatch::ArrayView>* views_or_null() const {
+    return inputs ? &views : nullptr;
+  }
+};
+
+// Loads them into `out`; an exit status if they are wrong.
+std::optional<int> load_given_inputs(const autobatch::Program& p, const Options& opt,
+                                     GivenInputs& out) {
+  if (p.is_lowered() || opt.inputs.empty()) return std::nullopt;
+  auto loaded = p.load_inputs(opt.inputs, opt.batch);
+  if (!loaded) return report(loaded);
+  out.inputs = std::move(*loaded);
+  out.views = out.inputs->views();
+  return std::nullopt;
+}
+
 int cmd_check(const Options& opt) {
   auto p = autobatch::compile_file(opt.program, compile_options(opt));
   if (!p) return report(p);
-  std::optional<autobatch::Inputs> inputs;
-  std::vector<autobatch::ArrayView> views;
-  if (!p->is_lowered() && !opt.inputs.empty()) {
-    auto loaded = p->load_inputs(opt.inputs, opt.batch);
-    if (!loaded) return report(loaded);
-    inputs = std::move(*loaded);
-    views = inputs->views();
-  }
-  auto lines = p->signature(inputs ? &views : nullptr);
+  GivenInputs given;
+  if (auto e = load_given_inputs(*p, opt, given)) return *e;
+  auto lines = p->signature(given.views_or_null());
   if (!lines) return report(lines);
   for (const auto& line : *lines) std::cout << line << "\n";
   return kOk;
@@ -124,15 +139,9 @@ int cmd_lower(const Options& opt) {
     if (auto s = autobatch::check_pass_name(opt.print_after); !s) return report(s);
   auto p = autobatch::compile_file(opt.program, compile_options(opt));
   if (!p) return report(p);
-  std::optional<autobatch::Inputs> inputs;
-  std::vector<autobatch::ArrayView> views;
-  if (!p->is_lowered() && !opt.inputs.empty()) {
-    auto loaded = p->load_inputs(opt.inputs, opt.batch);
-    if (!loaded) return report(loaded);
-    inputs = std::move(*loaded);
-    views = inputs->views();
-  }
-  auto text = p->lower(opt.print_after, inputs ? &views : nullptr);
+  GivenInputs given;
+  if (auto e = load_given_inputs(*p, opt, given)) return *e;
+  auto text = p->lower(opt.print_after, given.views_or_null());
   if (!text) return report(text);
   std::cout << *text;
   return kOk;
