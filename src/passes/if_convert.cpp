@@ -1,6 +1,7 @@
 // if_convert: branches to selects, block merging and loop rotation (see
-// if_convert.h). One rewrite per round, analyses recomputed every round: the
-// functions are small and the rounds few.
+// if_convert.h). Each round recomputes the analyses, then converts every
+// branch it can (or merges or rotates once): a function with n sequential
+// ifs takes a few rounds, not n.
 #include "passes/if_convert.h"
 
 #include <algorithm>
@@ -135,6 +136,7 @@ class Converter {
   std::vector<int> preds_;
   LivenessInfo live_;
   std::vector<std::optional<VarSet>> defined_out_;  // nullopt: not reached yet
+  std::vector<bool> rewritten_;  // [block]: converted this round
 
   void analyse() {
     const auto& bs = f_.blocks;
@@ -146,9 +148,21 @@ class Converter {
     for (size_t i = 0; i < bs.size(); ++i)
       for (size_t s : succ[i]) ++preds_[s];
     live_ = compute_liveness(bs);
-    // Variables defined on every path to the end of each block. Blocks are
-    // visited in order, each from its predecessors' latest sets, so a chain
-    // of n blocks settles in one sweep, not n.
+    // Variables defined on every path to the end of each block. Only a
+    // variable live into some block is ever asked about (a select's operand
+    // at a join), so the sets hold only those: temporaries and the renamed
+    // arm values would make them grow with the function. Blocks are visited
+    // in order, each from its predecessors' latest sets, so a chain of n
+    // blocks settles in one sweep, not n.
+    VarSet universe;
+    for (const auto& s : live_.live_in) universe.insert(s.begin(), s.end());
+    std::vector<VarSet> gen(bs.size());
+    for (size_t i = 0; i < bs.size(); ++i) {
+      VarSet w;
+      for (const auto& ins : bs[i].instrs) instr_writes(ins, w);
+      for (const auto& v : w)
+        if (universe.count(v)) gen[i].insert(v);
+    }
     std::vector<std::vector<size_t>> preds(bs.size());
     for (size_t i = 0; i < bs.size(); ++i)
       for (size_t s : succ[i])
@@ -160,7 +174,8 @@ class Converter {
         std::optional<VarSet> in;
         if (i == 0) {
           in = VarSet{};
-          for (const auto& p : f_.params) in->insert(p.name.name);
+          for (const auto& p : f_.params)
+            if (universe.count(p.name.name)) in->insert(p.name.name);
         }
         for (size_t p : preds[i]) {
           if (!defined_out_[p]) continue;  // not reached yet
@@ -175,7 +190,7 @@ class Converter {
         }
         if (!in) continue;
         VarSet out = std::move(*in);
-        for (const auto& ins : bs[i].instrs) instr_writes(ins, out);
+        out.insert(gen[i].begin(), gen[i].end());
         if (defined_out_[i] != out) {
           defined_out_[i] = std::move(out);
           changed = true;
@@ -233,12 +248,17 @@ class Converter {
     return it != types_.end() && !it->second.is_tuple;
   }
 
-  // One diamond or triangle, if any.
+  // Every diamond and triangle convertible on this round's analyses, in
+  // block order. A conversion leaves the analyses of the blocks it did not
+  // rewrite valid: the arms it consumes had the branch as their only
+  // predecessor, and the join keeps its live-in and defined sets. A diamond
+  // touching a rewritten block, or one that becomes convertible only
+  // through a later conversion, waits for the next round.
   bool convert() {
-    for (size_t b = 0; b < f_.blocks.size(); ++b) {
-      if (try_convert(b)) return true;
-    }
-    return false;
+    rewritten_.assign(f_.blocks.size(), false);
+    bool any = false;
+    for (size_t b = 0; b < f_.blocks.size(); ++b) any = try_convert(b) || any;
+    return any;
   }
 
   bool try_convert(size_t b) {
@@ -259,6 +279,9 @@ class Converter {
       return false;
     }
     if (!join || *join == b || *join == then_arm || *join == else_arm) return false;
+    // A block rewritten earlier this round has stale analyses: next round.
+    for (auto x : {std::optional<size_t>(b), then_arm, else_arm, join})
+      if (x && rewritten_[*x]) return false;
     const std::string& cond = B.term.cond.name;
     auto ct = types_.find(cond);
     if (ct == types_.end() || !(ct->second == Type::scalar(DType::Bool))) return false;
@@ -317,6 +340,7 @@ class Converter {
     nb.term.target = {f_.blocks[*join].label.name, B.term.loc};
     nb.term.loc = B.term.loc;
     f_.blocks[b] = std::move(nb);
+    rewritten_[b] = true;
     return true;
   }
 

@@ -277,11 +277,62 @@ class FunctionVerifier {
     for (size_t b = 0; b < nb; ++b)
       if (reach[b])
         for (size_t s : succs(b)) preds[s].push_back(b);
+    // Calls `visit(name, loc, defined_here)` for each read of block b in
+    // order, defined_here telling whether b itself wrote the name before.
+    std::vector<size_t> written_in(nv, 0);  // the visit that last saw a write
+    size_t visit_no = 0;
+    auto reads_of = [&](size_t b, auto&& visit) {
+      const size_t me = ++visit_no;
+      struct Here {
+        std::vector<size_t>& w;
+        size_t me;
+        bool operator[](size_t v) const { return w[v] == me; }
+      } here{written_in, me};
+      for (const auto& ins : f_.blocks[b].instrs) {
+        for (const auto& a : ins.args)
+          if (a.is_var) {
+            auto it = index.find(a.name);
+            visit(a.name, a.loc, it != index.end() && here[it->second]);
+          }
+        std::vector<const Pattern*> leaves;
+        ins.out.names(leaves);
+        for (const Pattern* l : leaves) written_in[index[l->name]] = me;
+      }
+      const Terminator& t = f_.blocks[b].term;
+      auto term_read = [&](const NameRef& n) {
+        auto it = index.find(n.name);
+        visit(n.name, n.loc, it != index.end() && here[it->second]);
+      };
+      if (t.kind == TermKind::Branch) term_read(t.cond);
+      for (const auto& v : t.values)
+        if (v.is_var) term_read(NameRef{v.name, v.loc});
+    };
+    // Only a variable read before its block writes it needs the dataflow;
+    // the others (temporaries, mostly) are checked within their block. So
+    // the bit sets stay small however long the function is.
+    std::vector<int> tracked(nv, -1);
+    size_t nt = 0;
+    for (size_t b = 0; b < nb; ++b)
+      if (reach[b])
+        reads_of(b, [&](const std::string& n, const SourceLoc&, bool here) {
+          auto it = index.find(n);
+          if (!here && it != index.end() && tracked[it->second] < 0)
+            tracked[it->second] = static_cast<int>(nt++);
+        });
+    std::vector<std::vector<size_t>> gen(nb);
+    for (size_t b = 0; b < nb; ++b)
+      for (const auto& ins : f_.blocks[b].instrs) {
+        std::vector<const Pattern*> leaves;
+        ins.out.names(leaves);
+        for (const Pattern* l : leaves)
+          if (int t = tracked[index[l->name]]; t >= 0) gen[b].push_back(static_cast<size_t>(t));
+      }
     // in[b] = (params, for the entry) ∩ out[p] over reachable predecessors;
     // out starts at "everything" and shrinks to the greatest fixpoint.
     using Bits = std::vector<char>;
-    Bits params(nv, 0), all(nv, 1);
-    for (const auto& p : f_.params) params[index[p.name.name]] = 1;
+    Bits params(nt, 0), all(nt, 1);
+    for (const auto& p : f_.params)
+      if (int t = tracked[index[p.name.name]]; t >= 0) params[static_cast<size_t>(t)] = 1;
     std::vector<Bits> in(nb, all), out(nb, all);
     bool changed = true;
     while (changed) {
@@ -290,44 +341,28 @@ class FunctionVerifier {
         if (!reach[b]) continue;
         Bits i = b == 0 ? params : all;
         for (size_t p : preds[b])
-          for (size_t v = 0; v < nv; ++v) i[v] = i[v] && out[p][v];
+          for (size_t v = 0; v < nt; ++v) i[v] = i[v] && out[p][v];
         Bits o = i;
-        for (const auto& ins : f_.blocks[b].instrs) {
-          std::vector<const Pattern*> leaves;
-          ins.out.names(leaves);
-          for (const Pattern* l : leaves) o[index[l->name]] = 1;
-        }
+        for (size_t t : gen[b]) o[t] = 1;
         in[b] = std::move(i);
         if (o != out[b]) out[b] = std::move(o), changed = true;
       }
     }
     // Report the first bad read of each variable.
     std::set<std::string> reported;
-    auto read = [&](const std::string& n, const SourceLoc& loc, const Bits& defined) {
-      if (reported.count(n)) return;
-      auto it = index.find(n);
-      if (it == index.end()) {
-        reported.insert(n);
-        d_.error(loc, "unknown variable '" + n + "'" + did_you_mean(n, names));
-      } else if (!defined[it->second]) {
-        reported.insert(n);
-        d_.error(loc, "variable '" + n + "' is not defined on every path to this use");
-      }
-    };
     for (size_t b = 0; b < nb; ++b) {
       if (!reach[b]) continue;
-      Bits defined = in[b];
-      for (const auto& ins : f_.blocks[b].instrs) {
-        for (const auto& a : ins.args)
-          if (a.is_var) read(a.name, a.loc, defined);
-        std::vector<const Pattern*> leaves;
-        ins.out.names(leaves);
-        for (const Pattern* l : leaves) defined[index[l->name]] = 1;
-      }
-      const Terminator& t = f_.blocks[b].term;
-      if (t.kind == TermKind::Branch) read(t.cond.name, t.cond.loc, defined);
-      for (const auto& v : t.values)
-        if (v.is_var) read(v.name, v.loc, defined);
+      reads_of(b, [&](const std::string& n, const SourceLoc& loc, bool here) {
+        if (here || reported.count(n)) return;
+        auto it = index.find(n);
+        if (it == index.end()) {
+          reported.insert(n);
+          d_.error(loc, "unknown variable '" + n + "'" + did_you_mean(n, names));
+        } else if (!in[b][static_cast<size_t>(tracked[it->second])]) {
+          reported.insert(n);
+          d_.error(loc, "variable '" + n + "' is not defined on every path to this use");
+        }
+      });
     }
   }
 };
