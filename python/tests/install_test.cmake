@@ -14,6 +14,7 @@ assert out.tolist() == [13, 21, 34, 21], out
 print('installed module OK:', autobatch.__file__)")
 execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ENV} PYTHONPATH=${PREFIX}/${PYDIR}
                         ${PYTHON} -c "${script}"
+                WORKING_DIRECTORY ${PREFIX}  # not the build tree's python/ (sys.path[0])
                 RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "the installed module failed")
