@@ -38,10 +38,10 @@ def nuts_with_python_density(programs):
 
 def test_nuts_with_python_primitives(programs):
     prog = nuts_with_python_density(programs)
-    chains, n_warmup, n_samples = 1000, 30, 30
+    chains, n_warmup, n_samples = 1000, 20, 20
     rng = np.random.default_rng(3)
     outs = prog.run(prec=PREC[None], mu=MU[None], q0=rng.standard_normal((chains, 3)) * 2,
-                    key=np.arange(chains), eps=0.5, max_depth=6, n_warmup=n_warmup,
+                    key=np.arange(chains), eps=0.5, max_depth=5, n_warmup=n_warmup,
                     n_samples=n_samples)
     q, sum_q, sum_qq = outs[:3]
     assert sum_q.shape == (chains, 3) and sum_qq.shape == (chains, 3, 3)
@@ -49,7 +49,7 @@ def test_nuts_with_python_primitives(programs):
     mean = sum_q.sum(axis=0) / n
     cov = sum_qq.sum(axis=0) / n - np.outer(mean, mean)
     target_cov = np.linalg.inv(PREC)
-    # 30000 draws of a well-mixing sampler: standard errors of about 0.01.
+    # 20000 draws of a well-mixing sampler: standard errors of about 0.01.
     assert np.allclose(mean, MU, atol=0.08), mean
     assert np.allclose(cov, target_cov, atol=0.12), cov
 
@@ -59,8 +59,8 @@ def test_python_density_matches_builtin(programs):
     # floating-point rounding (one chain in a hundred may take another path).
     prog_py = nuts_with_python_density(programs)
     prog_ab = autobatch.load(programs / "nuts.ab")
-    args = dict(prec=PREC[None], mu=MU[None], q0=np.zeros((100, 3)), key=np.arange(100),
-                eps=0.5, max_depth=5, n_warmup=2, n_samples=3)
+    args = dict(prec=PREC[None], mu=MU[None], q0=np.zeros((40, 3)), key=np.arange(40),
+                eps=0.5, max_depth=4, n_warmup=1, n_samples=2)
     for vm in ("stack", "stackless", "reference"):
         a = prog_py.run(**args, vm=vm)[0]
         b = prog_ab.run(**args, vm=vm)[0]
