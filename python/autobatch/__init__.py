@@ -261,8 +261,8 @@ class Program:
 
         Inputs: by position (in parameter order) or by name, each a NumPy
         array (bool, int32, int64, float32, float64; a C-contiguous one is
-        read in place, without a copy; other layouts and convertible dtypes
-        are converted), a list or a Python scalar. The first axis is the
+        handed to the library without a copy; other layouts and convertible
+        dtypes are converted), a list or a Python scalar. The first axis is the
         batch: every input has the same batch or 1 (a batch of 1 is shared
         by every thread). `inputs=` takes them as a dict or list instead (for
         a parameter named like an option), or as `autobatch run --inputs`
