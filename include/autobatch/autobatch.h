@@ -324,6 +324,14 @@ class Program {
   const std::string& entry() const;
   bool is_lowered() const;  // the file held a lowered program
 
+  // The entry's parameters, in order: name and declared type (nullopt when
+  // not annotated: inferred from the inputs). Empty if there is no entry.
+  struct Parameter {
+    std::string name;
+    std::optional<TensorType> type;
+  };
+  std::vector<Parameter> parameters() const;
+
   // One line per function: "func fib(n: i64) -> i64", with '?' where a type
   // depends on inputs not given (`inputs` null). For a lowered program:
   // "program fib: 6 variables, 5 blocks".

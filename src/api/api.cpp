@@ -309,6 +309,18 @@ std::shared_ptr<const Prepared> Program::Impl::prepare(
 const std::string& Program::entry() const { return impl_->entry; }
 bool Program::is_lowered() const { return impl_->module.program.has_value(); }
 
+std::vector<Program::Parameter> Program::parameters() const {
+  std::vector<Parameter> out;
+  if (impl_->entry.empty()) return out;
+  for (auto& [name, type] : impl_->params()) {
+    Parameter p{name, std::nullopt};
+    if (type && !type->is_tuple)
+      p.type = TensorType{to_public(type->tensor.dtype), type->tensor.shape};
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 namespace {
 
 std::string type_or_unknown(const std::optional<ab::Type>& t) {

@@ -1,0 +1,416 @@
+"""autobatch: run a program on a batch of inputs, NumPy arrays in and out.
+
+    import numpy as np, autobatch
+    prog = autobatch.load("programs/fib.ab", entry="fib")
+    (out,) = prog.run(n=np.array([6, 7, 8, 7]))     # array([13, 21, 34, 21])
+
+A program is written in the autobatch language (SPEC.md); every input
+array is a batch (its first axis: one thread per row) and every output
+comes back batch first. Python functions can be primitives of the
+language (see Primitive). Errors raise CompileError, InputError or
+ExecutionError.
+"""
+
+import inspect
+import json
+import os
+import threading
+
+import numpy as np
+
+from . import _autobatch as _ab
+from ._errors import AutobatchError, CompileError, ExecutionError, InputError
+
+__all__ = [
+    "AutobatchError", "CompileError", "Diagnostic", "ExecutionError", "InputError", "OpInfo",
+    "Primitive", "Program", "RunResult", "compile", "format", "load", "ops", "pass_names",
+    "set_log_level", "version", "__version__",
+]
+
+Diagnostic = _ab.Diagnostic
+OpInfo = _ab.OpInfo
+version = _ab.version
+__version__ = _ab.version()
+
+_DTYPES = {
+    "bool": np.dtype(np.bool_),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+}
+_SUPPORTED = set(_DTYPES.values())
+_RUN_DEFAULTS = dict(vm="stack", schedule=None, jit=True, lanes=0, threads=0, max_steps=0,
+                     max_stack_depth=100000, batch=None, trace=None, trace_mask="bits",
+                     stats=False, on_error="abort", output=None, inputs=None)
+
+
+# ---------------------------------------------------------------- primitives
+
+class Primitive:
+    """A Python function as a primitive of the language.
+
+    Primitive(fn, result="f64", arity=None, doc=None)
+
+    Used from a program like any primitive, under the name it is given in
+    ``compile(..., primitives={"logp": Primitive(fn, result="f64")})``, in
+    every VM. The VM calls ``fn`` with one NumPy array per operand, holding
+    the operands of the threads that execute the call (batch first: shape
+    ``(n, *event shape)``, fresh arrays ``fn`` may keep), and ``fn`` returns
+    their results: an array (or anything ``numpy.asarray`` takes) of shape
+    ``(n, *result shape)`` or broadcastable to it, whose dtype casts to the
+    result's within its kind (an int64 array for an "f64" result is fine, a
+    float array for an "i64" one is an error).
+
+    result: the result's type for one thread, a type of the language:
+        "f64", "i64", "bool", "f64[3]", "f32[2,2]".
+    arity: the number of operands (default: fn's positional parameters).
+    doc: one line for ops() (default: the first line of fn's docstring).
+
+    An exception raised by fn stops the run with an ExecutionError naming
+    the primitive and the exception. The GIL is held only during fn's own
+    call; programs run with it released. Each distinct set of primitives
+    given to compile() registers them once in the library (at most 1024
+    primitives per process).
+    """
+
+    __slots__ = ("_fn", "_result", "_arity", "_doc")
+
+    def __init__(self, fn, result="f64", arity=None, doc=None):
+        if not callable(fn):
+            raise TypeError("Primitive: fn must be callable")
+        if _ab.parse_tensor_type(str(result)) is None:
+            raise InputError(f"Primitive: result type '{result}' is not a type such as "
+                             "\"f64\" or \"f64[3]\"")
+        if arity is None:
+            arity = _positional_arity(fn)
+        if doc is None:
+            doc = (inspect.getdoc(fn) or "").strip().split("\n")[0]
+        self._fn, self._result, self._arity, self._doc = fn, str(result), int(arity), doc
+
+    fn = property(lambda self: self._fn, doc="The Python function.")
+    result = property(lambda self: self._result, doc="The result type (\"f64\", \"f64[3]\").")
+    arity = property(lambda self: self._arity, doc="The number of operands.")
+    doc = property(lambda self: self._doc, doc="The line ops() shows.")
+
+    def __repr__(self):
+        name = getattr(self._fn, "__name__", repr(self._fn))
+        return f"Primitive({name}, result={self._result!r}, arity={self._arity})"
+
+
+def _positional_arity(fn):
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        raise TypeError("Primitive: cannot read fn's parameters; give arity=") from None
+    n = 0
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            raise TypeError("Primitive: fn takes *args; give arity=")
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            n += 1
+    return n
+
+
+_sets = {}
+_sets_lock = threading.Lock()
+
+
+def _primitive_set(primitives):
+    """The library's set for a {name: Primitive} dict, registered once per
+    distinct dict contents (the library never unregisters a primitive)."""
+    if not primitives:
+        return None
+    items = sorted(primitives.items(), key=lambda kv: kv[0])
+    for name, p in items:
+        if not isinstance(p, Primitive):
+            raise TypeError(f"primitives[{name!r}] must be an autobatch.Primitive, "
+                            f"not {type(p).__name__}")
+    key = tuple((name, id(p)) for name, p in items)
+    with _sets_lock:
+        hit = _sets.get(key)
+        if hit is not None:
+            return hit[0]
+        s = _ab._Primitives()
+        for name, p in items:
+            s.add(name, p.arity, p.result, p.fn, p.doc)
+        _sets[key] = (s, [p for _, p in items])  # keeps the ids valid
+        return s
+
+
+# ---------------------------------------------------------------- inputs
+
+def _convert(name, value, declared):
+    """`value` as a C-contiguous array of a supported dtype (batch first):
+    the same array when it is one already (no copy)."""
+    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)  # a scalar is a batch of 1
+    want = _DTYPES.get(declared.split("[")[0]) if declared else None
+    src = arr.dtype
+    if want is None:
+        if src in _SUPPORTED:
+            want = src
+        elif src.kind in "iu" and np.can_cast(src, np.int64):
+            want = np.dtype(np.int64)
+        elif src.kind == "f" and np.can_cast(src, np.float64):
+            want = np.dtype(np.float64) if src.itemsize > 4 else np.dtype(np.float32)
+        else:
+            raise InputError(f"input '{name}': dtype {src} is not supported "
+                             "(bool, int32, int64, float32, float64)")
+    elif src != want:
+        if src.kind in "iu" and want.kind == "i":
+            if arr.size:
+                info = np.iinfo(want)
+                lo, hi = arr.min(), arr.max()
+                if lo < info.min or hi > info.max:
+                    bad = lo if lo < info.min else hi
+                    raise InputError(f"input '{name}': {bad} is out of range for {declared}")
+        elif not (src.kind in "biuf" and np.can_cast(src, want, "same_kind")):
+            raise InputError(f"input '{name}': the entry declares {declared}, "
+                             f"the input has dtype {src}")
+    return np.ascontiguousarray(arr, dtype=want)
+
+
+def _is_forms(inputs):
+    return isinstance(inputs, (str, os.PathLike)) or (
+        isinstance(inputs, (list, tuple)) and inputs
+        and all(isinstance(x, (str, os.PathLike)) for x in inputs))
+
+
+# ---------------------------------------------------------------- programs
+
+class RunResult:
+    """What run() returns with stats=True or on_error="record".
+
+    outputs: a tuple of arrays, one per output leaf, batch first.
+    stats: with stats=True, the dict `autobatch run --stats` prints (steps,
+        block_executions, primitive_executions, lane_operations,
+        mean_utilization, peak_stack_depth, seconds), else None.
+    errors: with on_error="record", the failed threads, else None.
+    """
+
+    __slots__ = ("outputs", "stats", "errors")
+
+    def __init__(self, outputs, stats, errors):
+        self.outputs, self.stats, self.errors = outputs, stats, errors
+
+    def __repr__(self):
+        return f"RunResult(outputs={self.outputs!r}, stats={self.stats!r}, errors={self.errors!r})"
+
+
+class Program:
+    """A compiled program (from compile() or load()); immutable, and safe to
+    run from several Python threads at once.
+
+    entry: the entry function's name; parameters: its (name, declared type
+    or None) pairs; signature: one line per function. run() runs it on a
+    batch, lower() shows it after the compiler's passes, check() infers
+    the types for given inputs.
+    """
+
+    __slots__ = ("_p", "_schedule", "_params")
+
+    def __init__(self, impl, schedule):
+        self._p = impl
+        self._schedule = schedule
+        self._params = impl.parameters if impl.entry else []
+
+    @property
+    def entry(self):
+        """The entry function's name ("" if none could be chosen)."""
+        return self._p.entry
+
+    @property
+    def is_lowered(self):
+        """True when the source was a lowered program (autobatch lower's output)."""
+        return self._p.is_lowered
+
+    @property
+    def parameters(self):
+        """The entry's inputs: a list of (name, declared type or None)."""
+        return list(self._params)
+
+    @property
+    def signature(self):
+        """One line per function, as `autobatch check` prints it:
+        "func fib(n: i64) -> i64" ('?' where a type depends on the inputs)."""
+        return self._p.signature()
+
+    def check(self, *args, inputs=None, batch=None, **named):
+        """The signature lines with the types these inputs give (inputs as for
+        run()); raises CompileError or InputError when they do not type."""
+        arrays, _ = self._bind(args, named, inputs, batch)
+        return self._p.signature(arrays)
+
+    def lower(self, *args, print_after=None, inputs=None, batch=None, **named):
+        """The program after every compiler pass (or after the pass
+        `print_after`; pass_names() lists them), as text that load() and
+        compile() accept: `autobatch lower`. Inputs (optional, as for run())
+        fix the types of unannotated parameters."""
+        arrays = None
+        if args or named or inputs is not None:
+            arrays, _ = self._bind(args, named, inputs, batch)
+        return self._p.lower(print_after or "", arrays)
+
+    def run(self, *args, vm="stack", schedule=None, jit=True, lanes=0, threads=0, max_steps=0,
+            max_stack_depth=100000, batch=None, trace=None, trace_mask="bits", stats=False,
+            on_error="abort", output=None, inputs=None, **named):
+        """Runs the entry on a batch; returns a tuple of arrays (one per output
+        leaf, batch first), or a RunResult with stats=True or on_error="record".
+
+        Inputs: by position (in parameter order) or by name, each a NumPy
+        array (bool, int32, int64, float32, float64; a C-contiguous one is
+        handed to the library without a copy; other layouts and convertible
+        dtypes are converted), a list or a Python scalar. The first axis is the
+        batch: every input has the same batch or 1 (a batch of 1 is shared
+        by every thread). `inputs=` takes them as a dict or list instead (for
+        a parameter named like an option), or as `autobatch run --inputs`
+        forms: a JSON text or file name, "NAME=FILE.npy", or a list of them.
+
+        Options (those of `autobatch run`):
+          vm: "stack" (default), "stackless" or "reference".
+          schedule: "persistent" or "min-pc" (default: compile()'s).
+          jit: stack VM: compile blocks to native code (True, default).
+          lanes: > 0: streaming mode on this many lanes.
+          threads: OS threads (0: automatic).
+          max_steps: stop with ExecutionError after this many steps (0: no bound).
+          max_stack_depth: frames per thread (default 100000).
+          batch: number of threads when the entry takes no batched input.
+          trace: a file name for the JSON Lines trace, or a callable
+            called with each line (str).
+          trace_mask: "bits" (default), "ranges" or "none".
+          stats: return a RunResult whose .stats is `--stats`'s dict.
+          on_error: "abort" (default: raise ExecutionError at the first
+            runtime error) or "record" (keep the other threads going).
+          output: also write the outputs as `--output` does ("X.json",
+            "X.npy", "DIR/").
+
+        Raises InputError (bad inputs or options), CompileError (the program
+        does not type for these inputs) or ExecutionError (a runtime error).
+        The GIL is released while the program runs.
+        """
+        if batch is not None and (isinstance(batch, bool) or int(batch) < 1):
+            raise InputError(f"batch must be at least 1, not {batch}")
+        arrays, given_batch = self._bind(args, named, inputs, batch)
+        if batch is None:
+            batch = given_batch
+        if isinstance(jit, str):
+            if jit not in ("on", "off"):
+                raise InputError(f"jit must be True/False (or 'on'/'off'), not '{jit}'")
+            jit = jit == "on"
+        trace_path, trace_callback = "", None
+        if callable(trace):
+            trace_callback = trace
+        elif trace is not None:
+            trace_path = os.fspath(trace)
+        outputs, stats_json, errors = self._p.run(
+            arrays, vm=vm, schedule=schedule or self._schedule, jit=bool(jit), lanes=int(lanes),
+            threads=int(threads), max_steps=int(max_steps), max_stack_depth=int(max_stack_depth),
+            batch=int(batch or 0), trace_path=trace_path, trace_callback=trace_callback,
+            trace_mask=trace_mask, stats=bool(stats), on_error=on_error,
+            output=os.fspath(output) if output is not None else "")
+        if stats or on_error == "record":
+            return RunResult(outputs, json.loads(stats_json) if stats_json else None, errors)
+        return outputs
+
+    def _bind(self, args, named, inputs, batch):
+        """(arrays in parameter order, the batch the inputs set or None)."""
+        if inputs is not None:
+            if args or named:
+                raise InputError("give the inputs either as arguments or as inputs=, not both")
+            if _is_forms(inputs):
+                forms = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+                arrays, b = self._p.load_inputs([os.fspath(f) for f in forms],
+                                                None if batch is None else int(batch))
+                return arrays, (b or None)
+            if isinstance(inputs, dict):
+                named = dict(inputs)
+            elif isinstance(inputs, (list, tuple)):
+                args = tuple(inputs)
+            else:
+                raise InputError("inputs= takes a dict, a list, a JSON text or a file name")
+        params = self._params
+        if len(args) > len(params):
+            raise InputError(f"the entry '{self.entry}' takes {len(params)} input"
+                             f"{'' if len(params) == 1 else 's'}, but {len(args)} were given")
+        named = dict(named)
+        arrays = []
+        for i, (name, declared) in enumerate(params):
+            if i < len(args):
+                if name in named:
+                    raise InputError(f"input '{name}' given twice (by position and by name)")
+                value = args[i]
+            elif name in named:
+                value = named.pop(name)
+            else:
+                raise InputError(f"missing input '{name}' (the entry '{self.entry}' takes "
+                                 f"{', '.join(n for n, _ in params)})")
+            arrays.append(_convert(name, value, declared))
+        if named:
+            known = ", ".join(n for n, _ in params) or "none"
+            raise InputError(f"unknown input '{next(iter(named))}' (the entry's inputs: {known})")
+        return arrays, None
+
+    def __repr__(self):
+        return f"<autobatch.Program entry={self.entry!r}>"
+
+
+def _passes(passes):
+    if passes is None:
+        return []
+    if isinstance(passes, str):
+        return [p.strip() for p in passes.split(",") if p.strip()]
+    return list(passes)
+
+
+def compile(text, entry="", *, name="<input>", primitives=None, passes=None,
+            schedule="persistent"):
+    """Compiles a program from its text; returns a Program.
+
+    entry: the entry function (default: main, or the only function).
+    name: the file name messages show.
+    primitives: {name: Primitive} usable from the program (see Primitive).
+    passes: the compiler's pipeline, a list or "a,b,c" of pass_names()
+        (default: every pass).
+    schedule: the default schedule of run(): "persistent" or "min-pc".
+
+    Raises CompileError (with .diagnostics) when the program does not parse,
+    verify or type-check (types that depend on the inputs are checked when
+    it runs).
+    """
+    prims = _primitive_set(primitives)
+    return Program(_ab.compile(text, entry=entry, name=name, passes=_passes(passes),
+                               schedule=schedule, primitives=prims), schedule)
+
+
+def load(path, entry="", *, primitives=None, passes=None, schedule="persistent"):
+    """Compiles the program in the file `path` (an .ab file, or a lowered
+    program); returns a Program. Options as for compile()."""
+    prims = _primitive_set(primitives)
+    return Program(_ab.compile_file(os.fspath(path), entry=entry, passes=_passes(passes),
+                                    schedule=schedule, primitives=prims), schedule)
+
+
+def ops(primitives=None):
+    """The primitive table (`autobatch ops`): a list of OpInfo (name,
+    min_args, max_args, attrs, group, doc, custom), the built-ins first,
+    then those of `primitives` ({name: Primitive})."""
+    return _ab.ops(_primitive_set(primitives))
+
+
+def pass_names():
+    """The compiler's passes, in pipeline order (for lower(print_after=...)
+    and compile(passes=...))."""
+    return _ab.pass_names()
+
+
+def set_log_level(level):
+    """Logging on stderr, as the CLI's --log-level: one of
+    "off" (default), "info", "debug"... (the names the library lists)."""
+    _ab.set_log_level(level)
+
+
+def format(text, name="<input>"):
+    """The program's text in canonical form (`autobatch fmt`)."""
+    return _ab.format(text, name)

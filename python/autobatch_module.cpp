@@ -1,0 +1,550 @@
+// The `autobatch._autobatch` extension: the public C++ API
+// (include/autobatch/autobatch.h, nothing else) seen from Python. The
+// Python-facing layer (argument binding, dtype conversion, result objects)
+// is python/autobatch/__init__.py; this file does what needs C++:
+// - inputs: C-contiguous NumPy arrays of a supported dtype are given to the
+//   VMs as borrowed ArrayViews (no copy); outputs become NumPy arrays that
+//   own the library's Array (no copy either);
+// - Python callables as custom primitives: the kernel takes the GIL, gathers
+//   the active lanes' operands into fresh arrays (batch first), calls the
+//   function and scatters its result back;
+// - the GIL is released while a program runs (a Python primitive or a trace
+//   callback takes it back for its own call only), so other Python threads
+//   run meanwhile and several runs go in parallel;
+// - errors become autobatch.CompileError / InputError / ExecutionError
+//   (classes defined in autobatch/_errors.py).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autobatch/autobatch.h"
+
+namespace py = pybind11;
+using autobatch::DType;
+
+namespace {
+
+// ---------------------------------------------------------------- errors
+
+py::object error_class(const char* name) {
+  return py::module_::import("autobatch._errors").attr(name);
+}
+
+py::list diagnostics_list(const std::vector<autobatch::Diagnostic>& ds) {
+  py::list out;
+  for (const auto& d : ds) out.append(py::cast(d));
+  return out;
+}
+
+std::string joined(const std::vector<autobatch::Diagnostic>& ds) {
+  std::string out;
+  for (const auto& d : ds) out += d.rendered;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+[[noreturn]] void raise(const py::object& cls, const py::object& exc) {
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+  throw py::error_already_set();
+}
+
+// Diagnostics of compile() are CompileError; later, those about the source (a
+// file and a line: type errors may show only once the inputs' types are
+// known) too, and the rest (inputs, options) InputError.
+[[noreturn]] void raise_diagnostics(const std::vector<autobatch::Diagnostic>& ds,
+                                    bool compiling = false) {
+  bool located = compiling;
+  for (const auto& d : ds) located = located || (!d.file.empty() && d.line > 0);
+  py::object cls = error_class(located ? "CompileError" : "InputError");
+  raise(cls, cls(joined(ds), diagnostics_list(ds)));
+}
+
+[[noreturn]] void raise_input(const std::string& message) {
+  py::object cls = error_class("InputError");
+  raise(cls, cls(message, py::list()));
+}
+
+[[noreturn]] void raise_runtime(const autobatch::RuntimeError& e) {
+  py::object cls = error_class("ExecutionError");
+  std::string text = e.rendered;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  py::object exc = cls(text);
+  exc.attr("message") = e.message;
+  exc.attr("file") = e.file;
+  exc.attr("line") = e.line;
+  exc.attr("column") = e.column;
+  exc.attr("function") = e.function;
+  exc.attr("block") = e.block;
+  exc.attr("thread") = e.thread >= 0 ? py::object(py::int_(e.thread)) : py::none();
+  exc.attr("batch") = e.batch;
+  raise(cls, exc);
+}
+
+template <typename T>
+T value_or_raise(autobatch::Result<T> r, bool compiling = false) {
+  if (!r) raise_diagnostics(r.diagnostics(), compiling);
+  return std::move(*r);
+}
+
+// ---------------------------------------------------------------- arrays
+
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::Bool:
+      return py::dtype::of<bool>();
+    case DType::I32:
+      return py::dtype::of<int32_t>();
+    case DType::I64:
+      return py::dtype::of<int64_t>();
+    case DType::F32:
+      return py::dtype::of<float>();
+    case DType::F64:
+      return py::dtype::of<double>();
+  }
+  return py::dtype::of<double>();
+}
+
+std::optional<DType> dtype_of_numpy(const py::dtype& dt) {
+  char kind = dt.kind();
+  auto size = dt.itemsize();
+  if (kind == 'b' && size == 1) return DType::Bool;
+  if (kind == 'i' && size == 4) return DType::I32;
+  if (kind == 'i' && size == 8) return DType::I64;
+  if (kind == 'f' && size == 4) return DType::F32;
+  if (kind == 'f' && size == 8) return DType::F64;
+  return std::nullopt;
+}
+
+// A borrowed view of `a` (the caller keeps `a` alive during the run). The
+// Python layer has already made it C-contiguous and of a supported dtype.
+autobatch::ArrayView view_of(const py::array& a, size_t index) {
+  auto dt = dtype_of_numpy(a.dtype());
+  if (!dt)
+    raise_input("input " + std::to_string(index) + ": unsupported dtype " +
+                py::str(a.dtype()).cast<std::string>());
+  if (!(a.flags() & py::array::c_style)) raise_input("internal: input is not C-contiguous");
+  autobatch::ArrayView v;
+  v.dtype = *dt;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) v.shape.push_back(a.shape(i));
+  v.data = a.data();
+  return v;
+}
+
+// The library's (immutable, shared) output as a NumPy array that owns it.
+py::array to_numpy(const autobatch::Array& a) {
+  auto* held = new autobatch::Array(a);
+  py::capsule owner(held, [](void* p) { delete static_cast<autobatch::Array*>(p); });
+  std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
+  // The data is the library's, but nothing else refers to it once the run
+  // has returned: the array may be written like any other.
+  return py::array(numpy_dtype(a.dtype()), shape, a.data(), owner);
+}
+
+std::vector<autobatch::ArrayView> views_of(const std::vector<py::array>& arrays) {
+  std::vector<autobatch::ArrayView> out;
+  for (size_t i = 0; i < arrays.size(); ++i) out.push_back(view_of(arrays[i], i));
+  return out;
+}
+
+// ---------------------------------------------------------------- Python callables
+
+bool finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// A Python object referred to from the library's threads: copies of the
+// shared_ptr never touch Python reference counts, and the last one lets the
+// object go under the GIL (or leaks it when the interpreter is already gone,
+// e.g. a primitive registered for the whole process).
+struct PyRef {
+  PyObject* obj;
+  explicit PyRef(py::object o) : obj(o.release().ptr()) {}
+  ~PyRef() {
+    if (Py_IsInitialized() && !finalizing()) {
+      py::gil_scoped_acquire gil;
+      Py_DECREF(obj);
+    }
+  }
+  py::handle get() const { return py::handle(obj); }
+};
+
+struct NumpyFns {
+  py::object asarray, can_cast, broadcast_to, ascontiguousarray;
+};
+// Created once under the GIL and never destroyed (no Python call at exit).
+const NumpyFns& numpy_fns() {
+  static NumpyFns* fns = [] {
+    py::module_ np = py::module_::import("numpy");
+    return new NumpyFns{np.attr("asarray"), np.attr("can_cast"), np.attr("broadcast_to"),
+                        np.attr("ascontiguousarray")};
+  }();
+  return *fns;
+}
+
+std::string exception_text(py::error_already_set& e) {
+  std::string type = py::str(e.type().attr("__name__"));
+  std::string what = py::str(e.value());
+  return what.empty() ? type : type + ": " + what;
+}
+
+// The kernel of a Python primitive: fn(*operands) with each operand an array
+// of the n active lanes (batch first), its result converted to the declared
+// dtype (same kind, or a safe cast) and broadcast to (n, *event shape).
+bool call_python(const std::string& name, const PyRef& fn, const autobatch::KernelCall& c,
+                 autobatch::KernelError* err) {
+  py::gil_scoped_acquire gil;
+  try {
+    const NumpyFns& np = numpy_fns();
+    py::tuple args(c.nargs);
+    for (int i = 0; i < c.nargs; ++i) {
+      const autobatch::KernelArg& a = c.args[i];
+      std::vector<py::ssize_t> shape{c.n};
+      shape.insert(shape.end(), a.shape, a.shape + a.rank);
+      py::array arr(numpy_dtype(a.dtype), shape);
+      size_t eb = static_cast<size_t>(a.event_size) * autobatch::dtype_size(a.dtype);
+      auto* dst = static_cast<char*>(arr.mutable_data());
+      const auto* src = static_cast<const char*>(a.data);
+      if (eb && a.access == autobatch::Access::Dense) {
+        std::memcpy(dst, src, static_cast<size_t>(c.n) * eb);
+      } else if (eb) {
+        for (int64_t j = 0; j < c.n; ++j)
+          std::memcpy(dst + j * eb, src + a.slot(j) * static_cast<int64_t>(eb), eb);
+      }
+      args[i] = std::move(arr);
+    }
+    py::object r = fn.get()(*args);
+    const autobatch::KernelOut& o = c.outs[0];
+    py::dtype want = numpy_dtype(o.dtype);
+    py::array got = np.asarray(r);
+    if (!np.can_cast(got.dtype(), want, "same_kind").cast<bool>()) {
+      err->lane = 0;
+      err->message = "Python primitive '" + name + "' returned " +
+                     py::str(got.dtype()).cast<std::string>() + " values for its result type " +
+                     autobatch::dtype_name(o.dtype);
+      return false;
+    }
+    std::vector<py::ssize_t> shape{c.n};
+    shape.insert(shape.end(), o.shape, o.shape + o.rank);
+    py::array out = np.ascontiguousarray(np.broadcast_to(got, py::cast(shape)), want);
+    size_t eb = static_cast<size_t>(o.event_size) * autobatch::dtype_size(o.dtype);
+    const auto* src = static_cast<const char*>(out.data());
+    auto* dst = static_cast<char*>(o.data);
+    if (eb && o.access == autobatch::Access::Dense) {
+      std::memcpy(dst, src, static_cast<size_t>(c.n) * eb);
+    } else if (eb) {
+      for (int64_t j = 0; j < c.n; ++j)
+        std::memcpy(dst + o.slot(j) * static_cast<int64_t>(eb), src + j * eb, eb);
+    }
+    return true;
+  } catch (py::error_already_set& e) {
+    err->lane = 0;
+    err->message = "Python primitive '" + name + "' raised " + exception_text(e);
+    return false;
+  }
+}
+
+// A set of Python primitives for one compile (CompileOptions::primitives).
+struct PyPrimitives {
+  autobatch::Primitives set;
+  void add(const std::string& name, int arity, const std::string& result, py::object fn,
+           const std::string& doc) {
+    auto ref = std::make_shared<PyRef>(std::move(fn));
+    autobatch::Primitive p;
+    p.name = name;
+    p.arity = arity;
+    p.result = result;
+    p.doc = doc.empty() ? "Python primitive" : doc;
+    p.kernel = [name, ref](const autobatch::KernelCall& c, autobatch::KernelError* err) {
+      return call_python(name, *ref, c, err);
+    };
+    autobatch::Status s = set.add(std::move(p));
+    if (!s) raise_input(joined(s.diagnostics));
+  }
+};
+
+// ---------------------------------------------------------------- run
+
+// `on_error`: "abort" (default) stops the run at the first runtime error
+// (ExecutionError); "record" would keep the other threads going and return
+// the failed threads in the result's `errors`. The library's RunOptions has
+// no such field yet (another branch adds RunOptions::on_error and the errors
+// of RunResult): once it has, set the field here and fill `errors` in
+// run_program from the RunResult; nothing else changes.
+void apply_on_error(autobatch::RunOptions& /*ro*/, const std::string& mode) {
+  if (mode == "abort") return;
+  if (mode == "record") {
+    PyErr_SetString(PyExc_NotImplementedError,
+                    "on_error='record' is not available: this build of the autobatch library "
+                    "has no RunOptions::on_error yet");
+    throw py::error_already_set();
+  }
+  raise_input("on_error must be 'abort' or 'record', not '" + mode + "'");
+}
+
+struct RunArgs {
+  std::string vm = "stack";
+  std::string schedule = "persistent";
+  bool jit = true;
+  int64_t lanes = 0;
+  int threads = 0;
+  int64_t max_steps = 0;
+  int64_t max_stack_depth = 100000;
+  int64_t batch = 0;
+  std::string trace_path;
+  py::object trace_callback;  // None or a callable taking one str
+  std::string trace_mask = "bits";
+  bool stats = false;
+  std::string on_error = "abort";
+  std::string output;  // "" : none; else as --output
+};
+
+// (outputs, stats JSON or None, errors or None)
+py::tuple run_program(const autobatch::Program& prog, const std::vector<py::array>& arrays,
+                      const RunArgs& a) {
+  autobatch::RunOptions ro;
+  ro.vm = a.vm;
+  ro.schedule = a.schedule;
+  ro.jit = a.jit;
+  ro.lanes = a.lanes;
+  ro.threads = a.threads;
+  ro.max_steps = a.max_steps;
+  ro.max_stack_depth = a.max_stack_depth;
+  ro.batch = a.batch;
+  ro.trace_path = a.trace_path;
+  ro.trace_mask = a.trace_mask;
+  ro.stats = a.stats;
+  apply_on_error(ro, a.on_error);
+  // A trace callback runs on the library's thread: it takes the GIL for its
+  // call; the first exception it raises is raised after the run.
+  auto callback_error = std::make_shared<std::optional<py::error_already_set>>();
+  if (!a.trace_callback.is_none()) {
+    auto ref = std::make_shared<PyRef>(a.trace_callback);
+    ro.trace_callback = [ref, callback_error](std::string_view line) {
+      py::gil_scoped_acquire gil;
+      if (*callback_error) return;
+      try {
+        ref->get()(py::str(line.data(), line.size()));
+      } catch (py::error_already_set& e) {
+        *callback_error = std::move(e);
+      }
+    };
+  }
+  if (auto s = prog.check(ro); !s) raise_diagnostics(s.diagnostics);
+  if (!a.output.empty())
+    if (auto s = autobatch::check_output_target(a.output); !s) raise_diagnostics(s.diagnostics);
+  std::vector<autobatch::ArrayView> views = views_of(arrays);
+  autobatch::RunResult r;
+  {
+    py::gil_scoped_release release;
+    r = prog.run(views, ro);
+    ro.trace_callback = nullptr;  // its captures go while the GIL is free
+  }
+  if (*callback_error) {
+    py::error_already_set e = std::move(**callback_error);
+    callback_error->reset();
+    throw e;
+  }
+  if (!r.diagnostics.empty()) raise_diagnostics(r.diagnostics);
+  if (r.runtime_error) raise_runtime(*r.runtime_error);
+  if (!a.output.empty())
+    if (auto s = autobatch::write_outputs(r, a.output, a.stats); !s)
+      raise_diagnostics(s.diagnostics);
+  py::tuple outputs(r.outputs.size());
+  for (size_t i = 0; i < r.outputs.size(); ++i) outputs[i] = to_numpy(r.outputs[i]);
+  py::object stats = r.stats ? py::object(py::str(r.stats->json())) : py::object(py::none());
+  return py::make_tuple(outputs, stats, py::none());
+}
+
+const std::vector<autobatch::ArrayView>* optional_views(
+    const std::optional<std::vector<py::array>>& arrays, std::vector<autobatch::ArrayView>& out) {
+  if (!arrays) return nullptr;
+  out = views_of(*arrays);
+  return &out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_autobatch, m) {
+  m.doc() = "The autobatch library's bindings (use the `autobatch` package).";
+  m.def("version", &autobatch::version, "The library's version (\"0.1.0\").");
+
+  py::class_<autobatch::Diagnostic>(m, "Diagnostic",
+                                    "One located message: file, line, column (1-based; 0 when "
+                                    "unknown), severity, message, rendered (with the source line).")
+      .def_readonly("file", &autobatch::Diagnostic::file)
+      .def_readonly("line", &autobatch::Diagnostic::line)
+      .def_readonly("column", &autobatch::Diagnostic::column)
+      .def_property_readonly("severity",
+                             [](const autobatch::Diagnostic& d) {
+                               return d.severity == autobatch::Severity::Error     ? "error"
+                                      : d.severity == autobatch::Severity::Warning ? "warning"
+                                                                                   : "note";
+                             })
+      .def_readonly("message", &autobatch::Diagnostic::message)
+      .def_readonly("rendered", &autobatch::Diagnostic::rendered)
+      .def("__repr__", [](const autobatch::Diagnostic& d) {
+        return "Diagnostic(" + d.file + ":" + std::to_string(d.line) + ":" +
+               std::to_string(d.column) + ": " + d.message + ")";
+      });
+
+  py::class_<autobatch::OpInfo>(m, "OpInfo",
+                                "One row of the primitive table: name, min_args, max_args (-1: "
+                                "any), attrs ('!' marks a required one), group, doc, custom.")
+      .def_readonly("name", &autobatch::OpInfo::name)
+      .def_readonly("min_args", &autobatch::OpInfo::min_args)
+      .def_readonly("max_args", &autobatch::OpInfo::max_args)
+      .def_readonly("attrs", &autobatch::OpInfo::attrs)
+      .def_readonly("group", &autobatch::OpInfo::group)
+      .def_readonly("doc", &autobatch::OpInfo::doc)
+      .def_readonly("custom", &autobatch::OpInfo::custom)
+      .def("__repr__", [](const autobatch::OpInfo& o) {
+        return "OpInfo(" + o.name + ", group=" + o.group + ")";
+      });
+
+  py::class_<PyPrimitives>(m, "_Primitives")
+      .def(py::init<>())
+      .def("add", &PyPrimitives::add, py::arg("name"), py::arg("arity"), py::arg("result"),
+           py::arg("fn"), py::arg("doc"));
+
+  py::class_<autobatch::Program>(m, "_Program")
+      .def_property_readonly("entry", &autobatch::Program::entry)
+      .def_property_readonly("is_lowered", &autobatch::Program::is_lowered)
+      .def_property_readonly(
+          "parameters",
+          [](const autobatch::Program& p) {
+            py::list out;
+            for (const auto& q : p.parameters())
+              out.append(py::make_tuple(
+                  q.name, q.type ? py::object(py::str(q.type->str())) : py::object(py::none())));
+            return out;
+          })
+      .def(
+          "signature",
+          [](const autobatch::Program& p, std::optional<std::vector<py::array>> arrays) {
+            std::vector<autobatch::ArrayView> views;
+            const auto* v = optional_views(arrays, views);
+            autobatch::Result<std::vector<std::string>> r{std::vector<std::string>{}};
+            {
+              py::gil_scoped_release release;
+              r = p.signature(v);
+            }
+            return value_or_raise(std::move(r));
+          },
+          py::arg("arrays") = py::none())
+      .def(
+          "lower",
+          [](const autobatch::Program& p, const std::string& print_after,
+             std::optional<std::vector<py::array>> arrays) {
+            if (!print_after.empty())
+              if (auto s = autobatch::check_pass_name(print_after); !s)
+                raise_diagnostics(s.diagnostics);
+            std::vector<autobatch::ArrayView> views;
+            const auto* v = optional_views(arrays, views);
+            autobatch::Result<std::string> r{std::string()};
+            {
+              py::gil_scoped_release release;
+              r = p.lower(print_after, v);
+            }
+            return value_or_raise(std::move(r));
+          },
+          py::arg("print_after") = "", py::arg("arrays") = py::none())
+      .def(
+          "load_inputs",
+          [](const autobatch::Program& p, const std::vector<std::string>& args,
+             std::optional<int64_t> batch) {
+            autobatch::Inputs in = value_or_raise(p.load_inputs(args, batch));
+            py::list out;
+            for (const auto& a : in.arrays) out.append(to_numpy(a));
+            return py::make_tuple(out, in.batch);
+          },
+          py::arg("args"), py::arg("batch") = py::none())
+      .def(
+          "run",
+          [](const autobatch::Program& p, const std::vector<py::array>& arrays,
+             const std::string& vm, const std::string& schedule, bool jit, int64_t lanes,
+             int threads, int64_t max_steps, int64_t max_stack_depth, int64_t batch,
+             const std::string& trace_path, py::object trace_callback,
+             const std::string& trace_mask, bool stats, const std::string& on_error,
+             const std::string& output) {
+            RunArgs a{vm,         schedule,        jit,      lanes,      threads,
+                      max_steps,  max_stack_depth, batch,    trace_path, std::move(trace_callback),
+                      trace_mask, stats,           on_error, output};
+            return run_program(p, arrays, a);
+          },
+          py::arg("arrays"), py::arg("vm"), py::arg("schedule"), py::arg("jit"), py::arg("lanes"),
+          py::arg("threads"), py::arg("max_steps"), py::arg("max_stack_depth"), py::arg("batch"),
+          py::arg("trace_path"), py::arg("trace_callback"), py::arg("trace_mask"), py::arg("stats"),
+          py::arg("on_error"), py::arg("output"));
+
+  auto compile_options = [](const std::string& entry, const std::string& name,
+                            const std::vector<std::string>& passes, const std::string& schedule,
+                            PyPrimitives* prims) {
+    autobatch::CompileOptions co;
+    co.entry = entry;
+    co.name = name;
+    co.passes = passes;
+    co.schedule = schedule;
+    if (prims) co.primitives = prims->set;
+    return co;
+  };
+  m.def(
+      "compile",
+      [compile_options](const std::string& text, const std::string& entry, const std::string& name,
+                        const std::vector<std::string>& passes, const std::string& schedule,
+                        PyPrimitives* prims) {
+        auto co = compile_options(entry, name, passes, schedule, prims);
+        autobatch::Result<autobatch::Program> r{std::vector<autobatch::Diagnostic>{}};
+        {
+          py::gil_scoped_release release;
+          r = autobatch::compile(text, co);
+        }
+        return value_or_raise(std::move(r), true);
+      },
+      py::arg("text"), py::arg("entry"), py::arg("name"), py::arg("passes"), py::arg("schedule"),
+      py::arg("primitives").none(true));
+  m.def(
+      "compile_file",
+      [compile_options](const std::string& path, const std::string& entry,
+                        const std::vector<std::string>& passes, const std::string& schedule,
+                        PyPrimitives* prims) {
+        auto co = compile_options(entry, "", passes, schedule, prims);
+        autobatch::Result<autobatch::Program> r{std::vector<autobatch::Diagnostic>{}};
+        {
+          py::gil_scoped_release release;
+          r = autobatch::compile_file(path, co);
+        }
+        return value_or_raise(std::move(r), true);
+      },
+      py::arg("path"), py::arg("entry"), py::arg("passes"), py::arg("schedule"),
+      py::arg("primitives").none(true));
+  m.def(
+      "ops", [](PyPrimitives* prims) { return autobatch::ops(prims ? &prims->set : nullptr); },
+      py::arg("primitives").none(true));
+  m.def("pass_names", &autobatch::pass_names);
+  m.def("log_level_names", &autobatch::log_level_names);
+  m.def("set_log_level", [](const std::string& level) {
+    if (!autobatch::set_log_level(level)) raise_input("unknown log level '" + level + "'");
+  });
+  m.def(
+      "format",
+      [](const std::string& text, const std::string& name) {
+        return value_or_raise(autobatch::format(text, name));
+      },
+      py::arg("text"), py::arg("name"));
+  m.def("parse_tensor_type", [](const std::string& s) -> std::optional<std::string> {
+    auto t = autobatch::parse_tensor_type(s);
+    if (!t) return std::nullopt;
+    return t->str();
+  });
+}

@@ -1,0 +1,100 @@
+"""Every error class with its fields."""
+import numpy as np
+import pytest
+
+import autobatch
+
+
+def test_compile_error_diagnostics():
+    text = "func main(x: f64) -> f64 {\n  y = x +\n  return y\n}\n"
+    with pytest.raises(autobatch.CompileError) as info:
+        autobatch.compile(text, name="bad.ab")
+    e = info.value
+    assert isinstance(e, autobatch.AutobatchError)
+    assert e.diagnostics, "no diagnostics"
+    d = e.diagnostics[0]
+    assert d.file == "bad.ab" and d.line >= 2 and d.column >= 1
+    assert d.severity == "error" and d.message
+    assert str(e).startswith(f"bad.ab:{d.line}:{d.column}: error:")
+    assert d.rendered.strip() in str(e)
+
+
+def test_compile_error_unknown_label_and_file(tmp_path):
+    with pytest.raises(autobatch.CompileError) as info:
+        autobatch.compile("func main(x) {\nentry:\n  goto nowhere\n}\n")
+    assert "nowhere" in info.value.diagnostics[0].message
+    with pytest.raises(autobatch.CompileError) as info:
+        autobatch.load(tmp_path / "missing.ab")
+    assert "missing.ab" in str(info.value)
+
+
+def test_compile_error_for_types_known_at_run():
+    prog = autobatch.compile("func main(x, y) {\n  return x + y\n}\n", name="t.ab")
+    with pytest.raises(autobatch.CompileError) as info:
+        prog.run(np.array([1.0]), np.array([True]))
+    assert info.value.diagnostics[0].file == "t.ab"
+
+
+def test_input_errors(programs):
+    prog = autobatch.load(programs / "fib.ab", entry="fib")
+    cases = [
+        (dict(), "missing input 'n'"),
+        (dict(n=[1], m=[2]), "unknown input 'm'"),
+        (dict(n=np.array([1.5])), "declares i64"),
+        (dict(n=np.array([[1, 2]])), "declares i64"),
+        (dict(n=[1, 2], vm="quantum"), "quantum"),
+        (dict(n=[1, 2], batch=3), "batch"),
+        (dict(n=[1], on_error="ignore"), "on_error"),
+        (dict(n=[1], output="x.txt"), "x.txt"),
+        (dict(n=[1], trace_mask="dots"), "dots"),
+    ]
+    for kwargs, text in cases:
+        with pytest.raises(autobatch.InputError, match=text):
+            prog.run(**kwargs)
+    with pytest.raises(ValueError):  # InputError is a ValueError
+        prog.run(1, 2)
+    two = autobatch.compile("func main(a, b) {\n  return a + b\n}\n")
+    with pytest.raises(autobatch.InputError, match="batch 3") as info:
+        two.run(np.zeros(2), np.zeros(3))
+    assert info.value.diagnostics and info.value.diagnostics[0].file == ""
+    i32 = autobatch.compile("func main(a: i32) -> i32 {\n  return a\n}\n")
+    with pytest.raises(autobatch.InputError, match="out of range"):
+        i32.run(np.array([2**40]))
+    assert i32.run([7])[0].dtype == np.int32
+
+
+def test_execution_error_fields():
+    prog = autobatch.compile(
+        "func main(a: i64, b: i64) -> i64 {\n  return div(a, b)\n}\n", name="div.ab")
+    for vm in ("stack", "stackless", "reference"):
+        with pytest.raises(autobatch.ExecutionError) as info:
+            prog.run(a=np.array([4, 5, 6, 7]), b=np.array([1, 2, 0, 0]), vm=vm)
+        e = info.value
+        assert isinstance(e, RuntimeError) and isinstance(e, autobatch.AutobatchError)
+        assert e.thread == 2 and e.function == "main" and e.batch == 4
+        assert e.file == "div.ab" and e.line == 2
+        assert "division by zero" in e.message
+        assert str(e).startswith("div.ab:2:") and "in thread 2 of 4" in str(e)
+
+
+def test_execution_error_limits():
+    loop = autobatch.compile("func main(n: i64) -> i64 {\n  while n > 0 {\n    n = n + 1\n"
+                             "  }\n  return n\n}\n")
+    with pytest.raises(autobatch.ExecutionError, match="steps"):
+        loop.run(n=[1, 0], max_steps=1000)
+    deep = autobatch.compile("func f(n: i64) -> i64 {\n  if n <= 0 {\n    return 0\n  }\n"
+                             "  return f(n - 1) + 1\n}\n")
+    with pytest.raises(autobatch.ExecutionError) as info:
+        deep.run(n=[3, 500], max_stack_depth=100)
+    assert info.value.thread == 1 and info.value.function == "f"
+
+
+def test_on_error_record_is_wired_or_clearly_unavailable():
+    prog = autobatch.compile("func main(a: i64, b: i64) -> i64 {\n  return div(a, b)\n}\n")
+    try:
+        res = prog.run(a=[4, 5], b=[1, 0], on_error="record")
+    except NotImplementedError as e:
+        assert "on_error" in str(e)
+        return
+    assert res.errors and res.errors[0]["thread"] == 1
+    assert res.outputs[0][0] == 4
