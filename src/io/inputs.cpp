@@ -355,7 +355,8 @@ Result<Array> read_input_rows(const NpySource& source, int64_t first, int64_t co
   if (!converted)
     return io_error(source.path + ": parameter '" + source.param + "' (" +
                     dtype_name(source.dtype) + "), in rows " + std::to_string(first) + ".." +
-                    std::to_string(first + count) + ": (the file's dtype is " +
+                    std::to_string(first + count) + " (positions count from row " +
+                    std::to_string(first) + "): (the file's dtype is " +
                     npy_descr(source.header.dtype) + ") " + why);
   return std::move(*converted);
 }
