@@ -392,9 +392,12 @@ struct RunOptions {
   // shards, each its own VM run on a std::thread. Outputs are those of one
   // thread; statistics are summed (peak stack depth: the maximum).
   int threads = 0;
-  int64_t max_steps = 0;                // 0: no bound (with threads: per shard)
-  int64_t max_stack_depth = 100000;     // frames per thread
-  int64_t batch = 0;                    // 0: from the inputs (1 when none is batched); --batch
+  int64_t max_steps = 0;             // 0: no bound (with threads: per shard)
+  int64_t max_stack_depth = 100000;  // frames per thread
+  int64_t batch = 0;                 // 0: from the inputs (1 when none is batched); --batch
+  // What thread_index() gives input 0 of this run: a run on one part of a
+  // larger batch (for example one MPI process's) passes that part's start.
+  int64_t first_thread = 0;
   std::string schedule = "persistent";  // or "min-pc" (see CompileOptions::schedule)
   // Stack VM: compile blocks to native code (LLVM ORC JIT, when this build has
   // it); false runs every block through the interpreter's kernels.
@@ -405,11 +408,10 @@ struct RunOptions {
   std::function<void(std::string_view line)> trace_callback;
   std::string trace_mask = "bits";  // "bits", "ranges" or "none"
   bool stats = false;
-  // When this run is part [thread_offset, thread_offset + B) of a larger
-  // batch of `total_batch` threads (a batch split over processes): thread
-  // numbers (runtime errors) are counted in the whole batch. 0, 0: this run
-  // is the whole batch.
-  int64_t thread_offset = 0;
+  // With first_thread: the size of the whole batch this run is part
+  // [first_thread, first_thread + B) of (one MPI process's share), so that
+  // runtime errors name threads as in the whole batch ("thread 17 of 1024").
+  // 0: this run's batch.
   int64_t total_batch = 0;
 };
 

@@ -484,9 +484,9 @@ Status Program::check(const RunOptions& o) const {
     out.push_back(
         option_error("unknown trace mask '" + o.trace_mask + "' (available: none, bits, ranges)"));
   if (o.lanes < 0 || o.threads < 0 || o.max_steps < 0 || o.max_stack_depth < 1 || o.batch < 0 ||
-      o.thread_offset < 0 || o.total_batch < 0)
+      o.first_thread < 0 || o.total_batch < 0)
     out.push_back(option_error(
-        "lanes, threads, max_steps, batch, thread_offset and total_batch must not be negative, "
+        "lanes, threads, max_steps, batch, first_thread and total_batch must not be negative, "
         "max_stack_depth at least 1"));
   if (!out.empty()) return {out};
   if (impl_->entry.empty()) return {to_public(impl_->entry_error)};

@@ -407,9 +407,9 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
       }
       if (s.result.error) {
         // Counted in the whole batch: this run's shard, and this run's place in
-        // a batch split over processes (thread_offset, total_batch).
+        // a batch split over processes (first_thread, total_batch).
         ab::RuntimeError e = *s.result.error;
-        if (e.thread >= 0) e.thread += o.thread_offset + s.start;
+        if (e.thread >= 0) e.thread += o.first_thread + s.start;
         e.batch = o.total_batch > 0 ? o.total_batch : batch;
         out.runtime_error = to_public(e, m.source.get());
         return out;

@@ -14,7 +14,7 @@
 // Errors: every phase ends with `agree`, so a failure anywhere (a file one
 // node cannot read, a runtime error) ends every process with the same exit
 // status and rank 0 prints the message once. A runtime error names its
-// thread in the whole batch (RunOptions::thread_offset); with several, the
+// thread in the whole batch (RunOptions::first_thread); with several, the
 // first in batch order among those that ran. Under the dynamic split, a
 // failure stops the hand-out: processes finish their current chunk and stop.
 // A process that dies is noticed by the MPI runtime, which ends the job (see
@@ -373,7 +373,7 @@ Outcome decode_outcome(const std::string& buf) {
 // Runs one part; records an error or the statistics in `out`.
 autobatch::RunResult run_part(const autobatch::Program& p, autobatch::RunOptions ro,
                               const Plan& plan, const Part& part, Outcome& out) {
-  ro.thread_offset = part.first;
+  ro.first_thread = part.first;
   ro.total_batch = plan.batch;
   ro.batch = part.count;
   autobatch::RunResult r = p.run(part.views, ro);
