@@ -7,7 +7,8 @@
 #                           run with --threads 2 / 3 (the same shares)
 #   programs-dynamic        every example program, -np 3, dynamic split, chunks of 2
 #   error                   a failing thread in rank 1: reported once, global thread, exit 1
-#   npy                     .npy inputs read in parts (by offset), stdin program, file outputs
+#   npy                     .npy inputs read in parts (by offset), stdin program, file
+#                           outputs, --batch without inputs, empty and tiny batches
 #   dying                   a process killed mid-run: the run fails with mpirun's message,
 #                           no hang, no output file
 # Prints one line per failure; exit 1 on any.
@@ -135,6 +136,16 @@ case $case_name in
           --inputs '{"k": 2}' --output "$work/dir1/"
         cmp -s "$work/dir/out0.npy" "$work/dir1/out0.npy" &&
           cmp -s "$work/dir/out1.npy" "$work/dir1/out1.npy" || fail "npy outputs -np $np $split"
+      done
+    done
+    # Edge cases: no inputs (--batch), an empty batch, fewer threads than processes.
+    printf '%s\n' 'func main() -> f64 {' '  return 2.5' '}' >"$work/const.ab"
+    for args in "$work/const.ab --batch 5" "$work/const.ab --batch 2" \
+      "programs/spin.ab --inputs {\"n\":[]}" "programs/spin.ab --inputs {\"n\":[3,4]}"; do
+      one=$("$ab" run $args)
+      for split in static dynamic; do
+        many=$(mpirun_np 3 run $args --mpi-split $split)
+        [ "$one" = "$many" ] || fail "run $args -np 3 $split: $many, one process: $one"
       done
     done
     # A value that does not convert in row 9: only the part holding it reads
