@@ -762,7 +762,7 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
     if (!report.empty()) {
       Reader rd{report};
       int64_t first = rd.i64();
-      int64_t count = rd.i64();
+      rd.i64();  // the chunk's size (its outputs' batch)
       Outcome o = decode_outcome(rd.str());
       std::string outs = rd.str();
       if (o.code != kOk) {
@@ -779,7 +779,6 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
           t.push_back({d, std::vector<int64_t>(shape.begin() + 1, shape.end())});
         }
         if (!types) types = t;
-        (void)count;
         received[first] = std::move(arrays);
       }
     }
