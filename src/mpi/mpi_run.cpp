@@ -137,6 +137,19 @@ std::string recv(int from, int tag, int* source = nullptr) {
   return s;
 }
 
+// Waits until every process gets here without keeping a core busy: Open
+// MPI's blocking calls poll, so a process that finished its share early
+// would take CPU from those still running wherever processes share cores.
+void wait_for_all() {
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  for (int done = 0;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // Every process's `mine`, on rank 0 (empty elsewhere).
 std::vector<std::string> gather(World w, const std::string& mine) {
   int n = static_cast<int>(mine.size());
@@ -578,6 +591,7 @@ int Job::run_static(autobatch::RunOptions ro) {
     ro.threads = threads_per_process(opt_, on_node_, part.count);
     r = run_part(*program_, ro, plan_, part, mine);
   }
+  wait_for_all();
   std::vector<std::string> all = gather(w_, encode(mine));
   std::vector<Outcome> outcomes;
   int worst = mine.code;
@@ -686,6 +700,7 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
       res.str(chunk_outcome.code == kOk ? encode_outputs(r) : std::string());
       report = res.buf;
     }
+    wait_for_all();
     gather(w_, encode(mine));
     int worst = 0;
     MPI_Bcast(&worst, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -797,7 +812,7 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
     send(work.buf, from, kTagWork);
   }
   local.join();
-
+  wait_for_all();
   std::vector<std::string> all = gather(w_, encode(mine));
   std::vector<Outcome> outcomes;
   for (const auto& s : all) outcomes.push_back(decode_outcome(s));
