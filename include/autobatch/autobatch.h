@@ -142,6 +142,8 @@ class Array {
     return static_cast<const T*>(data_);
   }
   ArrayView view() const { return {dtype_, shape_, data_}; }
+  // An owned copy of `v`'s data (e.g. outputs gathered from other processes).
+  static Array copy_of(const ArrayView& v);
 
  private:
   friend struct ArrayAccess;
@@ -151,10 +153,28 @@ class Array {
   const void* data_ = nullptr;
 };
 
+// A batched input given as NAME=FILE.npy that Program::load_inputs left on
+// disk (`defer_npy`): its header is checked, read_rows reads any rows by
+// offset (so a process of a split batch reads only its share).
+struct NpyInput {
+  std::string path;
+  std::string parameter;
+  DType file_dtype = DType::F64;  // as stored
+  DType dtype = DType::F64;       // the parameter's (rows are converted to it)
+  std::vector<int64_t> shape;     // the file's, batch first
+  uint64_t data_offset = 0;       // bytes before the data
+};
+// Threads [first, first + count) of `input`, converted to its dtype (an error
+// names the file, the parameter and the element that does not convert).
+Result<Array> read_rows(const NpyInput& input, int64_t first, int64_t count);
+
 // Inputs loaded from the command line's forms (see Program::load_inputs).
 struct Inputs {
   std::vector<Array> arrays;  // one per entry parameter, batch `batch` or 1
   int64_t batch = 0;
+  // Only with load_inputs(..., defer_npy = true): one per parameter, set for
+  // those left on disk (their Array has the shape but no data).
+  std::vector<std::optional<NpyInput>> on_disk;
   std::vector<ArrayView> views() const {
     std::vector<ArrayView> v;
     for (const auto& a : arrays) v.push_back(a.view());
@@ -291,7 +311,7 @@ struct CompileOptions {
   // running its chunk until every thread has left; "min-pc": the seed's exact
   // order.
   std::string schedule = "persistent";
-  Primitives primitives;            // custom primitives (besides the global ones)
+  Primitives primitives;  // custom primitives (besides the global ones)
 };
 
 // The pass names, in pipeline order (what lower's print_after accepts).
@@ -344,8 +364,11 @@ class Program {
   // Inputs from the command line's forms: inline JSON ('{...}' or '[...]'),
   // a JSON file, NAME=FILE.npy; converted to the entry's annotations.
   // `batch`: the --batch flag.
+  // `defer_npy`: batched .npy inputs are checked (header, shape, dtype) but
+  // not read; see Inputs::on_disk and read_rows.
   Result<Inputs> load_inputs(const std::vector<std::string>& args,
-                             std::optional<int64_t> batch = std::nullopt) const;
+                             std::optional<int64_t> batch = std::nullopt,
+                             bool defer_npy = false) const;
 
   // OK if `options` can run this program (VM name, schedule, trace mask, a
   // lowered program under the stackless VM).
@@ -380,6 +403,9 @@ struct RunOptions {
   int64_t max_steps = 0;             // 0: no bound (with threads: per shard)
   int64_t max_stack_depth = 100000;  // frames per thread
   int64_t batch = 0;                 // 0: from the inputs (1 when none is batched); --batch
+  // What thread_index() gives input 0 of this run: a run on one part of a
+  // larger batch (for example one MPI process's) passes that part's start.
+  int64_t first_thread = 0;
   std::string schedule = "persistent";  // or "min-pc" (see CompileOptions::schedule)
   // Stack VM: compile blocks to native code (LLVM ORC JIT, when this build has
   // it); false runs every block through the interpreter's kernels.
@@ -390,6 +416,11 @@ struct RunOptions {
   std::function<void(std::string_view line)> trace_callback;
   std::string trace_mask = "bits";  // "bits", "ranges" or "none"
   bool stats = false;
+  // With first_thread: the size of the whole batch this run is part
+  // [first_thread, first_thread + B) of (one MPI process's share), so that
+  // runtime errors name threads as in the whole batch ("thread 17 of 1024").
+  // 0: this run's batch.
+  int64_t total_batch = 0;
 };
 
 struct Stats {

@@ -103,6 +103,16 @@ Array ArrayAccess::wrap(ab::Array a) {
   return out;
 }
 
+Array Array::copy_of(const ArrayView& v) {
+  ab::Array a;
+  a.type.dtype = to_internal(v.dtype);
+  a.type.shape.assign(v.shape.begin() + (v.shape.empty() ? 0 : 1), v.shape.end());
+  a.batch = v.batch();
+  a.data.resize(static_cast<size_t>(v.num_elements()) * dtype_size(v.dtype));
+  if (a.data.size()) std::memcpy(a.data.data(), v.data, a.data.size());
+  return ArrayAccess::wrap(std::move(a));
+}
+
 ab::Array ArrayAccess::borrow(const Array& a) {
   ab::Array out;
   out.type.dtype = to_internal(a.dtype_);
@@ -155,7 +165,9 @@ Result<std::string> format(const std::string& text, const std::string& name) {
   return formatted(ab::format_text(name, text));
 }
 
-Result<std::string> format_file(const std::string& path) { return formatted(ab::format_file(path)); }
+Result<std::string> format_file(const std::string& path) {
+  return formatted(ab::format_file(path));
+}
 
 // ---------------------------------------------------------------- compile
 
@@ -432,19 +444,46 @@ Result<std::string> Program::lower(const std::string& print_after,
 }
 
 Result<Inputs> Program::load_inputs(const std::vector<std::string>& args,
-                                    std::optional<int64_t> batch) const {
+                                    std::optional<int64_t> batch, bool defer_npy) const {
   return guarded([&]() -> Result<Inputs> {
     const Impl& impl = *impl_;
     if (impl.entry.empty()) return to_public(impl.entry_error);
     std::vector<ab::ParamSpec> specs;
     for (auto& [name, type] : impl.params()) specs.push_back({name, type});
-    ab::Result<ab::InputSet> loaded = ab::load_inputs(args, specs, batch);
+    ab::Result<ab::InputSet> loaded = ab::load_inputs(args, specs, batch, defer_npy);
     if (!loaded) return to_public(loaded.diags());
     Inputs out;
     out.batch = loaded->batch;
     for (auto& a : loaded->values) out.arrays.push_back(ArrayAccess::wrap(std::move(a)));
+    for (const auto& d : loaded->on_disk) {
+      if (!d) {
+        out.on_disk.emplace_back();
+        continue;
+      }
+      NpyInput n;
+      n.path = d->path;
+      n.parameter = d->param;
+      n.file_dtype = to_public(d->header.dtype);
+      n.dtype = to_public(d->dtype);
+      n.shape = d->header.shape;
+      n.data_offset = d->header.data_offset;
+      out.on_disk.push_back(std::move(n));
+    }
     return out;
   });
+}
+
+Result<Array> read_rows(const NpyInput& input, int64_t first, int64_t count) {
+  try {
+    ab::NpySource src{input.path, input.parameter,
+                      ab::NpyHeader{to_internal(input.file_dtype), input.shape, input.data_offset},
+                      to_internal(input.dtype)};
+    auto rows = ab::read_input_rows(src, first, count);
+    if (!rows.ok()) return to_public(rows.diags());
+    return ArrayAccess::wrap(rows.take());
+  } catch (const std::bad_alloc&) {
+    return std::vector<Diagnostic>{option_error("out of memory reading rows of " + input.path)};
+  }
 }
 
 Status Program::check(const RunOptions& o) const {
@@ -456,9 +495,11 @@ Status Program::check(const RunOptions& o) const {
   if (o.trace_mask != "bits" && o.trace_mask != "ranges" && o.trace_mask != "none")
     out.push_back(
         option_error("unknown trace mask '" + o.trace_mask + "' (available: none, bits, ranges)"));
-  if (o.lanes < 0 || o.threads < 0 || o.max_steps < 0 || o.max_stack_depth < 1 || o.batch < 0)
+  if (o.lanes < 0 || o.threads < 0 || o.max_steps < 0 || o.max_stack_depth < 1 || o.batch < 0 ||
+      o.first_thread < 0 || o.total_batch < 0)
     out.push_back(option_error(
-        "lanes, threads, max_steps and batch must not be negative, max_stack_depth at least 1"));
+        "lanes, threads, max_steps, batch, first_thread and total_batch must not be negative, "
+        "max_stack_depth at least 1"));
   if (!out.empty()) return {out};
   if (impl_->entry.empty()) return {to_public(impl_->entry_error)};
   const ab::Module& m = impl_->module;

@@ -406,9 +406,11 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         return out;
       }
       if (s.result.error) {
+        // Counted in the whole batch: this run's shard, and this run's place in
+        // a batch split over processes (first_thread, total_batch).
         ab::RuntimeError e = *s.result.error;
-        if (e.thread >= 0) e.thread += s.start;
-        e.batch = batch;
+        if (e.thread >= 0) e.thread += o.first_thread + s.start;
+        e.batch = o.total_batch > 0 ? o.total_batch : batch;
         out.runtime_error = to_public(e, m.source.get());
         return out;
       }

@@ -7,6 +7,9 @@
 #include <optional>
 
 #include "autobatch/autobatch.h"
+#ifdef AUTOBATCH_MPI
+#include "mpi/mpi_run.h"
+#endif
 
 namespace ab::cli {
 namespace {
@@ -24,14 +27,6 @@ int report(const autobatch::Result<T>& r) {
   return report(r.rendered());
 }
 int report(const autobatch::Status& s) { return report(s.rendered()); }
-
-autobatch::CompileOptions compile_options(const Options& opt) {
-  autobatch::CompileOptions co;
-  co.entry = opt.entry;
-  co.schedule = opt.schedule;
-  co.passes = autobatch::split_pass_list(opt.passes);
-  return co;
-}
 
 int cmd_fmt(const Options& opt) {
   auto text = autobatch::format_file(opt.program);
@@ -99,22 +94,15 @@ double seconds_since(Clock::time_point t) {
 }
 
 int cmd_run(const Options& opt) {
+#ifdef AUTOBATCH_MPI
+  if (ab::mpi::launched()) return ab::mpi::run(opt);  // under mpirun/srun: src/mpi
+#endif
   auto t0 = Clock::now();
   if (auto s = autobatch::check_output_target(opt.output); !s) return report(s);
   auto p = autobatch::compile_file(opt.program, compile_options(opt));
   if (!p) return report(p);
   double parse_seconds = seconds_since(t0);
-  autobatch::RunOptions ro;
-  ro.vm = opt.vm;
-  ro.schedule = opt.schedule;
-  ro.jit = opt.jit == "on";
-  ro.max_stack_depth = opt.max_stack_depth;
-  ro.max_steps = opt.max_steps;
-  ro.lanes = opt.lanes.value_or(0);
-  ro.threads = static_cast<int>(opt.threads.value_or(0));
-  ro.trace_path = opt.trace;
-  ro.trace_mask = opt.trace_mask;
-  ro.stats = opt.stats;
+  autobatch::RunOptions ro = run_options(opt);
   if (auto s = p->check(ro); !s) return report(s);
   auto t1 = Clock::now();
   auto inputs = p->load_inputs(opt.inputs, opt.batch);
@@ -154,6 +142,29 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+autobatch::CompileOptions compile_options(const Options& opt) {
+  autobatch::CompileOptions co;
+  co.entry = opt.entry;
+  co.schedule = opt.schedule;
+  co.passes = autobatch::split_pass_list(opt.passes);
+  return co;
+}
+
+autobatch::RunOptions run_options(const Options& opt) {
+  autobatch::RunOptions ro;
+  ro.vm = opt.vm;
+  ro.schedule = opt.schedule;
+  ro.jit = opt.jit == "on";
+  ro.max_stack_depth = opt.max_stack_depth;
+  ro.max_steps = opt.max_steps;
+  ro.lanes = opt.lanes.value_or(0);
+  ro.threads = static_cast<int>(opt.threads.value_or(0));
+  ro.trace_path = opt.trace;
+  ro.trace_mask = opt.trace_mask;
+  ro.stats = opt.stats;
+  return ro;
+}
 
 // An integer flag with a lower bound, with a message a person can read
 // (CLI11's own range validators print DBL_MAX in full).
@@ -214,6 +225,15 @@ void register_commands(CLI::App& app, Options& opt) {
   run->add_flag("--stats", opt.stats, "add execution statistics to the output JSON");
   run->add_option("--output", opt.output,
                   "write outputs to FILE.json, FILE.npy or DIR/ instead of stdout");
+  // Under mpirun/srun only (README "Running on a cluster"); ignored otherwise.
+  run->add_option("--mpi-split", opt.mpi_split,
+                  "under mpirun: static (default: one contiguous share per process) or dynamic "
+                  "(chunks handed out as processes finish)")
+      ->check(CLI::IsMember({"static", "dynamic"}));
+  run->add_option("--mpi-chunk", opt.mpi_chunk,
+                  "under mpirun with --mpi-split dynamic: threads per chunk (default: about 16 "
+                  "chunks per process)")
+      ->check(at_least(1));
 
   CLI::App* lower = app.add_subcommand("lower", "print the program after the compiler passes");
   add_program(lower);

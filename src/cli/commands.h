@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "autobatch/autobatch.h"
+
 namespace ab::cli {
 
 struct Options {
@@ -28,9 +30,16 @@ struct Options {
   int verbose = 0;        // -v: info, -vv: debug
   std::string log_level;  // --log-level; overrides -v
   bool in_place = false;
+  // Under mpirun/srun (src/mpi): how the batch is split over the processes.
+  std::string mpi_split = "static";  // static | dynamic
+  int64_t mpi_chunk = 0;             // dynamic: threads per chunk (0: automatic)
 };
 
 void register_commands(CLI::App& app, Options& opt);
 int dispatch(CLI::App& app, const Options& opt);
+
+// What `run` passes to the library for these flags (shared with src/mpi).
+autobatch::CompileOptions compile_options(const Options& opt);
+autobatch::RunOptions run_options(const Options& opt);
 
 }  // namespace ab::cli

@@ -38,8 +38,10 @@ bool is_inline_json(std::string_view arg) {
 // Collects the inputs: which parameter came from where, and every error.
 class Loader {
  public:
-  explicit Loader(const std::vector<ParamSpec>& params) : params_(params) {
+  Loader(const std::vector<ParamSpec>& params, bool defer_npy)
+      : params_(params), defer_npy_(defer_npy) {
     values_.resize(params.size());
+    on_disk_.resize(params.size());
     origins_.resize(params.size());
     for (const auto& p : params) names_.push_back(p.name);
   }
@@ -101,6 +103,7 @@ class Loader {
                       std::to_string(set.batch) + " (" + origins_[k] + ")");
     }
     for (auto& v : values_) set.values.push_back(std::move(*v));
+    if (defer_npy_) set.on_disk = std::move(on_disk_);
     return set;
   }
 
@@ -196,28 +199,24 @@ class Loader {
       return;
     }
     assign(*k, path, [&](const std::optional<TensorType>& declared) -> Result<Array> {
-      auto npy = read_npy_file(path);
-      if (!npy.ok()) {
-        // Name the parameter too: "a.npy: parameter 'x': dtype '>f8' is ...".
-        Diagnostics named;
-        for (const auto& item : npy.diags().items()) {
-          std::string msg = item.message;
-          if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);
-          named.error(item.loc, path + ": parameter '" + name + "': " + msg);
+      if (defer_npy_) {
+        auto header = read_npy_header(path);
+        if (!header.ok()) return named_errors(header.diags(), path, name);
+        if (!header->shape.empty() && header->shape[0] != 1) {
+          if (!declared) {
+            TensorType t{header->dtype, Shape(header->shape.begin() + 1, header->shape.end())};
+            return deferred(*k, path, name, *header, t);
+          }
+          if (auto e = check_npy_shape(header->shape, *declared, path, name)) return *e;
+          return deferred(*k, path, name, *header, *declared);
         }
-        return named;
       }
+      auto npy = read_npy_file(path);
+      if (!npy.ok()) return named_errors(npy.diags(), path, name);
       if (!declared) return npy_to_array(npy.take());
       const std::string where =
           path + ": parameter '" + name + "' (" + Type{false, *declared, {}}.str() + "): ";
-      const Shape& file = npy->shape;
-      bool fits = file.size() == declared->shape.size() + 1 &&
-                  std::equal(declared->shape.begin(), declared->shape.end(), file.begin() + 1);
-      if (file.empty() && declared->shape.empty()) fits = true;  // 0-d: one thread
-      if (!fits)
-        return io_error(where + "the array has shape " + numpy_shape_str(file) +
-                        ", expected (batch" + event_suffix(declared->shape) +
-                        "): the first axis is the batch");
+      if (auto e = check_npy_shape(npy->shape, *declared, path, name)) return *e;
       Array a = npy_to_array(npy.take());
       std::string why;
       auto converted = convert_dtype(a, declared->dtype, why);
@@ -225,6 +224,42 @@ class Loader {
         return io_error(where + "(the file's dtype is " + npy_descr(a.type.dtype) + ") " + why);
       return std::move(*converted);
     });
+  }
+
+  // Name the parameter too: "a.npy: parameter 'x': dtype '>f8' is ...".
+  static Diagnostics named_errors(const Diagnostics& d, const std::string& path,
+                                  const std::string& name) {
+    Diagnostics named;
+    for (const auto& item : d.items()) {
+      std::string msg = item.message;
+      if (msg.rfind(path + ": ", 0) == 0) msg = msg.substr(path.size() + 2);
+      named.error(item.loc, path + ": parameter '" + name + "': " + msg);
+    }
+    return named;
+  }
+
+  // The file's shape must be (batch, declared event shape...), or () for one
+  // thread of a scalar.
+  static std::optional<Diagnostics> check_npy_shape(const Shape& file, const TensorType& declared,
+                                                    const std::string& path,
+                                                    const std::string& name) {
+    bool fits = file.size() == declared.shape.size() + 1 &&
+                std::equal(declared.shape.begin(), declared.shape.end(), file.begin() + 1);
+    if (file.empty() && declared.shape.empty()) fits = true;  // 0-d: one thread
+    if (fits) return std::nullopt;
+    return io_error(path + ": parameter '" + name + "' (" + Type{false, declared, {}}.str() +
+                    "): the array has shape " + numpy_shape_str(file) + ", expected (batch" +
+                    event_suffix(declared.shape) + "): the first axis is the batch");
+  }
+
+  // A batched .npy parameter left on disk: its type and batch, no data.
+  Array deferred(size_t k, const std::string& path, const std::string& name,
+                 const NpyHeader& header, const TensorType& type) {
+    on_disk_[k] = NpySource{path, name, header, type.dtype};
+    Array a;
+    a.type = type;
+    a.batch = header.shape[0];
+    return a;
   }
 
   static std::string numpy_shape_str(const Shape& s) {
@@ -281,6 +316,8 @@ class Loader {
   }
 
   const std::vector<ParamSpec>& params_;
+  bool defer_npy_ = false;
+  std::vector<std::optional<NpySource>> on_disk_;
   std::vector<std::string> names_;
   std::vector<std::optional<Array>> values_;
   std::vector<std::string> origins_;
@@ -295,13 +332,33 @@ class Loader {
 
 Result<InputSet> load_inputs(const std::vector<std::string>& input_args,
                              const std::vector<ParamSpec>& params,
-                             std::optional<int64_t> batch_flag) {
-  Loader loader(params);
+                             std::optional<int64_t> batch_flag, bool defer_npy) {
+  Loader loader(params, defer_npy);
   loader.check_tuples();
   int inline_count = 0;
   for (const auto& a : input_args) inline_count += is_inline_json(a);
   for (const auto& a : input_args) loader.load_arg(a, inline_count);
   return loader.finish(input_args, batch_flag);
+}
+
+Result<Array> read_input_rows(const NpySource& source, int64_t first, int64_t count) {
+  auto rows = read_npy_rows(source.path, source.header, first, count);
+  if (!rows.ok()) return rows.diags();
+  Array a;
+  a.type.dtype = source.header.dtype;
+  a.type.shape.assign(source.header.shape.begin() + 1, source.header.shape.end());
+  a.batch = count;
+  a.data = rows.take();
+  if (a.type.dtype == source.dtype) return a;
+  std::string why;
+  auto converted = convert_dtype(a, source.dtype, why);
+  if (!converted)
+    return io_error(source.path + ": parameter '" + source.param + "' (" +
+                    dtype_name(source.dtype) + "), in rows " + std::to_string(first) + ".." +
+                    std::to_string(first + count) + " (positions count from row " +
+                    std::to_string(first) + "): (the file's dtype is " +
+                    npy_descr(source.header.dtype) + ") " + why);
+  return std::move(*converted);
 }
 
 }  // namespace ab

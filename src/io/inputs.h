@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/npy.h"
 #include "ir/array.h"
 #include "ir/type.h"
 #include "support/result.h"
@@ -22,11 +23,23 @@ struct ParamSpec {
   std::optional<Type> declared;
 };
 
+// A batched parameter given as NAME=FILE.npy whose data load_inputs left on
+// disk (defer_npy): the header is checked, the rows are read on demand.
+struct NpySource {
+  std::string path;
+  std::string param;
+  NpyHeader header;
+  DType dtype = DType::F64;  // the parameter's (converted from header.dtype)
+};
+
 struct InputSet {
   // One per parameter, in parameter order. Each has batch == `batch`, or 1:
   // an input given once is kept once (the VM treats it as shared).
   std::vector<Array> values;
   int64_t batch = 0;
+  // With defer_npy, one per parameter: where a deferred parameter's rows are
+  // (its Array has the type and batch but no data).
+  std::vector<std::optional<NpySource>> on_disk;
 };
 
 // `input_args`: the values of every --inputs flag, in order. Each is
@@ -48,6 +61,10 @@ struct InputSet {
 // tuple-typed parameter, batch-size mismatch.
 Result<InputSet> load_inputs(const std::vector<std::string>& input_args,
                              const std::vector<ParamSpec>& params,
-                             std::optional<int64_t> batch_flag);
+                             std::optional<int64_t> batch_flag, bool defer_npy = false);
+
+// Rows [first, first + count) of a deferred .npy parameter, converted to its
+// dtype.
+Result<Array> read_input_rows(const NpySource& source, int64_t first, int64_t count);
 
 }  // namespace ab

@@ -127,7 +127,13 @@ const char* npy_descr(DType dtype) {
   return "?";
 }
 
-Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
+namespace {
+
+// The header of a .npy file whose first bytes are `bytes` (at least the whole
+// header) and whose size is `file_size`; checks that the data has exactly the
+// size of the shape.
+Result<NpyHeader> parse_header(std::string_view bytes, uint64_t file_size,
+                               const std::string& origin) {
   const std::string where = origin + ": ";
   if (bytes.size() < kMagicLen || bytes.substr(0, kMagicLen) != std::string_view(kMagic, kMagicLen))
     return io_error(where + "not a .npy file (it does not start with \"\\x93NUMPY\")");
@@ -193,7 +199,7 @@ Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
   // Count the bytes without overflowing; a shape too big for memory cannot
   // match the file either.
   const size_t item = dtype_size(*dtype);
-  const size_t available = bytes.size() - header_start - header_len;
+  const size_t available = static_cast<size_t>(file_size) - header_start - header_len;
   size_t count = 1;
   bool too_big = false;
   for (int64_t d : *shape) {
@@ -215,16 +221,83 @@ Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
     return io_error(where + "unexpected " + std::to_string(available - need) +
                     " bytes after the data of shape " + shape_str(*shape));
 
-  NpyArray out;
+  NpyHeader out;
   out.dtype = *dtype;
   out.shape = std::move(*shape);
+  out.data_offset = header_start + header_len;
+  return out;
+}
+
+// NumPy treats any nonzero byte as true; we keep bools as 0 or 1.
+void normalize_bools(DType dtype, Buffer& data) {
+  if (dtype != DType::Bool) return;
+  auto* b = reinterpret_cast<uint8_t*>(data.data());
+  for (size_t k = 0; k < data.size(); ++k) b[k] = b[k] != 0;
+}
+
+}  // namespace
+
+Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
+  auto header = parse_header(bytes, bytes.size(), origin);
+  if (!header.ok()) return header.diags();
+  NpyArray out;
+  out.dtype = header->dtype;
+  out.shape = std::move(header->shape);
+  const size_t need = static_cast<size_t>(num_elements(out.shape)) * dtype_size(out.dtype);
   out.data.resize(need);
-  if (need) std::memcpy(out.data.data(), bytes.data() + header_start + header_len, need);
-  if (out.dtype == DType::Bool) {
-    // NumPy treats any nonzero byte as true; we keep bools as 0 or 1.
-    auto* b = reinterpret_cast<uint8_t*>(out.data.data());
-    for (size_t k = 0; k < need; ++k) b[k] = b[k] != 0;
+  if (need) std::memcpy(out.data.data(), bytes.data() + header->data_offset, need);
+  normalize_bools(out.dtype, out.data);
+  return out;
+}
+
+Result<NpyHeader> read_npy_header(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return io_error(path + ": cannot open the file: it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error(path + ": cannot open the file: " + std::strerror(errno));
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return io_error(path + ": cannot read the file: " + ec.message());
+  // The magic, the version and the header length; then the whole header.
+  std::string bytes(static_cast<size_t>(std::min<uint64_t>(size, kMagicLen + 2 + 4)), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!in) return io_error(path + ": cannot read the file");
+  if (bytes.size() >= kMagicLen + 2 + 4 &&
+      bytes.substr(0, kMagicLen) == std::string_view(kMagic, kMagicLen)) {
+    const int major = static_cast<uint8_t>(bytes[6]);
+    const size_t len_bytes = major == 1 ? 2 : 4;
+    const uint64_t end = kMagicLen + 2 + len_bytes + read_le(bytes, kMagicLen + 2, len_bytes);
+    const size_t have = bytes.size();
+    bytes.resize(static_cast<size_t>(std::min(end, size)));
+    if (bytes.size() > have) {
+      in.read(bytes.data() + have, static_cast<std::streamsize>(bytes.size() - have));
+      if (!in) return io_error(path + ": cannot read the file");
+    }
   }
+  return parse_header(bytes, size, path);
+}
+
+Result<Buffer> read_npy_rows(const std::string& path, const NpyHeader& header, int64_t first,
+                             int64_t count) {
+  const int64_t rows = header.shape.empty() ? 1 : header.shape[0];
+  if (first < 0 || count < 0 || first + count > rows)
+    return io_error(path + ": rows " + std::to_string(first) + ".." +
+                    std::to_string(first + count) + " are outside the file's " +
+                    std::to_string(rows));
+  const size_t row_bytes =
+      static_cast<size_t>(num_elements(header.shape) / std::max<int64_t>(rows, 1)) *
+      dtype_size(header.dtype);
+  Buffer out(row_bytes * static_cast<size_t>(count));
+  if (out.size() == 0) return out;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error(path + ": cannot open the file: " + std::strerror(errno));
+  in.seekg(
+      static_cast<std::streamoff>(header.data_offset + row_bytes * static_cast<uint64_t>(first)));
+  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+  if (!in)
+    return io_error(path + ": cannot read rows " + std::to_string(first) + ".." +
+                    std::to_string(first + count) + " (the file changed?)");
+  normalize_bools(header.dtype, out);
   return out;
 }
 

@@ -21,6 +21,22 @@ struct NpyArray {
   Buffer data;
 };
 
+// What the header of a .npy file says: dtype, full shape, and where the data
+// (C order) starts.
+struct NpyHeader {
+  DType dtype = DType::F64;
+  Shape shape;
+  uint64_t data_offset = 0;
+};
+
+// Reads and checks only the header (the data's size must match the shape),
+// not the data.
+Result<NpyHeader> read_npy_header(const std::string& path);
+// Rows [first, first + count) of the first axis (a 0-d array has one row),
+// read by offset: the rest of the file is never read.
+Result<Buffer> read_npy_rows(const std::string& path, const NpyHeader& header, int64_t first,
+                             int64_t count);
+
 // Parses the bytes of a .npy file. `origin` names the file in messages.
 Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin);
 Result<NpyArray> read_npy_file(const std::string& path);

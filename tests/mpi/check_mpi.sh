@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# The batch split over MPI processes (src/mpi), against one-process runs of
+# the same binary. Usage: check_mpi.sh CASE AUTOBATCH MPIEXEC WORKDIR
+#   programs-2, programs-3  every example program under mpirun -np 2 / -np 3
+#                           (static split), and --stats totals of fib, gcd and
+#                           mandelbrot with --threads 1 equal to a one-process
+#                           run with --threads 2 / 3 (the same shares)
+#   programs-dynamic        every example program, -np 3, dynamic split, chunks of 2
+#   error                   a failing thread in rank 1: reported once, global thread, exit 1
+#   npy                     .npy inputs read in parts (by offset), stdin program, file
+#                           outputs, --batch without inputs, empty and tiny batches
+#   dying                   a process killed mid-run: the run fails with mpirun's message,
+#                           no hang, no output file
+# Prints one line per failure; exit 1 on any.
+set -uo pipefail
+case_name=$1 ab=$2 mpiexec=$3 work=$4
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$work"
+cd "$root"
+mpi=("$mpiexec" --oversubscribe)
+[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+# mpirun with a bound, so a hang fails instead of blocking the suite.
+mpirun_np() {
+  local np=$1
+  shift
+  timeout 120 "${mpi[@]}" -np "$np" "$ab" "$@"
+}
+entry_of() { sed -n 's/^# entry: *//p' "$1" | head -1; }
+strip_seconds() { sed 's/, "seconds": {[^}]*}//'; }
+
+programs() {  # $1: np, then extra flags
+  local np=$1
+  shift
+  local n=0
+  for p in programs/*.ab; do
+    local base=${p%.ab} entry
+    entry=$(entry_of "$p")
+    [ -f "$base.json" ] || continue
+    local args=(run "$p" --inputs "$base.json" ${entry:+--entry "$entry"})
+    local one many
+    one=$("$ab" "${args[@]}" 2>&1)
+    local rc_one=$?
+    many=$(mpirun_np "$np" "${args[@]}" "$@" 2>&1)
+    local rc_many=$?
+    if [ "$rc_one" != "$rc_many" ] || [ "$one" != "$many" ]; then
+      fail "$p -np $np $*: exit $rc_many (one process: $rc_one), outputs differ:"
+      diff <(echo "$one") <(echo "$many") | head -5
+    fi
+    n=$((n + 1))
+  done
+  [ "$n" -gt 20 ] || fail "only $n programs found"
+}
+
+stats() {  # $1: np
+  local np=$1
+  for spec in "fib.ab fib.json fib" "gcd.ab gcd.json gcd" "mandelbrot.ab mandelbrot.json mandelbrot"; do
+    set -- $spec
+    local one many
+    one=$("$ab" run "programs/$1" --inputs "programs/$2" --entry "$3" --stats --threads "$np" |
+      strip_seconds)
+    many=$(mpirun_np "$np" run "programs/$1" --inputs "programs/$2" --entry "$3" --stats \
+      --threads 1 | strip_seconds)
+    [ "$one" = "$many" ] || fail "--stats of $1 under -np $np differ from --threads $np:
+  $one
+  $many"
+  done
+}
+
+case $case_name in
+  programs-2)
+    programs 2
+    stats 2
+    ;;
+  programs-3)
+    programs 3
+    stats 3
+    ;;
+  programs-dynamic)
+    programs 3 --mpi-split dynamic --mpi-chunk 2
+    # The dynamic split's --stats: same lane operations as one process.
+    one=$("$ab" run programs/fib.ab --entry fib --inputs programs/fib.json --stats)
+    many=$(mpirun_np 3 run programs/fib.ab --entry fib --inputs programs/fib.json --stats \
+      --mpi-split dynamic --mpi-chunk 1)
+    lanes() { grep -o '"lane_operations": [0-9]*'; }
+    [ "$(echo "$one" | lanes)" = "$(echo "$many" | lanes)" ] ||
+      fail "dynamic --stats lane_operations differ: $one / $many"
+    ;;
+  error)
+    in='{"a": [4, 6, 8, 9, 10, 12], "b": [2, 3, 1, 0, 0, 4]}'
+    want='tests/mpi/divide.ab:4:10: runtime error: integer division by zero in thread 3 of 6 (function divide, block entry)'
+    "$ab" run tests/mpi/divide.ab --inputs "$in" 2>"$work/one.err" >/dev/null
+    [ $? = 1 ] || fail "one process: expected exit 1"
+    grep -qxF "$want" "$work/one.err" || fail "one process: $(cat "$work/one.err")"
+    # -np 3: threads 2-3 are rank 1's; -np 2: 3 and 4 fail in rank 1 (threads 3-5).
+    for np_flags in "3" "2" "3 --mpi-split dynamic --mpi-chunk 1" "2 --mpi-split dynamic --mpi-chunk 2"; do
+      set -- $np_flags
+      np=$1
+      shift
+      mpirun_np "$np" run tests/mpi/divide.ab --inputs "$in" --output "$work/err.json" "$@" \
+        >"$work/out" 2>"$work/err"
+      rc=$?
+      [ "$rc" = 1 ] || fail "-np $np_flags: exit $rc, expected 1"
+      [ "$(grep -c 'runtime error' "$work/err")" = 1 ] ||
+        fail "-np $np_flags: the error is not reported exactly once: $(cat "$work/err")"
+      grep -qxF "$want" "$work/err" || fail "-np $np_flags: expected '$want' in: $(cat "$work/err")"
+      [ ! -s "$work/out" ] && [ ! -e "$work/err.json" ] || fail "-np $np_flags: outputs written"
+    done
+    ;;
+  npy)
+    # n: 10 threads of i64 from a run's .npy output; x: f64 of them halved,
+    # integral in rows 0-7 and 4.5 in row 9 (rank 2's rows under -np 3).
+    printf '%s\n' 'func twice(n: i64) -> i64 {' '  return n * 2' '}' >"$work/twice.ab"
+    "$ab" run "$work/twice.ab" --inputs '{"n": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}' \
+      --output "$work/n.npy" || fail "making n.npy"
+    printf '%s\n' 'func f(n: i64, x: i64, k: i64) -> (i64, f64) {' \
+      '  return n * k + x, cast(x, dtype=f64) / 3.0' '}' >"$work/f.ab"
+    "$ab" run - --inputs "n=$work/n.npy" --inputs '{"k": 3}' --output "$work/xs.npy" \
+      < <(printf '%s\n' 'func g(n: i64, k: i64) -> f64 {' '  return cast(n + k, dtype=f64)' '}') ||
+      fail "making xs.npy"
+    one=$("$ab" run "$work/f.ab" --inputs "n=$work/n.npy" --inputs "x=$work/xs.npy" \
+      --inputs '{"k": 2}')
+    for np in 2 3; do
+      for split in static dynamic; do
+        many=$(mpirun_np "$np" run - --inputs "n=$work/n.npy" --inputs "x=$work/xs.npy" \
+          --inputs '{"k": 2}' --mpi-split $split --mpi-chunk 3 <"$work/f.ab")
+        [ "$one" = "$many" ] || fail "npy -np $np $split: $many, one process: $one"
+        rm -rf "$work/dir"
+        mpirun_np "$np" run "$work/f.ab" --inputs "n=$work/n.npy" --inputs "x=$work/xs.npy" \
+          --inputs '{"k": 2}' --mpi-split $split --output "$work/dir/" || fail "--output dir/"
+        "$ab" run "$work/f.ab" --inputs "n=$work/n.npy" --inputs "x=$work/xs.npy" \
+          --inputs '{"k": 2}' --output "$work/dir1/"
+        cmp -s "$work/dir/out0.npy" "$work/dir1/out0.npy" &&
+          cmp -s "$work/dir/out1.npy" "$work/dir1/out1.npy" || fail "npy outputs -np $np $split"
+      done
+    done
+    # Edge cases: no inputs (--batch), an empty batch, fewer threads than processes.
+    printf '%s\n' 'func main() -> f64 {' '  return 2.5' '}' >"$work/const.ab"
+    for args in "$work/const.ab --batch 5" "$work/const.ab --batch 2" \
+      "programs/spin.ab --inputs {\"n\":[]}" "programs/spin.ab --inputs {\"n\":[3,4]}"; do
+      one=$("$ab" run $args)
+      for split in static dynamic; do
+        many=$(mpirun_np 3 run $args --mpi-split $split)
+        [ "$one" = "$many" ] || fail "run $args -np 3 $split: $many, one process: $one"
+      done
+    done
+    # A value that does not convert in row 9: only the part holding it reads
+    # it, and the message names the rows read (rank 2's share, 7..10).
+    "$ab" run - --inputs "n=$work/n.npy" --output "$work/half.npy" \
+      < <(printf '%s\n' 'func h(n: i64) -> f64 {' '  if n == 20 {' '    return 4.5' '  }' \
+        '  return cast(n, dtype=f64)' '}')
+    mpirun_np 3 run "$work/f.ab" --inputs "n=$work/n.npy" --inputs "x=$work/half.npy" \
+      --inputs '{"k": 2}' >/dev/null 2>"$work/err"
+    rc=$?
+    [ "$rc" = 2 ] || fail "a bad .npy row: exit $rc, expected 2"
+    grep -q "half.npy: parameter 'x' (i64), in rows 7..10 .*element \[2\]: 4.5 is not an integer" "$work/err" ||
+      fail "a bad .npy row: $(cat "$work/err")"
+    ;;
+  dying)
+    # Each process spins for minutes; rank 1 is killed after a second.
+    rm -f "$work/dead.json"
+    "${mpi[@]}" -np 2 "$ab" run programs/straggler.ab \
+      --inputs '{"n": [4000000000, 4000000000], "seed": [1, 2]}' --output "$work/dead.json" \
+      >"$work/out" 2>"$work/err" &
+    launcher=$!
+    killed=""
+    sleep 1  # let the processes reach their run phase
+    for _ in $(seq 50); do
+      sleep 0.2
+      for c in $(pgrep -P "$launcher"); do
+        if tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
+          kill -9 "$c" && killed=$c
+        fi
+      done
+      [ -n "$killed" ] && break
+    done
+    [ -n "$killed" ] || fail "rank 1 not found among the children of mpirun ($launcher)"
+    for _ in $(seq 300); do
+      kill -0 "$launcher" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$launcher" 2>/dev/null; then
+      fail "mpirun still running 30 s after rank 1 died"
+      kill "$launcher"
+    fi
+    wait "$launcher"
+    rc=$?
+    [ "$rc" != 0 ] || fail "exit 0 after a process died: $(cat "$work/err")"
+    # mpirun's notice; or, if rank 0 was in an MPI call (rank 1 killed
+    # before the run phase, on a loaded machine), Open MPI's report of the
+    # lost peer from rank 0.
+    grep -Eq "rank 1.*exited on signal 9|peer process has unexpectedly disconnected" "$work/err" ||
+      fail "no clear message (exit $rc): $(cat "$work/err")"
+    [ ! -e "$work/dead.json" ] || fail "an output file was written (exit $rc): $(cat "$work/err")"
+    ;;
+  *)
+    echo "unknown case $case_name"
+    exit 2
+    ;;
+esac
+[ "$failures" = 0 ] && echo "ok: $case_name" || echo "$failures failure(s): $case_name"
+[ "$failures" = 0 ]
