@@ -291,7 +291,7 @@ struct CompileOptions {
   // running its chunk until every thread has left; "min-pc": the seed's exact
   // order.
   std::string schedule = "persistent";
-  Primitives primitives;            // custom primitives (besides the global ones)
+  Primitives primitives;  // custom primitives (besides the global ones)
 };
 
 // The pass names, in pipeline order (what lower's print_after accepts).
@@ -372,6 +372,9 @@ struct RunOptions {
   int64_t max_steps = 0;             // 0: no bound (with threads: per shard)
   int64_t max_stack_depth = 100000;  // frames per thread
   int64_t batch = 0;                 // 0: from the inputs (1 when none is batched); --batch
+  // What thread_index() gives input 0 of this run: a run on one part of a
+  // larger batch (for example one MPI process's) passes that part's start.
+  int64_t first_thread = 0;
   std::string schedule = "persistent";  // or "min-pc" (see CompileOptions::schedule)
   // Stack VM: compile blocks to native code (LLVM ORC JIT, when this build has
   // it); false runs every block through the interpreter's kernels.

@@ -224,6 +224,14 @@ std::vector<Group> groups_of(PrimId op, size_t nargs) {
       return {{{0, 2}, true, std::nullopt, nullptr}, {{1}, false, weak_int, "an integer index"}};
     case DtypeGroups::Key0:
       return {{{0}, false, strong_i64, "an i64 key"}};
+    case DtypeGroups::KeyFloat1:
+      return {{{0}, false, strong_i64, "an i64 key"}, {{1}, false, weak_float, "a float operand"}};
+    case DtypeGroups::KeyFloatDest1:
+      return {{{0}, false, strong_i64, "an i64 key"}, {{1}, true, weak_float, "a float operand"}};
+    case DtypeGroups::KeyInt1:
+      return {{{0}, false, strong_i64, "an i64 key"}, {{1}, false, weak_int, "an integer"}};
+    case DtypeGroups::FloatDest01:
+      return {{{0, 1}, true, weak_float, "float operands"}};
     case DtypeGroups::None:
       return {};
   }
