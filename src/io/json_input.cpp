@@ -236,6 +236,8 @@ Result<ojson> parse_json_text(std::string_view text, const std::string& origin) 
         for (size_t p = reason.find(q); p != std::string::npos; p = reason.find(q, p))
           reason.replace(p, q.size(), w);
       }
+    if (reason.find("invalid literal") != std::string::npos)
+      reason += " (a value is a number, true, false, a list, or NaN, Infinity or -Infinity)";
     return io_error(origin + ":" + std::to_string(line) + ":" + std::to_string(col) +
                     ": invalid JSON: " + reason);
   } catch (const std::exception& e) {
