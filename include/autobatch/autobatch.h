@@ -291,7 +291,7 @@ struct CompileOptions {
   // running its chunk until every thread has left; "min-pc": the seed's exact
   // order.
   std::string schedule = "persistent";
-  Primitives primitives;  // custom primitives (besides the global ones)
+  Primitives primitives;            // custom primitives (besides the global ones)
 };
 
 // The pass names, in pipeline order (what lower's print_after accepts).

@@ -693,7 +693,8 @@ class StackVM {
   std::optional<RuntimeError> begin_step(uint32_t b, const uint32_t* lanes, int64_t n) {
     ++step_;
     if (opt_.max_steps > 0 && step_ > opt_.max_steps)
-      return error_at(b, p_.blocks[b].label.loc, lanes[0], max_steps_message(opt_.max_steps));
+      return error_at(b, p_.blocks[b].label.loc, lanes[0],
+                      max_steps_message(opt_.max_steps));
     if (opt_.trace && opt_.trace->on())
       opt_.trace->step(step_ - 1, p_.blocks[b].label.name, b, lanes, static_cast<size_t>(n));
     if (opt_.stats) opt_.stats->record_step(b, n, live_, blocks_[b].prims);
