@@ -343,6 +343,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ro.jit = o.jit;
         ro.persistent = o.schedule == "persistent";
         ro.lanes = o.lanes > 0 ? o.lanes / shards + (k < o.lanes % shards ? 1 : 0) : 0;
+        ro.first_thread = o.first_thread + s.start;
         ro.stats = o.stats ? &s.stats : nullptr;
         ro.trace = tracing ? &trace : nullptr;
         std::vector<ab::Array> in;

@@ -3,10 +3,67 @@
 // to the exit codes of SPEC §6 (0 ok, 2 usage/parse/type/input error,
 // 1 runtime error).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "autobatch/autobatch.h"
 #include "cli/commands.h"
+
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// "; did you mean '--inputs'?" for each flag on the command line that
+// neither the subcommand nor the tool knows but that is a plausible typo of
+// one they do (about one edit per three letters, or a prefix: --input).
+std::string flag_hints(CLI::App& app, int argc, char** argv) {
+  CLI::App* sub = nullptr;
+  for (int i = 1; i < argc && !sub; ++i)
+    for (CLI::App* s : app.get_subcommands([](CLI::App*) { return true; }))
+      if (s->get_name() == argv[i]) sub = s;
+  std::vector<std::string> known;
+  for (CLI::App* a : {&app, sub}) {
+    if (!a) continue;
+    for (const CLI::Option* o : a->get_options()) {
+      for (const auto& l : o->get_lnames()) known.push_back("--" + l);
+      for (const auto& s : o->get_snames()) known.push_back("-" + s);
+    }
+  }
+  std::string out;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-' || arg == "--") continue;
+    if (arg.size() > 2 && arg[1] != '-') continue;  // -abc: short flags, left to CLI11
+    std::string_view name = arg.substr(0, arg.find('='));
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string best;
+    size_t best_d = SIZE_MAX;
+    for (const auto& k : known) {
+      bool prefix =
+          (k.rfind(name, 0) == 0 || name.rfind(k, 0) == 0) && std::min(k.size(), name.size()) >= 5;
+      size_t d = prefix ? 1 : edit_distance(name, k);
+      if (d < best_d) best_d = d, best = k;
+    }
+    if (best_d <= std::max<size_t>(1, (name.size() - 2 + 1) / 3))
+      out += "; did you mean '" + best + "' for '" + std::string(name) + "'?";
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"autobatch: run one program on many inputs at once (program-counter auto-batching)",
@@ -27,7 +84,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "autobatch: error: " << e.what() << "\n";
+    std::cerr << "autobatch: error: " << e.what() << flag_hints(app, argc, argv) << "\n";
     std::cerr << "Run 'autobatch --help' for usage.\n";
     return 2;
   }

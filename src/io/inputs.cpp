@@ -60,6 +60,7 @@ class Loader {
       load_npy(arg.substr(0, eq), arg.substr(eq + 1));
       return;
     }
+    if (looks_like_npy(arg)) return load_unnamed_npy(arg);
     load_json_file(arg);
   }
 
@@ -186,6 +187,32 @@ class Loader {
                                          : "a number"));
       unreadable_source_ = true;
     }
+  }
+
+  // A .npy file holds one array, so one parameter: named by NAME=PATH, or
+  // the only one the entry has.
+  static bool looks_like_npy(const std::string& path) {
+    if (path.size() >= 4) {
+      std::string ext = path.substr(path.size() - 4);
+      for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (ext == ".npy") return true;
+    }
+    std::ifstream in(path, std::ios::binary);
+    char magic[6] = {};
+    return in.read(magic, 6) && std::string_view(magic, 6) == "\x93NUMPY";
+  }
+
+  void load_unnamed_npy(const std::string& path) {
+    if (params_.size() == 1) return load_npy(params_[0].name, path);
+    unreadable_source_ = true;
+    if (params_.empty()) {
+      error(path + ": a .npy file gives one parameter, but the entry has none");
+      return;
+    }
+    std::string stem = std::filesystem::path(path).stem().string();
+    std::string name = find_param(stem) ? stem : "NAME";
+    error(path + ": a .npy file gives one parameter: name it, as in --inputs " + name + "=" + path +
+          " (the entry's parameters are " + param_list() + ")");
   }
 
   void load_npy(const std::string& name, const std::string& path) {

@@ -1,8 +1,11 @@
 #include "io/json_input.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "io/io_error.h"
 #include "io/scalar.h"
@@ -20,6 +23,51 @@ std::pair<size_t, size_t> line_col(std::string_view text, size_t pos) {
   for (size_t k = 0; k < pos; ++k)
     if (text[k] == '\n') ++line, line_start = k + 1;
   return {line, pos - line_start + 1};
+}
+
+// Python's json.dump writes NaN and the infinities as the bare words NaN,
+// Infinity and -Infinity, which JSON does not have: outside strings, each
+// becomes the string form ("NaN") that SPEC §3 reads. `quotes` receives the
+// offsets (in the result) of the quotes inserted, to map error positions
+// back. Returns false (and leaves `out` alone) if there is none.
+bool quote_bare_nonfinite(std::string_view text, std::string& out, std::vector<size_t>& quotes) {
+  auto word_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  bool in_string = false, found = false;
+  size_t copied = 0;
+  for (size_t k = 0; k < text.size(); ++k) {
+    char c = text[k];
+    if (in_string) {
+      if (c == '\\')
+        ++k;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != 'N' && c != 'I' && c != '-') continue;
+    if (k > 0 && word_char(text[k - 1])) continue;
+    size_t len = 0;
+    for (std::string_view w : {"NaN", "Infinity", "-Infinity"})
+      if (text.substr(k, w.size()) == w) len = w.size();
+    if (len == 0 || (k + len < text.size() && word_char(text[k + len]))) continue;
+    if (!found) out.reserve(text.size() + 16);
+    found = true;
+    out.append(text.substr(copied, k - copied));
+    quotes.push_back(out.size());
+    out += '"';
+    out.append(text.substr(k, len));
+    quotes.push_back(out.size());
+    out += '"';
+    copied = k + len;
+    k += len - 1;
+  }
+  if (found) out.append(text.substr(copied));
+  return found;
 }
 
 // nlohmann's message without its "[json.exception...] parse error at line
@@ -171,12 +219,27 @@ Result<ojson> parse_json_text(std::string_view text, const std::string& origin) 
     return true;
   };
   ojson value;
+  std::string quoted;
+  std::vector<size_t> quotes;
+  const bool rewritten = quote_bare_nonfinite(text, quoted, quotes);
+  const std::string_view parsed_text = rewritten ? std::string_view(quoted) : text;
   try {
-    value = ojson::parse(text.begin(), text.end(), track_keys);
+    value = ojson::parse(parsed_text.begin(), parsed_text.end(), track_keys);
   } catch (const ojson::parse_error& e) {
-    auto [line, col] = line_col(text, e.byte == 0 ? 0 : e.byte - 1);
+    size_t at = e.byte == 0 ? 0 : e.byte - 1;
+    at -= static_cast<size_t>(std::lower_bound(quotes.begin(), quotes.end(), at) - quotes.begin());
+    auto [line, col] = line_col(text, at);
+    std::string reason = parse_error_reason(e.what());
+    if (rewritten)  // show the bare words as they were written
+      for (const char* w : {"NaN", "-Infinity", "Infinity"}) {
+        const std::string q = std::string("\"") + w + "\"";
+        for (size_t p = reason.find(q); p != std::string::npos; p = reason.find(q, p))
+          reason.replace(p, q.size(), w);
+      }
+    if (reason.find("invalid literal") != std::string::npos)
+      reason += " (a value is a number, true, false, a list, or NaN, Infinity or -Infinity)";
     return io_error(origin + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                    ": invalid JSON: " + parse_error_reason(e.what()));
+                    ": invalid JSON: " + reason);
   } catch (const std::exception& e) {
     return io_error(origin + ": invalid JSON: " + e.what());
   }

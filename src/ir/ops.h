@@ -25,6 +25,7 @@ enum class PrimKind : uint8_t {
   Arith1,     // numeric
   Float1,     // float -> same
   FloatPred,  // float -> bool
+  Float2,     // float, same dtype, broadcast
   Compare,    // same dtype, broadcast -> bool
   Logic2,     // bool, broadcast
   Logic1,     // bool
@@ -35,19 +36,23 @@ enum class PrimKind : uint8_t {
 // Which operands must share a dtype, with each other, with the result, or
 // with a fixed dtype (ops.def's Dtypes column); type inference reads it.
 enum class DtypeGroups : uint8_t {
-  SameDest01,  // operands 0 and 1 and the result
-  SameDest0,   // operand 0 and the result
-  FloatDest0,  // operand 0 (a float) and the result
-  Float0,      // operand 0 is a float
-  Same01,      // operands 0 and 1
-  Bool01,      // operands 0 and 1 are bool
-  Bool0,       // operand 0 is bool
-  Select,      // a bool condition; operands 1, 2 and the result
-  Get,         // operand 0 and the result; an integer index
-  Set,         // operands 0, 2 and the result; an integer index
-  Key0,        // operand 0 is an i64 key
-  AllDest,     // every operand and the result
-  None,        // nothing must agree
+  SameDest01,     // operands 0 and 1 and the result
+  SameDest0,      // operand 0 and the result
+  FloatDest0,     // operand 0 (a float) and the result
+  Float0,         // operand 0 is a float
+  Same01,         // operands 0 and 1
+  Bool01,         // operands 0 and 1 are bool
+  Bool0,          // operand 0 is bool
+  Select,         // a bool condition; operands 1, 2 and the result
+  Get,            // operand 0 and the result; an integer index
+  Set,            // operands 0, 2 and the result; an integer index
+  Key0,           // operand 0 is an i64 key
+  KeyFloat1,      // operand 0 is an i64 key, operand 1 a float
+  KeyFloatDest1,  // operand 0 is an i64 key, operand 1 a float and the result
+  KeyInt1,        // operand 0 is an i64 key, operand 1 an integer
+  FloatDest01,    // operands 0 and 1 (floats) and the result
+  AllDest,        // every operand and the result
+  None,           // nothing must agree
 };
 
 struct AttrSpec {
@@ -72,6 +77,10 @@ std::span<const PrimInfo> all_prims();  // the built-ins (ops.def) only
 const PrimInfo* find_prim(std::string_view name);
 const PrimInfo& prim_info(PrimId id);
 std::vector<std::string> prim_names();
+
+// A primitive whose value differs between threads even when its operands are
+// shared (thread_index): never computed once for all threads.
+inline bool prim_per_thread(PrimId id) { return id == PrimId::ThreadIndex; }
 
 // Custom primitives: registered at run time (by an embedder, through the
 // public API), with ids after the built-ins. A registration lives for the

@@ -87,6 +87,12 @@ PrimTypeResult broadcast_all(PrimId op, const std::vector<TensorType>& ts, DType
 
 std::string tstr(const TensorType& t) { return Type::tensor_of(t.dtype, t.shape).str(); }
 
+std::optional<std::string> check_key(PrimId op, const TensorType& k) {
+  if (k.dtype == DType::I64 && k.shape.empty()) return std::nullopt;
+  return "the key of " + q(op) + " must be an i64 scalar, got " + tstr(k) +
+         " (a key is an i64: an input, a literal, or a result of split or fold_in)";
+}
+
 std::optional<std::string> check_index(PrimId op, const TensorType& i) {
   if (is_integer(i.dtype) && i.shape.empty()) return std::nullopt;
   return "the index of " + q(op) + " must be an i32 or i64 scalar, got " + tstr(i);
@@ -260,6 +266,11 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
     case PrimKind::FloatPred:
       if (auto e = check_float(op, t[0])) return fail(*e);
       return ok(Type::tensor_of(DType::Bool, t[0].shape));
+    case PrimKind::Float2:
+      if (auto e = check_float(op, t[0])) return fail(*e);
+      if (auto e = check_float(op, t[1])) return fail(*e);
+      if (auto e = check_same_dtype(op, t[0], t[1])) return fail(*e);
+      return broadcast_all(op, t, t[0].dtype);
     case PrimKind::Compare:
       if (auto e = check_same_dtype(op, t[0], t[1])) return fail(*e);
       return broadcast_all(op, t, DType::Bool);
@@ -368,17 +379,49 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
     case PrimId::Transpose:
       return linalg_type(op, t);
     case PrimId::Uniform:
-    case PrimId::Normal: {
-      if (t[0].dtype != DType::I64 || !t[0].shape.empty())
-        return fail("the key of " + q(op) + " must be an i64 scalar, got " + tstr(t[0]));
+    case PrimId::Normal:
+    case PrimId::Exponential: {
+      if (auto e = check_key(op, t[0])) return fail(*e);
       Shape s = attrs.shape.value_or(Shape{});
+      if (t.size() == 2) {
+        if (attrs.shape)
+          return fail(q(op) + " takes its shape from shape= or from a second operand, not both");
+        s = t[1].shape;
+      }
       if (auto e = check_shape_attr(op, s, false)) return fail(*e);
       return ok(Type::tensor_of(DType::F64, std::move(s)));
     }
+    case PrimId::Gamma:
+    case PrimId::Poisson:
+    case PrimId::Bernoulli:
+    case PrimId::Categorical: {
+      if (auto e = check_key(op, t[0])) return fail(*e);
+      const char* what = op == PrimId::Gamma       ? "the shape parameter alpha"
+                         : op == PrimId::Poisson   ? "the rate lam"
+                         : op == PrimId::Bernoulli ? "the probability p"
+                                                   : "the logits";
+      if (!is_float(t[1].dtype))
+        return fail(std::string(what) + " of " + q(op) + " must be a float (f32 or f64), got " +
+                    tstr(t[1]) + "; convert it with " + cast_hint(DType::F64));
+      if (op == PrimId::Gamma) return ok(Type::tensor_of(t[1].dtype, t[1].shape));
+      if (op == PrimId::Poisson) return ok(Type::tensor_of(DType::I64, t[1].shape));
+      if (op == PrimId::Bernoulli) return ok(Type::tensor_of(DType::Bool, t[1].shape));
+      if (t[1].shape.empty() || t[1].shape.back() == 0)
+        return fail("the logits of 'categorical' need a last axis of at least one category, got " +
+                    tstr(t[1]) + "; for example categorical(key, [0.0, 1.5, -2.0])");
+      return ok(Type::tensor_of(DType::I64, Shape(t[1].shape.begin(), t[1].shape.end() - 1)));
+    }
     case PrimId::Split:
-      if (t[0].dtype != DType::I64 || !t[0].shape.empty())
-        return fail("the key of 'split' must be an i64 scalar, got " + tstr(t[0]));
+      if (auto e = check_key(op, t[0])) return fail(*e);
       return ok(Type::tuple({Type::scalar(DType::I64), Type::scalar(DType::I64)}));
+    case PrimId::FoldIn:
+      if (auto e = check_key(op, t[0])) return fail(*e);
+      if (!is_integer(t[1].dtype) || !t[1].shape.empty())
+        return fail("the value 'fold_in' folds into the key must be an i32 or i64 scalar, got " +
+                    tstr(t[1]) + "; for example fold_in(key, thread_index())");
+      return ok(Type::scalar(DType::I64));
+    case PrimId::ThreadIndex:
+      return ok(Type::scalar(DType::I64));
     default:
       break;
   }

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <set>
 
-#include "passes/liveness.h"
 #include "passes/infer_types.h"
+#include "passes/liveness.h"
 
 namespace ab {
 
@@ -82,6 +82,9 @@ bool is_safe(const Instr& in, const TypeMap& types) {
     case PrimId::Set:
       return index_in_range(in, types);
     case PrimId::Tuple:
+    case PrimId::Gamma:  // fail on bad parameters (and may draw many numbers)
+    case PrimId::Poisson:
+    case PrimId::Categorical:
       return false;
     default:
       return true;

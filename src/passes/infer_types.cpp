@@ -1,5 +1,6 @@
 #include "passes/infer_types.h"
 
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -224,6 +225,14 @@ std::vector<Group> groups_of(PrimId op, size_t nargs) {
       return {{{0, 2}, true, std::nullopt, nullptr}, {{1}, false, weak_int, "an integer index"}};
     case DtypeGroups::Key0:
       return {{{0}, false, strong_i64, "an i64 key"}};
+    case DtypeGroups::KeyFloat1:
+      return {{{0}, false, strong_i64, "an i64 key"}, {{1}, false, weak_float, "a float operand"}};
+    case DtypeGroups::KeyFloatDest1:
+      return {{{0}, false, strong_i64, "an i64 key"}, {{1}, true, weak_float, "a float operand"}};
+    case DtypeGroups::KeyInt1:
+      return {{{0}, false, strong_i64, "an i64 key"}, {{1}, false, weak_int, "an integer"}};
+    case DtypeGroups::FloatDest01:
+      return {{{0, 1}, true, weak_float, "float operands"}};
     case DtypeGroups::None:
       return {};
   }
@@ -387,7 +396,11 @@ class Inference {
       if (j != before) {
         nodes_[s.node] = j;
         changed_ = true;
-        if (origin_[s.node].empty()) {
+        // Where its type came from: the first write, or the one that
+        // changed what literals alone had made it (t = 0, then t = t + 1.0).
+        bool retyped = before.is_leaf() && j.is_leaf() && before.strength == Strength::Weak &&
+                       (j.dtype != before.dtype || j.strength != before.strength);
+        if (origin_[s.node].empty() || (retyped && origin_loc_[s.node].known())) {
           origin_[s.node] = "at line " + std::to_string(loc.line);
           origin_loc_[s.node] = loc;
         }
@@ -617,16 +630,65 @@ class Inference {
           error(in.callee.loc, "'" + in.callee.name + "' needs " + g.needs + ", but " + desc +
                                    " is " + describe(t) + convert_hint(name, t, g.extra->first));
         } else if (t.strength == Strength::Weak || first_t.strength == Strength::Weak) {
-          // A literal next to a variable of a dtype it cannot take.
-          const IType& var = t.strength == Strength::Weak ? first_t : t;
-          const IType& lit = t.strength == Strength::Weak ? t : first_t;
-          const std::string& var_name = t.strength == Strength::Weak ? first_name : name;
-          error(in.callee.loc, "'" + in.callee.name + "' mixes " + var_name + " (" + describe(var) +
-                                   ") with " +
-                                   std::string(lit.dtype == DType::F64    ? "a float literal"
-                                               : lit.dtype == DType::Bool ? "a bool literal"
-                                                                          : "an integer literal") +
-                                   convert_hint(var_name, var, lit.dtype));
+          // A literal, or a variable typed by literals only, next to a
+          // variable of a dtype it cannot take. Converting the variable is
+          // advice only if the result may then take the literal's dtype:
+          // known once inference is done.
+          const bool t_weak = t.strength == Strength::Weak;
+          auto report = [this, loc = in.callee.loc, op_name = in.callee.name,
+                         var = t_weak ? first_t : t, lit = t_weak ? t : first_t,
+                         var_name = t_weak ? first_name : name,
+                         lit_name = t_weak ? name : first_name,
+                         var_node = t_weak ? first_node : node, var_op = t_weak ? first_op : op,
+                         lit_node = t_weak ? node : first_node, lit_op = t_weak ? op : first_op,
+                         with_dest = g.with_dest, dest, target = print_target(in.out),
+                         dest_name = in.out.is_tuple ? std::string() : in.out.name] {
+            const char* kind = lit.dtype == DType::F64    ? "float"
+                               : lit.dtype == DType::Bool ? "bool"
+                                                          : "integer";
+            const bool lit_is_var =
+                lit_op && lit_op->is_var && !syntax::is_frontend_name(lit_op->name);
+            std::string what = lit_is_var
+                                   ? lit_name + " (" + (lit.dtype == DType::Bool ? "a " : "") +
+                                         kind + " only because of literals)"
+                                   : std::string(kind[0] == 'i' ? "an " : "a ") + kind + " literal";
+            IType dt = with_dest ? read(dest) : IType{};
+            bool contradicted =
+                dt.is_leaf() && dt.strength == Strength::Strong && dt.dtype != lit.dtype;
+            std::string hint;
+            if (!contradicted) {
+              hint = convert_hint(var_name, var, lit.dtype);
+              if (lit_is_var && !hint.empty() && !(dt.is_leaf() && dt.strength == Strength::Strong))
+                hint += ", or make " + lit_name + " " + dtype_name(var.dtype) +
+                        " where its literals are";
+            } else if (lit_op && !lit_op->is_var && !lit_op->lit.is_tensor &&
+                       lit_op->lit.elems.size() == 1 &&
+                       lit_op->lit.elems[0].kind == Scalar::Kind::Float && is_integer(var.dtype) &&
+                       std::isfinite(lit_op->lit.elems[0].f) &&
+                       lit_op->lit.elems[0].f == std::floor(lit_op->lit.elems[0].f) &&
+                       std::fabs(lit_op->lit.elems[0].f) < 9e15) {
+              hint = "; the result " + target + " is " + describe(dt) +
+                     ", so write the literal as " +
+                     std::to_string(static_cast<int64_t>(lit_op->lit.elems[0].f));
+            } else {
+              hint = "; the result " + target + " is " + describe(dt) +
+                     ": store the float result in a new variable, or use an integer literal";
+            }
+            error(loc, "'" + op_name + "' mixes " + var_name + " (" + describe(var) + ") with " +
+                           what + hint);
+            cause(var_node, var_op);
+            if (lit_is_var) cause(lit_node, lit_op);
+            if (contradicted && !dest_name.empty()) {
+              Operand d;
+              d.name = dest_name;
+              cause(dest.node, &d);
+            }
+          };
+          if (g.with_dest && !dest_pre.is_leaf())
+            pending_.push_back(report);
+          else
+            report();
+          return;
         } else if (is_dest) {
           error(in.callee.loc, "'" + in.callee.name + "' gives " + describe(first_t) +
                                    " here, but the result " + name + " is " + describe(t) +

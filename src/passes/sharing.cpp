@@ -47,7 +47,9 @@ SharingInfo sharing(const std::vector<Block>& blocks, const std::vector<std::str
           id = "literal " + print_literal(in->args[0].lit);
         } else {
           // Computed here: shared only as the one write, of shared operands.
-          bool shared_args = sites.size() == 1 && in->kind != InstrKind::Call;
+          // thread_index() has no operands but differs from thread to thread.
+          bool shared_args = sites.size() == 1 && in->kind != InstrKind::Call &&
+                             !(in->kind == InstrKind::Prim && prim_per_thread(in->prim));
           for (const auto& a : in->args)
             shared_args = shared_args && (!a.is_var || source.count(a.name));
           if (!shared_args) {

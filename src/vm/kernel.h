@@ -72,6 +72,9 @@ struct KernelCall {
   OutView* outs = nullptr;
   int nouts = 0;
   const PrimAttrs* attrs = nullptr;  // never null
+  // thread_index only (null for the others): lane j's thread, the index of
+  // its input row in the whole batch (SPEC §2), for j < n.
+  const int64_t* threads = nullptr;
 };
 
 using KernelFn = bool (*)(const KernelCall& call, KernelError* err);

@@ -1,4 +1,5 @@
-// Kernels of the float-math primitives (exp ... isfinite) and of `cast`.
+// Kernels of the float-math primitives (exp ... isfinite, erf ... hypot) and
+// of `cast`.
 // Float math follows the C library (IEEE 754); round is half to even.
 // cast: float -> integer truncates toward zero and fails on NaN or a value
 // out of range; integer -> narrower integer wraps (NumPy astype);
@@ -30,7 +31,46 @@ AB_FLOAT_OP(TanhOp, std::tanh(x))
 AB_FLOAT_OP(FloorOp, std::floor(x))
 AB_FLOAT_OP(CeilOp, std::ceil(x))
 AB_FLOAT_OP(RoundOp, std::nearbyint(x))  // default rounding mode: half to even
+AB_FLOAT_OP(ErfOp, std::erf(x))
+AB_FLOAT_OP(ErfcOp, std::erfc(x))
+AB_FLOAT_OP(Log2Op, std::log2(x))
+AB_FLOAT_OP(Log10Op, std::log10(x))
+AB_FLOAT_OP(CbrtOp, std::cbrt(x))
+AB_FLOAT_OP(SinhOp, std::sinh(x))
+AB_FLOAT_OP(CoshOp, std::cosh(x))
+AB_FLOAT_OP(AsinOp, std::asin(x))
+AB_FLOAT_OP(AcosOp, std::acos(x))
+AB_FLOAT_OP(AtanOp, std::atan(x))
 #undef AB_FLOAT_OP
+
+// lgamma_r: std::lgamma writes the global `signgam`, a data race between
+// the threads that run shards.
+template <class T>
+struct LgammaOp {
+  using R = T;
+  static constexpr bool kChecked = false;
+  static T apply(T x) {
+    int sign = 0;
+    if constexpr (std::is_same_v<T, float>)
+      return ::lgammaf_r(x, &sign);
+    else
+      return ::lgamma_r(x, &sign);
+  }
+};
+
+template <class T>
+struct Atan2Op {
+  using R = T;
+  static constexpr bool kChecked = false;
+  static T apply(T y, T x) { return std::atan2(y, x); }
+};
+
+template <class T>
+struct HypotOp {
+  using R = T;
+  static constexpr bool kChecked = false;
+  static T apply(T a, T b) { return std::hypot(a, b); }
+};
 
 // exp of a non-positive number only: no overflow for large |x|.
 template <class T>
@@ -124,6 +164,20 @@ bool kernel_IsNan(const KernelCall& c, KernelError* e) { return on_float<Unary, 
 bool kernel_IsFinite(const KernelCall& c, KernelError* e) {
   return on_float<Unary, IsFiniteOp>(c, e);
 }
+
+bool kernel_Erf(const KernelCall& c, KernelError* e) { return on_float<Unary, ErfOp>(c, e); }
+bool kernel_Erfc(const KernelCall& c, KernelError* e) { return on_float<Unary, ErfcOp>(c, e); }
+bool kernel_Lgamma(const KernelCall& c, KernelError* e) { return on_float<Unary, LgammaOp>(c, e); }
+bool kernel_Log2(const KernelCall& c, KernelError* e) { return on_float<Unary, Log2Op>(c, e); }
+bool kernel_Log10(const KernelCall& c, KernelError* e) { return on_float<Unary, Log10Op>(c, e); }
+bool kernel_Cbrt(const KernelCall& c, KernelError* e) { return on_float<Unary, CbrtOp>(c, e); }
+bool kernel_Sinh(const KernelCall& c, KernelError* e) { return on_float<Unary, SinhOp>(c, e); }
+bool kernel_Cosh(const KernelCall& c, KernelError* e) { return on_float<Unary, CoshOp>(c, e); }
+bool kernel_Asin(const KernelCall& c, KernelError* e) { return on_float<Unary, AsinOp>(c, e); }
+bool kernel_Acos(const KernelCall& c, KernelError* e) { return on_float<Unary, AcosOp>(c, e); }
+bool kernel_Atan(const KernelCall& c, KernelError* e) { return on_float<Unary, AtanOp>(c, e); }
+bool kernel_Atan2(const KernelCall& c, KernelError* e) { return on_float<Binary, Atan2Op>(c, e); }
+bool kernel_Hypot(const KernelCall& c, KernelError* e) { return on_float<Binary, HypotOp>(c, e); }
 
 bool kernel_Cast(const KernelCall& c, KernelError* e) {
   switch (c.args[0].type->dtype) {

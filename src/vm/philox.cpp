@@ -208,6 +208,124 @@ void random_split_lanes(const int64_t* keys, int64_t* first, int64_t* second, in
                  });
 }
 
+void random_uniform_domain_lanes(const int64_t* keys, double* const* out, int64_t count,
+                                 int64_t lanes, RandomDomain domain) {
+  for_each_block(keys, lanes, count, domain, [&](int64_t j, int64_t blk, const Batch& b, int s) {
+    double* o = out[j] + 2 * blk;
+    o[0] = small_to_double(join64(b.x0[s], b.x1[s]) >> 11) * kTwoPow53Inv;
+    if (2 * blk + 1 < count) o[1] = small_to_double(join64(b.x2[s], b.x3[s]) >> 11) * kTwoPow53Inv;
+  });
+}
+
+void random_exponential_lanes(const int64_t* keys, double* const* out, int64_t count,
+                              int64_t lanes) {
+  random_uniform_domain_lanes(keys, out, count, lanes, RandomDomain::Exponential);
+  for (int64_t j = 0; j < lanes; ++j)
+    for (int64_t e = 0; e < count; ++e) out[j][e] = -std::log1p(-out[j][e]);
+}
+
+int64_t random_fold_in(int64_t key, int64_t x) {
+  uint64_t k = static_cast<uint64_t>(key), v = static_cast<uint64_t>(x);
+  PhiloxCounter c = philox4x32_10({static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32), 0u,
+                                   static_cast<uint32_t>(RandomDomain::FoldIn)},
+                                  {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)});
+  return static_cast<int64_t>(join64(c[0], c[1]));
+}
+
+namespace {
+
+// The uniforms of one element's stream (philox.h).
+class Stream {
+ public:
+  Stream(int64_t key, RandomDomain domain, int64_t element) : domain_(domain) {
+    uint64_t k = static_cast<uint64_t>(key), e = static_cast<uint64_t>(element);
+    key_ = {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)};
+    e_lo_ = static_cast<uint32_t>(e);
+    e_hi_ = static_cast<uint32_t>(e >> 32);
+  }
+  double next() {  // in [0, 1)
+    if (have_second_) {
+      have_second_ = false;
+      return second_;
+    }
+    PhiloxCounter c = philox4x32_10({block_++, e_lo_, e_hi_, static_cast<uint32_t>(domain_)}, key_);
+    second_ = small_to_double(join64(c[2], c[3]) >> 11) * kTwoPow53Inv;
+    have_second_ = true;
+    return small_to_double(join64(c[0], c[1]) >> 11) * kTwoPow53Inv;
+  }
+  double normal() {
+    double u1 = next(), u2 = next();
+    return std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  }
+
+ private:
+  RandomDomain domain_;
+  PhiloxKey key_;
+  uint32_t e_lo_ = 0, e_hi_ = 0, block_ = 0;
+  double second_ = 0;
+  bool have_second_ = false;
+};
+
+double gamma_at_least_one(Stream& s, double alpha) {
+  const double d = alpha - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x, v;
+    do {
+      x = s.normal();
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    double u = s.next();
+    double x2 = x * x;
+    if (u < 1.0 - 0.0331 * x2 * x2) return d * v;
+    if (std::log(u) < 0.5 * x2 + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
+
+double log_gamma(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+}
+
+}  // namespace
+
+double random_gamma(int64_t key, int64_t element, double alpha) {
+  Stream s(key, RandomDomain::Gamma, element);
+  if (alpha >= 1.0) return gamma_at_least_one(s, alpha);
+  double g = gamma_at_least_one(s, alpha + 1.0);
+  return g * std::pow(1.0 - s.next(), 1.0 / alpha);
+}
+
+int64_t random_poisson(int64_t key, int64_t element, double lam) {
+  if (lam == 0.0) return 0;
+  Stream s(key, RandomDomain::Poisson, element);
+  if (lam < 10.0) {
+    const double limit = std::exp(-lam);
+    int64_t k = 0;
+    double p = s.next();
+    while (p > limit) {
+      ++k;
+      p *= s.next();
+    }
+    return k;
+  }
+  // PTRS: transformed rejection with squeeze (W. Hoermann, "The transformed
+  // rejection method for generating Poisson random variables", 1993).
+  const double slam = std::sqrt(lam), loglam = std::log(lam);
+  const double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+  const double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2.0);
+  for (;;) {
+    const double u = s.next() - 0.5, v = s.next();
+    const double us = 0.5 - std::fabs(u);
+    const double k = std::floor((2.0 * a / us + b) * u + lam + 0.43);
+    if (us >= 0.07 && v <= vr) return static_cast<int64_t>(k);
+    if (k < 0.0 || (us < 0.013 && v > us)) continue;
+    if (std::log(v) + std::log(invalpha) - std::log(a / (us * us) + b) <=
+        -lam + k * loglam - log_gamma(k + 1.0))
+      return static_cast<int64_t>(k);
+  }
+}
+
 void random_uniform(int64_t key, double* out, int64_t count) {
   random_uniform_lanes(&key, &out, count, 1);
 }

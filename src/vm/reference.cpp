@@ -191,7 +191,8 @@ class Interpreter {
     Value result = Value::of_type(rt);
     std::vector<const Value*> values;
     for (const auto& a : args) values.push_back(&arg_value(fr, a));
-    if (auto e = apply_kernel(in.prim, values, cf.attrs[fr.block][fr.instr], result))
+    if (auto e = apply_kernel(in.prim, values, cf.attrs[fr.block][fr.instr], result,
+                              opt_.first_thread + thread_))
       return error_at(fr, in.callee.loc, *e);
     bind(fr, cf, in.out, std::move(result));
     return std::nullopt;

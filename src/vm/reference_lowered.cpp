@@ -155,7 +155,8 @@ class ProgramInterpreter {
       return write(in.out, std::move(v), in.loc);
     }
     Value result = Value::of_type(pattern_type(in.out));
-    if (auto e = apply_kernel(in.prim, args, attrs_[b][i], result)) return error(in.callee.loc, *e);
+    if (auto e = apply_kernel(in.prim, args, attrs_[b][i], result, opt_.first_thread + thread_))
+      return error(in.callee.loc, *e);
     return write(in.out, std::move(result), in.loc);
   }
 

@@ -18,6 +18,7 @@ struct RunOptions {
   TraceWriter* trace = nullptr;      // null or off: no trace
   Stats* stats = nullptr;            // null: no statistics
   int64_t lanes = 0;                 // > 0: refill (streaming) mode on this many lanes
+  int64_t first_thread = 0;          // the whole batch's index of input 0 (thread_index())
   bool jit = true;                   // stack VM: compile blocks (if this build has the JIT)
   bool persistent = true;            // stack VM: a block that loops to itself keeps its chunk
                                      // (false: the seed's exact min-pc order)

@@ -194,6 +194,7 @@ class StackVM {
   LaneStack<uint32_t> pcs_;         // program counters: where each frame returns
   std::vector<uint32_t> pc_depth_;  // per lane: frames, counting the halt at the bottom
   std::vector<int64_t> lane_input_;
+  std::vector<int64_t> thread_ids_;  // thread_index's operand: lane -> its thread
   std::vector<Array> outputs_;
   int64_t next_input_ = 0;
   int64_t live_ = 0;
@@ -570,6 +571,11 @@ class StackVM {
     call.outs = ov;
     call.nouts = static_cast<int>(op.outs.size());
     call.attrs = &op.attrs;
+    if (prim_per_thread(op.prim)) {  // thread_index: never shared, so idx is set
+      thread_ids_.resize(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) thread_ids_[j] = opt_.first_thread + lane_input_[lanes[j]];
+      call.threads = thread_ids_.data();
+    }
     KernelError err;
     if (!op.fn(call, &err)) {
       int64_t j = err.lane >= 0 && err.lane < n ? err.lane : 0;

@@ -294,6 +294,7 @@ class StacklessVM {
   // Scratch reused by every step.
   std::vector<uint32_t> lanes_, on_true_, on_false_, tids_;
   std::vector<ArgView> arg_views_;
+  std::vector<int64_t> thread_ids_;  // thread_index's operand: lane -> its thread
   std::vector<OutView> out_views_;
   Buffer temp_;
 
@@ -757,6 +758,11 @@ std::optional<RuntimeError> StacklessVM::run_prim(Frame& F, const Op& op, uint32
                             once ? nullptr : lanes, &fn.leaf_types[l]};
   }
   kc.n = once ? 1 : m;
+  if (prim_per_thread(op.ir->prim)) {
+    thread_ids_.resize(m);
+    for (uint32_t k = 0; k < m; ++k) thread_ids_[k] = opt_.first_thread + F.tid[lanes[k]];
+    kc.threads = thread_ids_.data();
+  }
   KernelError err;
   if (!op.kernel(kc, &err)) {
     uint32_t lane = once ? lanes[0] : lanes[std::clamp<int64_t>(err.lane, 0, m - 1)];

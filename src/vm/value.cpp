@@ -7,7 +7,7 @@
 namespace ab {
 
 std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args,
-                                        const PrimAttrs& attrs, Value& result) {
+                                        const PrimAttrs& attrs, Value& result, int64_t thread) {
   std::vector<Value*> outs;
   result.leaves(outs);
   std::vector<ArgView> views;
@@ -23,6 +23,7 @@ std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value
   call.outs = out_views.data();
   call.nouts = static_cast<int>(out_views.size());
   call.attrs = &attrs;
+  call.threads = &thread;
   KernelFn fn = kernel_for(op);
   if (!fn) return std::string("no kernel for '") + prim_info(op).name + "'";
   KernelError err;

@@ -44,8 +44,9 @@ struct Value {
 // One primitive on one thread's values (the reference interpreters' way of
 // calling a batched kernel: one lane, dense). Returns the kernel's error
 // message, if any; `result` must already have the result's type.
+// `thread`: the thread's index in the whole batch (thread_index()).
 std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args,
-                                        const PrimAttrs& attrs, Value& result);
+                                        const PrimAttrs& attrs, Value& result, int64_t thread);
 
 // Per-thread results (one vector of values per thread) as one Array per
 // result leaf, batch first.

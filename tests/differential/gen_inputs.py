@@ -208,6 +208,12 @@ SPECS = {
     "power_iteration": [("A", P("f64", floats(-1.0, 1.0), shape=(4, 4))),
                         ("x", P("f64", floats(-1.0, 1.0, special=(0.0,)), shape=(4,))),
                         ("k", P("i64", ints(0, 20, special=(0, 1))))],
+    # Any seed; rates and times keep the event count small ((b + d n) t_end, at most a few hundred).
+    "birth_death": [("seed", P("i64", wide("i64"))),
+                    ("b", P("f64", floats(0.0, 5.0, special=(0.0,)))),
+                    ("d", P("f64", floats(0.0, 2.0, special=(0.0,)))),
+                    ("n0", P("i64", ints(0, 20, special=(0,)))),
+                    ("t_end", P("f64", floats(0.0, 5.0, special=(0.0,))))],
     # Any key; |bound| <= 10 keeps the walks short (mean bound^2 steps), bound <= 0 stops at once.
     "random_walk": [("key", P("i64", wide("i64"))),
                     ("bound", P("i64", ints(-2, 6, special=(0, 1, 10))))],

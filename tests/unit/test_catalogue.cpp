@@ -56,6 +56,7 @@ std::map<std::string, std::string> npy_files() {
   f["good_x.npy"] = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", d3);
   f["good_n.npy"] = npy("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", d3);
   f["good_n4.npy"] = npy("{'descr': '<i8', 'fortran_order': False, 'shape': (4,), }", d4);
+  f["x.npy"] = f["good_x.npy"];  // named like a parameter: the hint says x=x.npy
   f["truncated_data.npy"] = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", d3);
   f["truncated_header.npy"] =
       npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", d3).substr(0, 40);

@@ -181,6 +181,28 @@ TEST_CASE("inputs: NaN and infinities are strings") {
   CHECK(i.find("NaN is not an integer") != std::string::npos);
 }
 
+TEST_CASE("inputs: bare NaN, Infinity and -Infinity, as Python's json.dump writes them") {
+  // Inside strings (a key, a value) the words stay as they are.
+  auto r =
+      load({"{\"x\": [NaN, Infinity,\n -Infinity, 1.5, \"NaN\"], \"NaN Infinity\": [-Infinity]}"},
+           {untyped("x"), untyped("NaN Infinity")});
+  REQUIRE(r.ok());
+  auto v = values<double>(r->values[0]);
+  REQUIRE(v.size() == 5);
+  CHECK(std::isnan(v[0]));
+  CHECK(v[1] == INFINITY);
+  CHECK(v[2] == -INFINITY);
+  CHECK(v[3] == 1.5);
+  CHECK(std::isnan(v[4]));
+  CHECK(values<double>(r->values[1])[0] == -INFINITY);
+  // Only whole words: NaNa and xInfinity stay invalid, at their own column.
+  auto e = errors(load({R"({"x": [NaN, NaNa]})"}, {untyped("x")}));
+  CHECK(e.find("inline JSON:1:13: invalid JSON") == 0);
+  CHECK(e.find("NaN, Infinity or -Infinity") != std::string::npos);
+  auto i = errors(load({R"({"k": [1, NaN]})"}, {typed("k", DType::I64)}));
+  CHECK(i.find("NaN is not an integer") != std::string::npos);
+}
+
 TEST_CASE("inputs: declared types convert and range-check") {
   SUBCASE("i32 in range") {
     auto r = load({R"({"n": [-2147483648, 2147483647]})"}, {typed("n", DType::I32)});
@@ -399,8 +421,15 @@ TEST_CASE("inputs: a missing file is named") {
   CHECK(d.find(": cannot read the inputs file: it is a directory") != std::string::npos);
   auto dn = errors(load({"n=" + dir.path.string()}, {untyped("n")}));
   CHECK(dn.find(": cannot open the file: it is a directory") != std::string::npos);
-  auto e2 = errors(load({"1a=b.npy"}, {untyped("n")}));
-  CHECK(e2.find("1a=b.npy: cannot read the inputs file") != std::string::npos);
+  auto e2 = errors(load({"1a=b.json"}, {untyped("n")}));
+  CHECK(e2.find("1a=b.json: cannot read the inputs file") != std::string::npos);
+  // A .npy path without NAME= gives the only parameter, or asks for a name.
+  auto e3 = errors(load({"1a=b.npy"}, {untyped("n")}));
+  CHECK(e3.find("1a=b.npy: parameter 'n': cannot open the file") != std::string::npos);
+  auto e4 = errors(load({"mu.npy"}, {untyped("mu"), untyped("s")}));
+  CHECK(e4 ==
+        "mu.npy: a .npy file gives one parameter: name it, as in --inputs mu=mu.npy (the "
+        "entry's parameters are 'mu', 's')\n");
 }
 
 TEST_CASE("inputs: tuple-typed parameters are rejected") {

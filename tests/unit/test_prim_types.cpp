@@ -184,7 +184,8 @@ TEST_CASE("random") {
   CHECK(ty(PrimId::Normal, {S(i64)}) == "f64");
   CHECK(ty(PrimId::Split, {S(i64)}) == "(i64, i64)");
   CHECK(ty(PrimId::Uniform, {S(i32)}) ==
-        "error: the key of 'uniform' must be an i64 scalar, got i32");
+        "error: the key of 'uniform' must be an i64 scalar, got i32 (a key is an i64: an input, a "
+        "literal, or a result of split or fold_in)");
   CHECK(ty(PrimId::Split, {T(i64, {2})}).find("i64 scalar") != std::string::npos);
 }
 
