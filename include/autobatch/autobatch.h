@@ -407,7 +407,6 @@ struct RunOptions {
 // "auto" traces write JSON Lines up to this many threads, else "compact".
 constexpr int64_t kAutoJsonlBatch = 64;
 
-
 struct Stats {
   int64_t steps = 0;
   std::vector<std::pair<std::string, int64_t>> block_executions;  // priority order

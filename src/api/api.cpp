@@ -443,7 +443,7 @@ Status Program::check(const RunOptions& o) const {
   if (!known_schedule(o.schedule)) out.push_back(option_error(schedule_error(o.schedule)));
   if (o.trace_format != "auto" && !ab::parse_trace_format(o.trace_format))
     out.push_back(option_error("unknown trace format '" + o.trace_format +
-                                         "' (available: auto, jsonl, compact, chrome)"));
+                               "' (available: auto, jsonl, compact, chrome)"));
   if (o.trace_mask != "bits" && o.trace_mask != "ranges" && o.trace_mask != "none")
     out.push_back(
         option_error("unknown trace mask '" + o.trace_mask + "' (available: none, bits, ranges)"));

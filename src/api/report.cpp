@@ -1,7 +1,8 @@
 // write_report: the report generator (src/report) behind the public API.
+#include "report/report.h"
+
 #include "api/internal.h"
 #include "io/atomic_file.h"
-#include "report/report.h"
 
 namespace autobatch {
 

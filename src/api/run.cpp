@@ -290,10 +290,10 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     bool tracing = !o.trace_path.empty() || o.trace_callback;
     if (tracing) {
       ab::MaskFormat fmt = ab::parse_mask_format(o.trace_mask);
-      ab::TraceFormat tf = o.trace_format == "auto"
-                               ? (batch <= kAutoJsonlBatch ? ab::TraceFormat::Jsonl
-                                                           : ab::TraceFormat::Compact)
-                               : *ab::parse_trace_format(o.trace_format);
+      ab::TraceFormat tf =
+          o.trace_format == "auto"
+              ? (batch <= kAutoJsonlBatch ? ab::TraceFormat::Jsonl : ab::TraceFormat::Compact)
+              : *ab::parse_trace_format(o.trace_format);
       if (!o.trace_callback) {
         trace = ab::TraceWriter(o.trace_path, fmt, tf);
       } else {

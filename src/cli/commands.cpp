@@ -130,10 +130,11 @@ class ProgressLine {
     last_ = p.seconds;
     char buf[200];
     double rate = p.seconds > 0 ? static_cast<double>(p.steps) / p.seconds : 0.0;
-    std::snprintf(buf, sizeof buf,
-                  "\r\x1b[Kautobatch: step %lld, %lld of %lld threads finished, %.3g steps/s, %.1f s",
-                  static_cast<long long>(p.steps), static_cast<long long>(p.finished),
-                  static_cast<long long>(p.threads), rate, p.seconds);
+    std::snprintf(
+        buf, sizeof buf,
+        "\r\x1b[Kautobatch: step %lld, %lld of %lld threads finished, %.3g steps/s, %.1f s",
+        static_cast<long long>(p.steps), static_cast<long long>(p.finished),
+        static_cast<long long>(p.threads), rate, p.seconds);
     std::fputs(buf, stderr);
     std::fflush(stderr);
     shown_ = true;

@@ -199,8 +199,9 @@ struct Reader {
     }
     json h = json::parse(line, nullptr, false);
     if (h.is_discarded() || !h.is_object() || h.value("trace", std::string()) != "autobatch")
-      return fail(1, "not an autobatch trace (its first line is not the header "
-                     "{\"trace\": \"autobatch\", ...})");
+      return fail(1,
+                  "not an autobatch trace (its first line is not the header "
+                  "{\"trace\": \"autobatch\", ...})");
     if (h.value("format", std::string()) == "compact") {
       format = "compact";
       start(h, false);
@@ -258,7 +259,8 @@ struct Reader {
       if (have_mask) {
         s.threads = threads.data();
         s.n = threads.size();
-        if (j.contains("depths") && j["depths"].is_array() && j["depths"].size() == threads.size()) {
+        if (j.contains("depths") && j["depths"].is_array() &&
+            j["depths"].size() == threads.size()) {
           depths.clear();
           for (const auto& d : j["depths"]) depths.push_back(d.get<uint32_t>());
           s.depths = depths.data();
@@ -281,8 +283,7 @@ struct Reader {
       ++no;
       if (line.empty()) continue;
       json j = json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object())
-        return fail(no, "not a line of a compact trace");
+      if (j.is_discarded() || !j.is_object()) return fail(no, "not a line of a compact trace");
       if (j.contains("summary")) {
         if (!written.from_json(j["summary"])) return fail(no, "a summary of the wrong form");
         have_summary_line = true;

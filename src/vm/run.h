@@ -2,12 +2,12 @@
 // parameter, batch B or 1 = shared), and outputs (one Array per result
 // leaf, batch B) or a runtime error.
 #pragma once
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
-#include <algorithm>
-#include <cstdint>
 #include <vector>
 
 #include "ir/array.h"
@@ -47,7 +47,7 @@ struct RunResult {
   std::vector<Array> outputs;  // one per result leaf, batch = the number of inputs
   std::optional<RuntimeError> error;
   int64_t steps = 0;
-  std::string log;  // what the VM chose (e.g. which blocks the JIT compiled), for -v
+  std::string log;         // what the VM chose (e.g. which blocks the JIT compiled), for -v
   bool cancelled = false;  // stopped by RunOptions::cancel (`error` says how far it got)
   int64_t finished = 0;    // threads finished (when cancelled)
 };

@@ -693,12 +693,16 @@ class StackVM {
 
   // One step of block b on n threads: counted against --max-steps, traced
   // and recorded. `lanes` is the threads' list (for the trace and the error).
-  std::optional<RuntimeError> begin_step(uint32_t b, const uint32_t* lanes, int64_t n) {
+  // Utilization is over the threads the step could have run: the live ones,
+  // or for a persistent loop's step (`chunk`) at most a chunk of them.
+  std::optional<RuntimeError> begin_step(uint32_t b, const uint32_t* lanes, int64_t n,
+                                         bool chunk = false) {
+    const int64_t could = chunk ? std::min(live_, kChunk) : live_;
     ++step_;
     if (step_ > check_at_) [[unlikely]]
       if (auto e = checkpoint(b, lanes[0])) return e;
-    if (tracing_) trace_step(b, lanes, n);
-    if (opt_.stats) opt_.stats->record_step(b, n, live_, blocks_[b].prims);
+    if (tracing_) trace_step(b, lanes, n, could);
+    if (opt_.stats) opt_.stats->record_step(b, n, could, blocks_[b].prims);
     return std::nullopt;
   }
 
@@ -719,7 +723,7 @@ class StackVM {
 
   // The step's threads by input (a lane runs several under --lanes) and
   // their call depths.
-  void trace_step(uint32_t b, const uint32_t* lanes, int64_t n) {
+  void trace_step(uint32_t b, const uint32_t* lanes, int64_t n, int64_t could) {
     trace_threads_.resize(static_cast<size_t>(n));
     trace_depths_.resize(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) {
@@ -731,7 +735,7 @@ class StackVM {
     s.block = b;
     s.threads = trace_threads_.data();
     s.n = static_cast<size_t>(n);
-    s.live = live_;
+    s.live = could;
     s.depths = trace_depths_.data();
     opt_.trace->step(s);
   }
@@ -816,7 +820,7 @@ class StackVM {
     int c = 0;
     while (n > 0) {
       if (!counted)
-        if (auto e = begin_step(b, buf[c], n)) return e;
+        if (auto e = begin_step(b, buf[c], n, true)) return e;
       counted = false;
       if (auto e = run_ops(b, buf[c], n)) return e;
       const uint8_t* cond =
@@ -907,10 +911,10 @@ class StackVM {
       // One step per iteration, with the threads still in the loop.
       if (tracing || step_ + 1 > check_at_) {
         if (active < m) compact(true);
-        if (auto e = begin_step(b, ids_, m)) return e;
+        if (auto e = begin_step(b, ids_, m, true)) return e;
       } else {
         ++step_;
-        if (opt_.stats) opt_.stats->record_step(b, active, live_, cb.prims);
+        if (opt_.stats) opt_.stats->record_step(b, active, std::min(live_, kChunk), cb.prims);
       }
       if (d.may_fail) {
         backup_.resize(ns);

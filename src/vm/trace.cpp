@@ -6,7 +6,7 @@
 namespace ab {
 
 namespace {
-constexpr size_t kColumns = 4096;       // compact: steps per line
+constexpr size_t kColumns = 4096;        // compact: steps per line
 constexpr int64_t kMaskAllFirst = 1024;  // compact: every mask of the first steps,
 constexpr int64_t kMaskEvery = 1024;     // then one step in this many
 }  // namespace
@@ -102,13 +102,12 @@ void TraceSummary::finish() {
 nlohmann::ordered_json TraceSummary::to_json() const {
   nlohmann::ordered_json bl = nlohmann::ordered_json::array();
   for (const Block& b : blocks)
-    bl.push_back({b.executions, b.thread_steps, b.utilization_sum, b.utilization_steps, b.groups,
-                  b.splits});
-  return nlohmann::ordered_json{
-      {"steps", steps},
-      {"divergence", divergence},
-      {"blocks", bl},
-      {"depth_histogram", depth_histogram}};
+    bl.push_back(
+        {b.executions, b.thread_steps, b.utilization_sum, b.utilization_steps, b.groups, b.splits});
+  return nlohmann::ordered_json{{"steps", steps},
+                                {"divergence", divergence},
+                                {"blocks", bl},
+                                {"depth_histogram", depth_histogram}};
 }
 
 bool TraceSummary::from_json(const nlohmann::json& j) {
@@ -195,8 +194,9 @@ void TraceWriter::append_ranges(std::string& line, const uint32_t* threads, size
   for (size_t i = 0; i < sorted_.size();) {
     size_t j = i;
     while (j + 1 < sorted_.size() && sorted_[j + 1] == sorted_[j] + 1) ++j;
-    int len = j > i ? std::snprintf(buf, sizeof buf, "%s%u-%u", i ? "," : "", sorted_[i], sorted_[j])
-                    : std::snprintf(buf, sizeof buf, "%s%u", i ? "," : "", sorted_[i]);
+    int len = j > i
+                  ? std::snprintf(buf, sizeof buf, "%s%u-%u", i ? "," : "", sorted_[i], sorted_[j])
+                  : std::snprintf(buf, sizeof buf, "%s%u", i ? "," : "", sorted_[i]);
     line.append(buf, static_cast<size_t>(len));
     i = j + 1;
   }
@@ -213,8 +213,7 @@ void TraceWriter::step(const TraceStep& s) {
     col_block_.push_back(s.block);
     col_active_.push_back(static_cast<int64_t>(s.n));
     col_live_.push_back(s.live);
-    if (mask_fmt_ != MaskFormat::None &&
-        (s.step < kMaskAllFirst || s.step % kMaskEvery == 0)) {
+    if (mask_fmt_ != MaskFormat::None && (s.step < kMaskAllFirst || s.step % kMaskEvery == 0)) {
       if (!masks_.empty()) masks_ += ", ";
       masks_ += "[" + std::to_string(s.step) + ", \"";
       append_ranges(masks_, s.threads, s.n);
@@ -225,8 +224,8 @@ void TraceWriter::step(const TraceStep& s) {
   }
   if (fmt_ == TraceFormat::Chrome) {
     std::string ts = std::to_string(s.step);
-    line += ",\n{\"ph\": \"X\", \"pid\": 1, \"tid\": " + std::to_string(s.block) + ", \"ts\": " +
-            ts + ", \"dur\": 1, \"name\": " + nlohmann::json(name).dump() +
+    line += ",\n{\"ph\": \"X\", \"pid\": 1, \"tid\": " + std::to_string(s.block) +
+            ", \"ts\": " + ts + ", \"dur\": 1, \"name\": " + nlohmann::json(name).dump() +
             ", \"args\": {\"active\": " + std::to_string(s.n);
     if (s.live >= 0) line += ", \"live\": " + std::to_string(s.live);
     line += "}}";

@@ -13,9 +13,9 @@
 // - chrome: Chrome Trace Event JSON (Perfetto, chrome://tracing): one track
 //   per block, one slice per step whose args give its active count.
 // Threads are numbered by input (under --lanes a lane runs several threads
-// one after the other); `live` is the number of threads started and not
-// finished, and is absent (-1) for the reference VM, which runs one thread
-// at a time.
+// one after the other); `live` is the number of threads the step could have
+// run (TraceStep::live), absent for the reference VM, which runs one thread
+// at a time. Utilization = active / live.
 //
 // Statistics: steps, block executions per block, primitive executions,
 // lane-operations, mean utilization (active threads / live threads per step;
@@ -42,7 +42,10 @@ struct TraceStep {
   uint32_t block = 0;                 // index in the header's block list
   const uint32_t* threads = nullptr;  // the threads executing (input numbers), any order
   size_t n = 0;
-  int64_t live = -1;                 // threads started and not finished; -1: not applicable
+  // Threads the step could have run: those started and not finished (for a
+  // step of the stack VM's persistent loop, which runs one chunk, at most
+  // 256 of them); -1: not applicable (the reference VM).
+  int64_t live = -1;
   int64_t depth = -1;                // every thread's call depth (1 = the entry), or
   const uint32_t* depths = nullptr;  // each thread's (parallel to `threads`); neither: unknown
 };
@@ -55,11 +58,11 @@ struct TraceStep {
 struct TraceSummary {
   struct Block {
     int64_t executions = 0;
-    int64_t thread_steps = 0;     // sum of active threads
-    double utilization_sum = 0;   // sum of active / live over its steps (live known)
+    int64_t thread_steps = 0;    // sum of active threads
+    double utilization_sum = 0;  // sum of active / live over its steps (live known)
     int64_t utilization_steps = 0;
-    int64_t groups = 0;           // steps whose threads were seen again
-    int64_t splits = 0;           // of those, steps whose threads went on to different blocks
+    int64_t groups = 0;  // steps whose threads were seen again
+    int64_t splits = 0;  // of those, steps whose threads went on to different blocks
   };
   int64_t batch = 0;
   int64_t steps = 0;
@@ -122,8 +125,8 @@ class TraceWriter {
   bool started_ = false;
   std::vector<std::string> blocks_;
   std::string error_;
-  std::string line_;               // reused
-  std::vector<uint32_t> sorted_;  // reused
+  std::string line_;                                        // reused
+  std::vector<uint32_t> sorted_;                            // reused
   std::vector<std::pair<uint32_t, uint32_t>> depth_pairs_;  // reused
   // compact: the columns of the steps not yet written
   int64_t first_ = 0;

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,10 +93,10 @@ TEST_CASE("trace summary: a group that splits, one that does not, depths") {
   s.init(4, 3);
   uint32_t all[] = {0, 1, 2, 3}, lo[] = {0, 1}, hi[] = {2, 3};
   uint32_t d1[] = {1, 1, 1, 1}, d2[] = {2, 2};
-  s.add({0, 0, all, 4, 4, -1, d1});        // block 0 on every thread ...
-  s.add({1, 1, lo, 2, 4, -1, d2});         // ... splits: two go to block 1,
-  s.add({2, 2, hi, 2, 4, 3, nullptr});     // two to block 2;
-  s.add({3, 1, all, 4, 4, -1, nullptr});   // blocks 1 and 2 both go on to 1 whole
+  s.add({0, 0, all, 4, 4, -1, d1});       // block 0 on every thread ...
+  s.add({1, 1, lo, 2, 4, -1, d2});        // ... splits: two go to block 1,
+  s.add({2, 2, hi, 2, 4, 3, nullptr});    // two to block 2;
+  s.add({3, 1, all, 4, 4, -1, nullptr});  // blocks 1 and 2 both go on to 1 whole
   s.finish();
   CHECK(s.steps == 4);
   CHECK(s.blocks[0].groups == 1);
