@@ -12,6 +12,7 @@
 // Everything here is in namespace `autobatch`; the implementation (namespace
 // `ab`, headers under src/) is not part of the API.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -392,6 +393,14 @@ Result<Program> compile_file(const std::string& path, const CompileOptions& opti
 
 // ---------------------------------------------------------------- run
 
+// How far a run got (RunOptions::progress).
+struct Progress {
+  int64_t steps = 0;     // steps so far (of every shard)
+  int64_t finished = 0;  // threads finished
+  int64_t threads = 0;   // of the batch
+  double seconds = 0;    // since the run started
+};
+
 struct RunOptions {
   std::string vm = "stack";  // "stack", "stackless" or "reference"
   int64_t lanes = 0;         // > 0: streaming mode on this many lanes (shared among threads)
@@ -410,24 +419,42 @@ struct RunOptions {
   // Stack VM: compile blocks to native code (LLVM ORC JIT, when this build has
   // it); false runs every block through the interpreter's kernels.
   bool jit = true;
-  // Trace (JSON Lines): to a file and/or one call per line (without the
-  // newline). A trace forces one OS thread.
+  // Trace: to a file and/or one call per line (without the newline). A trace
+  // forces one OS thread. Formats (README, "Tracing and the report"):
+  // "jsonl" (a line per step, SPEC 5.5), "compact" (steps in columns, sampled
+  // masks, a summary: a few bytes per step), "chrome" (Chrome Trace Event
+  // JSON for Perfetto), "auto" (jsonl up to kAutoJsonlBatch threads, else compact).
   std::string trace_path;
   std::function<void(std::string_view line)> trace_callback;
-  std::string trace_mask = "bits";  // "bits", "ranges" or "none"
+  std::string trace_mask = "bits";  // "bits", "ranges" or "none" (compact: none or sampled)
+  std::string trace_format = "auto";
   bool stats = false;
   // With first_thread: the size of the whole batch this run is part
   // [first_thread, first_thread + B) of (one MPI process's share), so that
   // runtime errors name threads as in the whole batch ("thread 17 of 1024").
   // 0: this run's batch.
   int64_t total_batch = 0;
+  // Called between steps (about every 256 steps, from the thread running the
+  // first shard) with how far the run got; keep it cheap.
+  std::function<void(const Progress&)> progress;
+  // When *cancel becomes true (a signal handler may set it) the run stops
+  // within a few steps: RunResult::cancelled, and runtime_error says how far
+  // it got. A trace file of a cancelled run is deleted.
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+// "auto" traces write JSON Lines up to this many threads, else "compact".
+constexpr int64_t kAutoJsonlBatch = 64;
 
 struct Stats {
   int64_t steps = 0;
   std::vector<std::pair<std::string, int64_t>> block_executions;  // priority order
   int64_t primitive_executions = 0;
   int64_t lane_operations = 0;
+  // Active threads over live threads, averaged over steps. Not applicable
+  // (false; mean 0, null in json()) to the reference VM, which runs one
+  // thread at a time.
+  bool utilization_applicable = true;
   double mean_utilization = 0;
   double utilization_sum = 0;  // over steps (mean = sum / steps)
   int64_t peak_stack_depth = 0;
@@ -456,6 +483,9 @@ struct RunResult {
   std::vector<Diagnostic> diagnostics;
   // Why it stopped (SPEC runtime errors, out of memory): the CLI's exit 1.
   std::optional<RuntimeError> runtime_error;
+  // Stopped by RunOptions::cancel (runtime_error->message: "interrupted
+  // after N steps (F of T threads finished)").
+  bool cancelled = false;
 
   bool ok() const { return diagnostics.empty() && !runtime_error; }
   std::string rendered() const;  // the errors, as the CLI prints them
@@ -467,6 +497,15 @@ struct RunResult {
 Status check_output_target(const std::string& target);
 // Writes the outputs (and stats if present and `with_stats`) as --output does.
 Status write_outputs(const RunResult& result, const std::string& target, bool with_stats);
+
+// ---------------------------------------------------------------- report
+
+// Reads a trace (any format RunOptions::trace_format writes) and writes
+// `html_path`: one self-contained page (no network) with a timeline of active
+// threads per step coloured by block, utilization per block and per function,
+// where thread groups split, a histogram of call depths and the run's figures.
+// The file is written whole or not at all.
+Status write_report(const std::string& trace_path, const std::string& html_path);
 
 // ---------------------------------------------------------------- dtype_of
 

@@ -492,6 +492,9 @@ Status Program::check(const RunOptions& o) const {
     out.push_back(
         option_error("unknown VM '" + o.vm + "' (available: stack, stackless, reference)"));
   if (!known_schedule(o.schedule)) out.push_back(option_error(schedule_error(o.schedule)));
+  if (o.trace_format != "auto" && !ab::parse_trace_format(o.trace_format))
+    out.push_back(option_error("unknown trace format '" + o.trace_format +
+                               "' (available: auto, jsonl, compact, chrome)"));
   if (o.trace_mask != "bits" && o.trace_mask != "ranges" && o.trace_mask != "none")
     out.push_back(
         option_error("unknown trace mask '" + o.trace_mask + "' (available: none, bits, ranges)"));
@@ -527,6 +530,7 @@ ab::Stats to_internal(const Stats& s) {
   out.primitive_executions = s.primitive_executions;
   out.lane_operations = s.lane_operations;
   out.utilization_sum = s.utilization_sum;
+  out.batched = s.utilization_applicable;
   out.peak_stack_depth = s.peak_stack_depth;
   out.seconds = s.seconds;
   return out;

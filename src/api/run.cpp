@@ -13,6 +13,7 @@
 // L / shards lanes (the first L % shards one more).
 #include "vm/run.h"
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <exception>
@@ -289,8 +290,12 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     bool tracing = !o.trace_path.empty() || o.trace_callback;
     if (tracing) {
       ab::MaskFormat fmt = ab::parse_mask_format(o.trace_mask);
+      ab::TraceFormat tf =
+          o.trace_format == "auto"
+              ? (batch <= kAutoJsonlBatch ? ab::TraceFormat::Jsonl : ab::TraceFormat::Compact)
+              : *ab::parse_trace_format(o.trace_format);
       if (!o.trace_callback) {
-        trace = ab::TraceWriter(o.trace_path, fmt);
+        trace = ab::TraceWriter(o.trace_path, fmt, tf);
       } else {
         std::unique_ptr<std::ofstream> file;
         if (!o.trace_path.empty()) {
@@ -303,7 +308,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         }
         trace = ab::TraceWriter(std::make_unique<LineStream>(
                                     std::make_unique<LineSink>(o.trace_callback, std::move(file))),
-                                fmt);
+                                fmt, tf);
       }
       if (!trace.on()) {
         out.diagnostics.push_back(option_error(trace.error()));
@@ -328,6 +333,10 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
       work[k].size = batch / shards + (k < batch % shards ? 1 : 0);
       at += work[k].size;
     }
+    // Progress: each shard's latest figures; the first shard's thread reports the sums.
+    std::vector<std::atomic<int64_t>> shard_steps(static_cast<size_t>(shards));
+    std::vector<std::atomic<int64_t>> shard_finished(static_cast<size_t>(shards));
+    auto run_start = Clock::now();
     auto run_shard = [&](int64_t k) {
       Shard& s = work[static_cast<size_t>(k)];
       const double cpu0 = thread_cpu_seconds();
@@ -346,6 +355,21 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ro.first_thread = o.first_thread + s.start;
         ro.stats = o.stats ? &s.stats : nullptr;
         ro.trace = tracing ? &trace : nullptr;
+        ro.cancel = o.cancel;
+        if (o.progress)
+          ro.progress = [&, k](int64_t steps, int64_t finished) {
+            shard_steps[static_cast<size_t>(k)].store(steps, std::memory_order_relaxed);
+            shard_finished[static_cast<size_t>(k)].store(finished, std::memory_order_relaxed);
+            if (k != 0) return;
+            Progress p;
+            for (size_t i = 0; i < shard_steps.size(); ++i) {
+              p.steps += shard_steps[i].load(std::memory_order_relaxed);
+              p.finished += shard_finished[i].load(std::memory_order_relaxed);
+            }
+            p.threads = batch;
+            p.seconds = seconds_since(run_start);
+            o.progress(p);
+          };
         std::vector<ab::Array> in;
         if (shards == 1) {
           for (const auto& a : inputs)
@@ -371,7 +395,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         s.internal_error = e.what();
       }
     };
-    auto run_start = Clock::now();
+    run_start = Clock::now();
     if (shards == 1) {
       run_shard(0);
     } else {
@@ -379,6 +403,23 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
       for (int64_t k = 1; k < shards; ++k) threads.emplace_back(run_shard, k);
       run_shard(0);
       for (auto& t : threads) t.join();
+    }
+    bool cancelled = false;
+    int64_t steps_done = 0, finished = 0;
+    for (const Shard& s : work) {
+      cancelled = cancelled || s.result.cancelled;
+      steps_done += s.result.steps;
+      finished += s.result.cancelled || s.result.error ? s.result.finished : s.size;
+    }
+    if (cancelled) {
+      trace.discard();  // a cancelled run leaves no partial file
+      out.cancelled = true;
+      RuntimeError e;
+      e.batch = batch;
+      e.message = ab::interrupted_message(steps_done, finished, batch);
+      e.rendered = "autobatch: " + e.message + "\n";
+      out.runtime_error = std::move(e);
+      return out;
     }
     trace.close();
     double run_seconds = seconds_since(run_start);
@@ -444,7 +485,10 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         st.utilization_sum += s.stats.utilization_sum;
         st.peak_stack_depth = std::max(st.peak_stack_depth, s.stats.peak_stack_depth);
       }
-      st.mean_utilization = st.steps ? st.utilization_sum / static_cast<double>(st.steps) : 0.0;
+      st.utilization_applicable = s0.batched;
+      st.mean_utilization = st.steps && st.utilization_applicable
+                                ? st.utilization_sum / static_cast<double>(st.steps)
+                                : 0.0;
       st.seconds["compile"] = compile_seconds;
       st.seconds["run"] = run_seconds;
       out.stats = std::move(st);

@@ -1,7 +1,11 @@
 #include "cli/commands.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -17,6 +21,7 @@ namespace {
 constexpr int kOk = 0;
 constexpr int kRuntimeError = 1;
 constexpr int kUsageError = 2;
+constexpr int kInterrupted = 130;  // 128 + SIGINT, as shells report it
 
 int report(const std::string& rendered) {
   std::cerr << rendered;
@@ -93,6 +98,51 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// Ctrl-C during a run: the VMs see the flag within a few steps and stop. The
+// handler is reset by the first signal, so a second Ctrl-C ends the process.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true, std::memory_order_relaxed); }
+
+struct SigintScope {
+  struct sigaction old {};
+  SigintScope() {
+    g_interrupted.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old);
+  }
+  ~SigintScope() { sigaction(SIGINT, &old, nullptr); }
+};
+
+// The progress line on stderr (a terminal only): after the first second,
+// redrawn at most four times a second, erased at the end.
+class ProgressLine {
+ public:
+  void update(const autobatch::Progress& p) {
+    if (p.seconds < 1.0 || p.seconds - last_ < 0.25) return;
+    last_ = p.seconds;
+    char buf[200];
+    double rate = p.seconds > 0 ? static_cast<double>(p.steps) / p.seconds : 0.0;
+    std::snprintf(
+        buf, sizeof buf,
+        "\r\x1b[Kautobatch: step %lld, %lld of %lld threads finished, %.3g steps/s, %.1f s",
+        static_cast<long long>(p.steps), static_cast<long long>(p.finished),
+        static_cast<long long>(p.threads), rate, p.seconds);
+    std::fputs(buf, stderr);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  ~ProgressLine() {
+    if (shown_) std::fputs("\r\x1b[K", stderr);
+  }
+
+ private:
+  double last_ = 0;
+  bool shown_ = false;
+};
+
 int cmd_run(const Options& opt) {
 #ifdef AUTOBATCH_MPI
   if (ab::mpi::launched()) return ab::mpi::run(opt);  // under mpirun/srun: src/mpi
@@ -108,7 +158,19 @@ int cmd_run(const Options& opt) {
   auto inputs = p->load_inputs(opt.inputs, opt.batch);
   if (!inputs) return report(inputs);
   double input_seconds = seconds_since(t1);
-  autobatch::RunResult r = p->run(*inputs, ro);
+  autobatch::RunResult r;
+  {
+    SigintScope sigint;
+    ro.cancel = &g_interrupted;
+    ProgressLine line;
+    if (!opt.quiet && isatty(STDERR_FILENO))
+      ro.progress = [&line](const autobatch::Progress& p) { line.update(p); };
+    r = p->run(*inputs, ro);
+  }
+  if (r.cancelled) {
+    std::cerr << r.runtime_error->rendered;
+    return kInterrupted;
+  }
   if (!r.diagnostics.empty()) return report(r.rendered());
   if (r.runtime_error) {
     std::cerr << r.runtime_error->rendered;
@@ -119,6 +181,11 @@ int cmd_run(const Options& opt) {
     r.stats->seconds["inputs"] = input_seconds;
   }
   if (auto s = autobatch::write_outputs(r, opt.output, opt.stats); !s) return report(s);
+  return kOk;
+}
+
+int cmd_report(const Options& opt) {
+  if (auto s = autobatch::write_report(opt.trace_file, opt.report_out); !s) return report(s);
   return kOk;
 }
 
@@ -162,6 +229,7 @@ autobatch::RunOptions run_options(const Options& opt) {
   ro.threads = static_cast<int>(opt.threads.value_or(0));
   ro.trace_path = opt.trace;
   ro.trace_mask = opt.trace_mask;
+  ro.trace_format = opt.trace_format;
   ro.stats = opt.stats;
   return ro;
 }
@@ -216,9 +284,16 @@ void register_commands(CLI::App& app, Options& opt) {
       ->check(at_least(1));
   run->add_option("--lanes", opt.lanes, "streaming mode: run the inputs on this many lanes")
       ->check(at_least(1));
-  run->add_option("--trace", opt.trace, "write a JSON Lines trace of every step to FILE");
-  run->add_option("--trace-mask", opt.trace_mask, "mask format in the trace: none, bits or ranges")
+  run->add_option("--trace", opt.trace, "write a trace of every step to FILE (see --trace-format)");
+  run->add_option("--trace-format", opt.trace_format,
+                  "auto (default: jsonl up to 64 threads, else compact), jsonl (a JSON line per "
+                  "step), compact (steps in columns, sampled masks, a summary) or chrome (Chrome "
+                  "Trace Event JSON for Perfetto)")
+      ->check(CLI::IsMember({"auto", "jsonl", "compact", "chrome"}));
+  run->add_option("--trace-mask", opt.trace_mask,
+                  "mask format in the trace: none, bits or ranges (compact: none, or sampled)")
       ->check(CLI::IsMember({"none", "bits", "ranges"}));
+  run->add_flag("-q,--quiet", opt.quiet, "no progress line on stderr");
   run->add_option("--threads", opt.threads,
                   "split the batch over N OS threads (default: the machine's cores)")
       ->check(at_least(1));
@@ -254,6 +329,12 @@ void register_commands(CLI::App& app, Options& opt) {
 
   app.add_subcommand("ops", "list the primitive operations");
 
+  CLI::App* rep = app.add_subcommand(
+      "report", "write a self-contained HTML page about a trace: where threads diverge");
+  rep->add_option("TRACE", opt.trace_file, "a trace written by run --trace (any format)")
+      ->required();
+  rep->add_option("-o,--output", opt.report_out, "the HTML file to write")->required();
+
   for (CLI::App* sub : {run, lower, check, fmt}) {
     sub->add_flag("-v,--verbose", opt.verbose,
                   "log each pass (time, size) and run phase on stderr; -vv: more");
@@ -273,6 +354,7 @@ int dispatch(CLI::App& app, const Options& opt) {
   if (app.got_subcommand("ops")) return cmd_ops();
   if (app.got_subcommand("run")) return cmd_run(opt);
   if (app.got_subcommand("lower")) return cmd_lower(opt);
+  if (app.got_subcommand("report")) return cmd_report(opt);
   return kUsageError;
 }
 

@@ -23,6 +23,10 @@ struct Options {
   std::optional<int64_t> threads;  // unset: automatic
   std::string trace;
   std::string trace_mask = "bits";
+  std::string trace_format = "auto";
+  bool quiet = false;      // run: no progress line
+  std::string trace_file;  // report TRACE
+  std::string report_out;  // report -o FILE
   bool stats = false;
   std::string output;
   std::string print_after;

@@ -54,7 +54,11 @@ class Interpreter {
     const CompiledFunction& ef = fns_[ei];
     std::vector<std::vector<Value>> results(batch);
     if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, block_names_);
-    if (opt_.stats) opt_.stats->init(block_names_);
+    if (opt_.stats) {
+      opt_.stats->init(block_names_);
+      opt_.stats->batched = false;  // one thread at a time: utilization does not apply
+    }
+    check_at_ = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       std::vector<Value> args;
       for (size_t i = 0; i < inputs.size(); ++i)
@@ -63,6 +67,8 @@ class Interpreter {
       batch_ = batch;
       res.error = run_thread(ei, std::move(args), results[t]);
       res.steps = steps_;
+      res.cancelled = cancelled_;
+      res.finished = thread_;
     }
     if (res.error) return res;
     res.outputs = gather_results(types_of_results(ef), results);
@@ -75,6 +81,20 @@ class Interpreter {
   std::vector<CompiledFunction> fns_;
   std::vector<Type> entry_results_;
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
+  int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
+  bool cancelled_ = false;
+
+  // --max-steps, then the cancel flag and the progress callback (RunOptions).
+  std::optional<std::string> checkpoint() {
+    if (opt_.max_steps > 0 && steps_ > opt_.max_steps) return max_steps_message(opt_.max_steps);
+    if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
+      cancelled_ = true;
+      return interrupted_message(steps_ - 1, thread_, batch_);
+    }
+    if (opt_.progress) opt_.progress(steps_ - 1, thread_);
+    check_at_ = next_check(opt_, steps_);
+    return std::nullopt;
+  }
   std::vector<std::string> block_names_;  // every function's blocks, qualified
   std::vector<size_t> offsets_;           // first block of each function in that list
 
@@ -218,19 +238,20 @@ class Interpreter {
       const Block& b = cf.f->blocks[fr.block];
       if (block_start) {
         ++steps_;
-        if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-          return error_at(fr, b.label.loc, max_steps_message(opt_.max_steps));
+        if (steps_ > check_at_) [[unlikely]]
+          if (auto msg = checkpoint()) return error_at(fr, b.label.loc, *msg);
         block_start = false;
         size_t pc = offsets_[fr.func] + fr.block;
         uint32_t lane = static_cast<uint32_t>(thread_);
         if (opt_.trace && opt_.trace->on())
-          opt_.trace->step(steps_ - 1, block_names_[pc], static_cast<int64_t>(pc), &lane, 1);
+          opt_.trace->step(TraceStep{steps_ - 1, static_cast<uint32_t>(pc), &lane, 1, -1,
+                                     static_cast<int64_t>(frames.size()), nullptr});
         if (opt_.stats) {
           int64_t prims = 0;
           for (size_t i = fr.instr; i < b.instrs.size() && b.instrs[i].kind != InstrKind::Call; ++i)
             prims += b.instrs[i].kind == InstrKind::Prim;
           if (fr.instr < b.instrs.size() && b.instrs[fr.instr].kind == InstrKind::Call) prims = 0;
-          opt_.stats->record_step(pc, 1, batch_ - thread_, prims);
+          opt_.stats->record_step(pc, 1, 0, prims);
           opt_.stats->peak_stack_depth =
               std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(frames.size()));
         }

@@ -60,13 +60,19 @@ class ProgramInterpreter {
     std::vector<std::string> names;
     for (const auto& blk : p_.blocks) names.push_back(blk.label.name);
     if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, names);
-    if (opt_.stats) opt_.stats->init(names);
+    if (opt_.stats) {
+      opt_.stats->init(names);
+      opt_.stats->batched = false;  // one thread at a time: utilization does not apply
+    }
+    check_at_ = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       thread_ = t;
       batch_ = batch;
       res.error = run_thread(inputs, results[t]);
     }
     res.steps = steps_;
+    res.cancelled = cancelled_;
+    res.finished = thread_;
     if (res.error) return res;
     std::vector<Type> types;
     for (const auto& o : p_.outputs) types.push_back(slots_[index_.at(o.name)].type);
@@ -84,6 +90,20 @@ class ProgramInterpreter {
   std::vector<std::vector<PrimAttrs>> attrs_;
   std::vector<std::vector<Value>> stacks_;  // per slot; non-full slots hold at most one
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
+  int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
+  bool cancelled_ = false;
+
+  // --max-steps, then the cancel flag and the progress callback (RunOptions).
+  std::optional<std::string> checkpoint() {
+    if (opt_.max_steps > 0 && steps_ > opt_.max_steps) return max_steps_message(opt_.max_steps);
+    if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
+      cancelled_ = true;
+      return interrupted_message(steps_ - 1, thread_, batch_);
+    }
+    if (opt_.progress) opt_.progress(steps_ - 1, thread_);
+    check_at_ = next_check(opt_, steps_);
+    return std::nullopt;
+  }
   size_t block_ = 0;
 
   RuntimeError error(SourceLoc loc, std::string msg) const {
@@ -183,15 +203,16 @@ class ProgramInterpreter {
     while (true) {
       ++steps_;
       const Block& blk = p_.blocks[block_];
-      if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-        return error(blk.label.loc, max_steps_message(opt_.max_steps));
+      if (steps_ > check_at_) [[unlikely]]
+        if (auto msg = checkpoint()) return error(blk.label.loc, *msg);
       uint32_t lane = static_cast<uint32_t>(thread_);
       if (opt_.trace && opt_.trace->on())
-        opt_.trace->step(steps_ - 1, blk.label.name, static_cast<int64_t>(block_), &lane, 1);
+        opt_.trace->step(TraceStep{steps_ - 1, static_cast<uint32_t>(block_), &lane, 1, -1,
+                                   static_cast<int64_t>(pcs.size()), nullptr});
       if (opt_.stats) {
         int64_t prims = 0;
         for (const auto& in : blk.instrs) prims += in.kind == InstrKind::Prim;
-        opt_.stats->record_step(block_, 1, batch_ - thread_, prims);
+        opt_.stats->record_step(block_, 1, 0, prims);
         opt_.stats->peak_stack_depth =
             std::max<int64_t>(opt_.stats->peak_stack_depth, static_cast<int64_t>(pcs.size()));
       }

@@ -2,6 +2,10 @@
 // parameter, batch B or 1 = shared), and outputs (one Array per result
 // leaf, batch B) or a runtime error.
 #pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,13 +26,31 @@ struct RunOptions {
   bool jit = true;                   // stack VM: compile blocks (if this build has the JIT)
   bool persistent = true;            // stack VM: a block that loops to itself keeps its chunk
                                      // (false: the seed's exact min-pc order)
+  // Polled between steps, every kPollSteps steps (only when set, so the step
+  // loop pays nothing more without them): a set flag stops the run (RunResult
+  // ::cancelled), and `progress` hears the steps so far and the threads finished.
+  const std::atomic<bool>* cancel = nullptr;
+  std::function<void(int64_t steps, int64_t finished)> progress;
+  bool polled() const { return cancel || progress; }
 };
+
+constexpr int64_t kPollSteps = 256;
+
+// The step after which a VM next looks at --max-steps, the cancel flag and
+// the progress callback: one comparison per step whatever is set.
+inline int64_t next_check(const RunOptions& o, int64_t step) {
+  int64_t at = o.max_steps > 0 ? o.max_steps : INT64_MAX;
+  if (o.polled()) at = std::min(at, step + kPollSteps);
+  return at;
+}
 
 struct RunResult {
   std::vector<Array> outputs;  // one per result leaf, batch = the number of inputs
   std::optional<RuntimeError> error;
   int64_t steps = 0;
-  std::string log;  // what the VM chose (e.g. which blocks the JIT compiled), for -v
+  std::string log;         // what the VM chose (e.g. which blocks the JIT compiled), for -v
+  bool cancelled = false;  // stopped by RunOptions::cancel (`error` says how far it got)
+  int64_t finished = 0;    // threads finished (when cancelled)
 };
 
 }  // namespace ab

@@ -2,6 +2,12 @@
 
 namespace ab {
 
+std::string interrupted_message(int64_t steps, int64_t finished, int64_t threads) {
+  return "interrupted after " + std::to_string(steps) + " step" + (steps == 1 ? "" : "s") + " (" +
+         std::to_string(finished) + " of " + std::to_string(threads) + " thread" +
+         (threads == 1 ? "" : "s") + " finished)";
+}
+
 std::string max_steps_message(int64_t max_steps) {
   return "--max-steps " + std::to_string(max_steps) + " exceeded";
 }

@@ -19,6 +19,8 @@ struct RuntimeError {
 // the same thing for the same failure.
 // "--max-steps 100 exceeded"
 std::string max_steps_message(int64_t max_steps);
+// "interrupted after 1200 steps (3 of 8 threads finished)"
+std::string interrupted_message(int64_t steps, int64_t finished, int64_t threads);
 // "stack depth limit of 100000 frames exceeded calling 'fib'"
 std::string stack_depth_message(int64_t limit, const std::string& callee);
 // "stack depth limit of 100000 exceeded by 'fib.n'" (one variable's stack)

@@ -134,10 +134,13 @@ class StackVM {
     for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
     live_ = lanes_;
     peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
-    if (opt_.trace && opt_.trace->on()) {
+    tracing_ = opt_.trace && opt_.trace->on();
+    check_at_ = next_check(opt_, 0);
+    if (tracing_) {
+      // Threads are numbered by input, also under --lanes.
       std::vector<std::string> names;
       for (const auto& b : p_.blocks) names.push_back(b.label.name);
-      opt_.trace->header("stack", lanes_, names);
+      opt_.trace->header("stack", n_inputs_, names);
     }
     if (opt_.stats) {
       std::vector<std::string> names;
@@ -171,6 +174,8 @@ class StackVM {
       if (res.error) break;
     }
     res.steps = step_;
+    res.cancelled = cancelled_;
+    res.finished = next_input_ - live_;
     if (opt_.stats)
       opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
     if (!res.error) res.outputs = std::move(outputs_);
@@ -200,6 +205,10 @@ class StackVM {
   int64_t live_ = 0;
   int64_t peak_depth_ = 0;
   int64_t step_ = 0;
+  int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
+  bool cancelled_ = false;
+  bool tracing_ = false;
+  std::vector<uint32_t> trace_threads_, trace_depths_;
   std::vector<int32_t> full_leaves_, output_leaves_;
   std::vector<std::pair<size_t, int32_t>> input_leaves_;  // (input, leaf)
   // The JIT's code for this program (null: interpreted), and per-run buffers
@@ -690,15 +699,51 @@ class StackVM {
 
   // One step of block b on n threads: counted against --max-steps, traced
   // and recorded. `lanes` is the threads' list (for the trace and the error).
-  std::optional<RuntimeError> begin_step(uint32_t b, const uint32_t* lanes, int64_t n) {
+  // Utilization is over the threads the step could have run: the live ones,
+  // or for a persistent loop's step (`chunk`) at most a chunk of them.
+  std::optional<RuntimeError> begin_step(uint32_t b, const uint32_t* lanes, int64_t n,
+                                         bool chunk = false) {
+    const int64_t could = chunk ? std::min(live_, kChunk) : live_;
     ++step_;
-    if (opt_.max_steps > 0 && step_ > opt_.max_steps)
-      return error_at(b, p_.blocks[b].label.loc, lanes[0],
-                      max_steps_message(opt_.max_steps));
-    if (opt_.trace && opt_.trace->on())
-      opt_.trace->step(step_ - 1, p_.blocks[b].label.name, b, lanes, static_cast<size_t>(n));
-    if (opt_.stats) opt_.stats->record_step(b, n, live_, blocks_[b].prims);
+    if (step_ > check_at_) [[unlikely]]
+      if (auto e = checkpoint(b, lanes[0])) return e;
+    if (tracing_) trace_step(b, lanes, n, could);
+    if (opt_.stats) opt_.stats->record_step(b, n, could, blocks_[b].prims);
     return std::nullopt;
+  }
+
+  // --max-steps, then the cancel flag and the progress callback (RunOptions).
+  std::optional<RuntimeError> checkpoint(uint32_t b, uint32_t lane) {
+    const SourceLoc& loc = p_.blocks[b].label.loc;
+    if (opt_.max_steps > 0 && step_ > opt_.max_steps)
+      return error_at(b, loc, lane, max_steps_message(opt_.max_steps));
+    const int64_t finished = next_input_ - live_;
+    if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
+      cancelled_ = true;
+      return error_at(b, loc, lane, interrupted_message(step_ - 1, finished, n_inputs_));
+    }
+    if (opt_.progress) opt_.progress(step_ - 1, finished);
+    check_at_ = next_check(opt_, step_);
+    return std::nullopt;
+  }
+
+  // The step's threads by input (a lane runs several under --lanes) and
+  // their call depths.
+  void trace_step(uint32_t b, const uint32_t* lanes, int64_t n, int64_t could) {
+    trace_threads_.resize(static_cast<size_t>(n));
+    trace_depths_.resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      trace_threads_[j] = static_cast<uint32_t>(lane_input_[lanes[j]]);
+      trace_depths_[j] = pc_depth_[lanes[j]];
+    }
+    TraceStep s;
+    s.step = step_ - 1;
+    s.block = b;
+    s.threads = trace_threads_.data();
+    s.n = static_cast<size_t>(n);
+    s.live = could;
+    s.depths = trace_depths_.data();
+    opt_.trace->step(s);
   }
 
   // The block's instructions on a chunk: compiled segments where there are
@@ -781,7 +826,7 @@ class StackVM {
     int c = 0;
     while (n > 0) {
       if (!counted)
-        if (auto e = begin_step(b, buf[c], n)) return e;
+        if (auto e = begin_step(b, buf[c], n, true)) return e;
       counted = false;
       if (auto e = run_ops(b, buf[c], n)) return e;
       const uint8_t* cond =
@@ -815,7 +860,7 @@ class StackVM {
         if (auto e = run_op(b, op, idx, n)) return e;
     const uint32_t exit = cb.self == 1 ? cb.t2 : cb.t1;
     const size_t ns = d.slot_leaf.size();
-    const bool tracing = opt_.trace && opt_.trace->on();
+    const bool tracing = tracing_;
     std::memcpy(ids_, idx, static_cast<size_t>(n) * sizeof(uint32_t));
     std::memset(active_, 1, static_cast<size_t>(n));
     dense_base_.resize(ns);
@@ -870,12 +915,12 @@ class StackVM {
     };
     while (m > 0) {
       // One step per iteration, with the threads still in the loop.
-      if (tracing || (opt_.max_steps > 0 && step_ + 1 > opt_.max_steps)) {
+      if (tracing || step_ + 1 > check_at_) {
         if (active < m) compact(true);
-        if (auto e = begin_step(b, ids_, m)) return e;
+        if (auto e = begin_step(b, ids_, m, true)) return e;
       } else {
         ++step_;
-        if (opt_.stats) opt_.stats->record_step(b, active, live_, cb.prims);
+        if (opt_.stats) opt_.stats->record_step(b, active, std::min(live_, kChunk), cb.prims);
       }
       if (d.may_fail) {
         backup_.resize(ns);

@@ -291,6 +291,8 @@ class StacklessVM {
   const std::vector<Array>* inputs_ = nullptr;
   std::vector<Array> outputs_;  // written as threads return from the entry
   bool tracing_ = false;
+  bool cancelled_ = false;
+  int64_t check_at_ = INT64_MAX;  // the step after which --max-steps, cancel, progress are checked
   // Scratch reused by every step.
   std::vector<uint32_t> lanes_, on_true_, on_false_, tids_;
   std::vector<ArgView> arg_views_;
@@ -554,6 +556,7 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
   inputs_ = &inputs;
   const Func& ef = fns_[func_index(entry)];
   tracing_ = opt_.trace && opt_.trace->on();
+  check_at_ = next_check(opt_, 0);
   if (tracing_) opt_.trace->header("stackless", batch, block_names_);
   if (opt_.stats) opt_.stats->init(block_names_);
   // With --lanes L < batch the entry frame has L lanes; a lane whose thread
@@ -599,6 +602,8 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
   if (!res.error) res.outputs = std::move(outputs_);
   outputs_.clear();
   res.steps = steps_;
+  res.cancelled = cancelled_;
+  res.finished = next_thread_ - live_;
   if (opt_.stats)
     opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
   return res;
@@ -653,14 +658,30 @@ std::optional<RuntimeError> StacklessVM::step(Frame& F, uint32_t q) {
   uint32_t* lanes = lanes_.data();
   uint32_t m = F.take(q, lanes);
   ++steps_;
-  if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-    return error_at(F, pos.block, fn.f->blocks[pos.block].label.loc,
-                    max_steps_message(opt_.max_steps), lanes[0]);
+  if (steps_ > check_at_) [[unlikely]] {
+    const SourceLoc& loc = fn.f->blocks[pos.block].label.loc;
+    if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
+      return error_at(F, pos.block, loc, max_steps_message(opt_.max_steps), lanes[0]);
+    const int64_t finished = next_thread_ - live_;
+    if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
+      cancelled_ = true;
+      return error_at(F, pos.block, loc, interrupted_message(steps_ - 1, finished, batch_),
+                      lanes[0]);
+    }
+    if (opt_.progress) opt_.progress(steps_ - 1, finished);
+    check_at_ = next_check(opt_, steps_);
+  }
   uint32_t pc = fn.block_base + pos.block;
   if (tracing_) {
     for (uint32_t k = 0; k < m; ++k) tids_[k] = F.tid[lanes[k]];
-    opt_.trace->step(steps_ - 1, block_names_[pc], pc, tids_.data(), m,
-                     static_cast<int64_t>(depth_));
+    TraceStep s;
+    s.step = steps_ - 1;
+    s.block = pc;
+    s.threads = tids_.data();
+    s.n = m;
+    s.live = live_;
+    s.depth = static_cast<int64_t>(depth_);
+    opt_.trace->step(s);
   }
   if (opt_.stats) opt_.stats->record_step(pc, m, live_, pos.prims);
 

@@ -1,13 +1,25 @@
 // Tracing and statistics (SPEC §5.5), shared by every VM.
 //
-// Trace: JSON Lines. The first line names the VM, the batch and the blocks
-// in priority order; then one line per step:
-//   {"step": i, "block": "fib.recur", "pc": 3, "active": k, "mask": "0110..."}
-// with "depth" added by the stackless VM. The mask has one character per
-// thread ('1' = executing), or ranges ("0-3,7"), or is left out (--trace-mask).
+// A VM reports each step (TraceStep) to a TraceWriter, which writes one of
+// three formats:
+// - jsonl (SPEC §5.5): the header line, then one line per step
+//     {"step": i, "block": "fib.recur", "pc": 3, "active": k, "live": l, "mask": "0110..."}
+//   with "depth" added by the stackless and reference VMs, and "depths" (each
+//   thread's call depth, in the mask's order) by the stack VM. The mask has one character per
+//   thread ('1' = executing), or ranges ("0-3,7"), or is left out (--trace-mask).
+// - compact: JSON Lines whose steps come in columns, 4096 to a line, with
+//   sampled masks and, last, a summary line (TraceSummary): a few bytes per
+//   step whatever the batch.
+// - chrome: Chrome Trace Event JSON (Perfetto, chrome://tracing): one track
+//   per block, one slice per step whose args give its active count.
+// Threads are numbered by input (under --lanes a lane runs several threads
+// one after the other); `live` is the number of threads the step could have
+// run (TraceStep::live), absent for the reference VM, which runs one thread
+// at a time. Utilization = active / live.
+//
 // Statistics: steps, block executions per block, primitive executions,
-// lane-operations, mean utilization (active threads / live threads per
-// step), peak stack depth, and wall time per phase.
+// lane-operations, mean utilization (active threads / live threads per step;
+// not applicable to the reference VM), peak stack depth, wall time per phase.
 #pragma once
 #include <cstdint>
 #include <fstream>
@@ -16,35 +28,113 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ab {
 
 enum class MaskFormat { None, Bits, Ranges };
+enum class TraceFormat { Jsonl, Compact, Chrome };
+
+// One step as a VM reports it.
+struct TraceStep {
+  int64_t step = 0;
+  uint32_t block = 0;                 // index in the header's block list
+  const uint32_t* threads = nullptr;  // the threads executing (input numbers), any order
+  size_t n = 0;
+  // Threads the step could have run: those started and not finished (for a
+  // step of the stack VM's persistent loop, which runs one chunk, at most
+  // 256 of them); -1: not applicable (the reference VM).
+  int64_t live = -1;
+  int64_t depth = -1;                // every thread's call depth (1 = the entry), or
+  const uint32_t* depths = nullptr;  // each thread's (parallel to `threads`); neither: unknown
+};
+
+// What a trace says in aggregate: per block its executions, thread-steps,
+// utilization and how often the group that ran it split up afterwards (its
+// threads' next steps were in different blocks: a divergent branch or loop
+// exit), and a histogram of call depths over thread-steps. Built from the
+// steps (by the writer, or by the report from a JSON Lines trace with masks).
+struct TraceSummary {
+  struct Block {
+    int64_t executions = 0;
+    int64_t thread_steps = 0;    // sum of active threads
+    double utilization_sum = 0;  // sum of active / live over its steps (live known)
+    int64_t utilization_steps = 0;
+    int64_t groups = 0;  // steps whose threads were seen again
+    int64_t splits = 0;  // of those, steps whose threads went on to different blocks
+  };
+  int64_t batch = 0;
+  int64_t steps = 0;
+  bool divergence = true;  // splits known (masks seen)
+  std::vector<Block> blocks;
+  std::vector<int64_t> depth_histogram;  // [d]: thread-steps at call depth d (d >= 1)
+
+  void init(int64_t batch, size_t nblocks, bool track_divergence = true);
+  void add(const TraceStep& s);
+  void finish();  // closes the groups still open
+  nlohmann::ordered_json to_json() const;
+  // From to_json's form; false if it is not one.
+  bool from_json(const nlohmann::json& j);
+
+ private:
+  struct Group {
+    uint32_t block = 0;
+    uint32_t next = UINT32_MAX;  // the first next block seen
+    int64_t remaining = 0;       // threads not seen again yet
+    bool split = false;
+  };
+  void close_group(const Group& g);
+  std::vector<int64_t> last_step_;  // per thread: its last step, or -1
+  std::unordered_map<int64_t, Group> open_;
+};
 
 class TraceWriter {
  public:
   TraceWriter() = default;  // off
   // Opens `path`; on failure `error()` says why and the writer stays off.
-  TraceWriter(const std::string& path, MaskFormat fmt);
+  TraceWriter(const std::string& path, MaskFormat mask, TraceFormat fmt = TraceFormat::Jsonl);
   // Writes to `out` (an embedder's sink).
-  TraceWriter(std::unique_ptr<std::ostream> out, MaskFormat fmt)
-      : out_(std::move(out)), fmt_(fmt) {}
+  TraceWriter(std::unique_ptr<std::ostream> out, MaskFormat mask,
+              TraceFormat fmt = TraceFormat::Jsonl)
+      : out_(std::move(out)), mask_fmt_(mask), fmt_(fmt) {}
+  ~TraceWriter() { close(); }
+  TraceWriter(TraceWriter&&) = default;
+  TraceWriter& operator=(TraceWriter&&) = default;
   bool on() const { return out_ != nullptr; }
   const std::string& error() const { return error_; }
   void header(const char* vm, int64_t batch, const std::vector<std::string>& blocks);
-  // `lanes`: the threads executing this step, in any order.
-  void step(int64_t step, const std::string& block, int64_t pc, const uint32_t* lanes, size_t n,
-            std::optional<int64_t> depth = std::nullopt);
+  void step(const TraceStep& s);
+  // Finishes the file (the compact summary, chrome's closing brackets).
   void close();
+  // Closes and deletes the file (a cancelled run leaves none).
+  void discard();
 
  private:
+  void flush_columns();
+  void write(const std::string& s) {
+    out_->write(s.data(), static_cast<std::streamsize>(s.size()));
+  }
+  void append_ranges(std::string& line, const uint32_t* threads, size_t n);
+
   std::unique_ptr<std::ostream> out_;
-  MaskFormat fmt_ = MaskFormat::Bits;
+  std::string path_;  // "" when not a file of ours
+  MaskFormat mask_fmt_ = MaskFormat::Bits;
+  TraceFormat fmt_ = TraceFormat::Jsonl;
   int64_t batch_ = 0;
+  bool started_ = false;
+  std::vector<std::string> blocks_;
   std::string error_;
-  std::string mask_;              // reused
-  std::vector<uint32_t> sorted_;  // reused
+  std::string line_;                                        // reused
+  std::vector<uint32_t> sorted_;                            // reused
+  std::vector<std::pair<uint32_t, uint32_t>> depth_pairs_;  // reused
+  // compact: the columns of the steps not yet written
+  int64_t first_ = 0;
+  std::vector<uint32_t> col_block_;
+  std::vector<int64_t> col_active_, col_live_;
+  std::string masks_;  // "[step, \"ranges\"], ..." of the sampled steps
+  TraceSummary summary_;
+  bool chrome_first_ = true;
 };
 
 struct Stats {
@@ -54,6 +144,7 @@ struct Stats {
   int64_t primitive_executions = 0;       // primitive instructions run (once per step)
   int64_t lane_operations = 0;            // primitive instructions x active threads
   double utilization_sum = 0;             // sum over steps of active / live threads
+  bool batched = true;                    // false (reference VM): utilization not applicable
   int64_t peak_stack_depth = 0;           // deepest call stack of any thread
   std::map<std::string, double> seconds;  // wall time per phase
 
@@ -73,5 +164,7 @@ struct Stats {
 };
 
 MaskFormat parse_mask_format(const std::string& s);
+// "jsonl", "compact", "chrome"; nullopt otherwise ("auto" is the API's).
+std::optional<TraceFormat> parse_trace_format(const std::string& s);
 
 }  // namespace ab

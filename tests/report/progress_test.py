@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""A long run with stderr on a terminal shows a progress line, and Ctrl-C
+(SIGINT) ends it within a second with exit 130, a message saying how far it
+got, and neither the output file nor the trace left behind. With stderr not a
+terminal, or with --quiet, there is no progress line.
+
+usage: progress_test.py AUTOBATCH SOURCE_DIR WORK_DIR"""
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+
+autobatch, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(work, exist_ok=True)
+spin = os.path.join(source, "programs", "spin.ab")
+out = os.path.join(work, "out.json")
+trace = os.path.join(work, "spin.trace")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def start(extra, tty=True):
+    for f in (out, trace):
+        if os.path.exists(f):
+            os.remove(f)
+    args = [autobatch, "run", spin, "--inputs", '{"n": [1000000000000000, 5, 7]}',
+            "--output", out] + extra
+    if not tty:
+        return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE), None
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    return p, master
+
+
+def read_for(master, seconds):
+    data = b""
+    end = time.time() + seconds
+    while time.time() < end:
+        r, _, _ = select.select([master], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+    return data.decode(errors="replace")
+
+
+# On a terminal: progress, then Ctrl-C.
+for extra in ([], ["--trace", trace, "--trace-format", "compact"]):
+    p, master = start(extra)
+    seen = read_for(master, 3.5)
+    check("steps/s" in seen and "threads finished" in seen, f"{extra}: no progress line in {seen!r}")
+    t0 = time.time()
+    p.send_signal(signal.SIGINT)
+    try:
+        rc = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    elapsed = time.time() - t0
+    rest = read_for(master, 0.5)
+    os.close(master)
+    check(rc == 130, f"{extra}: exit {rc} after Ctrl-C (want 130)")
+    check(elapsed < 1.0, f"{extra}: took {elapsed:.2f} s to stop")
+    check("interrupted after" in rest and "threads finished" in rest,
+          f"{extra}: no 'interrupted after ...' message in {rest!r}")
+    check(not os.path.exists(out), f"{extra}: an output file was left")
+    check(not os.path.exists(trace), f"{extra}: a trace file was left")
+
+# --quiet on a terminal, and stderr not a terminal: no progress line.
+p, master = start(["--quiet"])
+seen = read_for(master, 2.0)
+p.send_signal(signal.SIGINT)
+p.wait(timeout=10)
+read_for(master, 0.3)
+os.close(master)
+check("steps/s" not in seen, f"--quiet: a progress line {seen!r}")
+p, _ = start([], tty=False)
+time.sleep(2.0)
+p.send_signal(signal.SIGINT)
+_, err = p.communicate(timeout=10)
+err = err.decode(errors="replace")
+check("steps/s" not in err, f"not a terminal: a progress line {err!r}")
+check(p.returncode == 130 and "interrupted after" in err, f"not a terminal: exit {p.returncode} {err!r}")
+
+if failures:
+    print(len(failures), "failure(s)")
+    sys.exit(1)
+print("ok")
