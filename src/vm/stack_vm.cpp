@@ -129,6 +129,7 @@ class StackVM {
     bits_.assign((nb + 63) / 64, 0);
     pcs_.init(static_cast<size_t>(lanes_), 1);
     pc_depth_.assign(static_cast<size_t>(lanes_), 0);
+    group_of_.assign(nb, kNoGroup);
     lane_input_.assign(static_cast<size_t>(lanes_), 0);
     set_shared_inputs();
     for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
@@ -193,6 +194,8 @@ class StackVM {
   std::vector<uint64_t> bits_;
   LaneStack<uint32_t> pcs_;         // program counters: where each frame returns
   std::vector<uint32_t> pc_depth_;  // per lane: frames, counting the halt at the bottom
+  static constexpr uint8_t kNoGroup = 0xff;
+  std::vector<uint8_t> group_of_;  // per block: kNoGroup (an indirect_goto's scratch)
   std::vector<int64_t> lane_input_;
   std::vector<Array> outputs_;
   int64_t next_input_ = 0;
@@ -462,20 +465,37 @@ class StackVM {
       Leaf& l = leaves_[li];
       const size_t eb = l.ebytes;
       uint32_t* depth = l.depth.data();
-      for (int64_t j = 0; j < n; ++j)
-        if (depth[idx[j]] == 0) [[unlikely]]
-          return error_at(
-              b, op.loc, idx[j],
-              "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
-      if (eb == 0) {
-        for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
-      } else if (eb == 8) {
+      auto empty = [&](int64_t j) {
+        return error_at(
+            b, op.loc, idx[j],
+            "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
+      };
+      if (eb == 8) {
+        // One pass; the popped tops are kept so that an empty stack found
+        // part-way puts the lanes before it back as they were.
         uint64_t* top = reinterpret_cast<uint64_t*>(l.top.data());
+        uint64_t old[kChunk];
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          uint32_t d = --depth[t];
+          uint32_t d = depth[t];
+          if (d == 0) [[unlikely]] {
+            for (int64_t k = 0; k < j; ++k) {
+              top[idx[k]] = old[k];
+              ++depth[idx[k]];
+            }
+            return empty(j);
+          }
+          old[j] = top[t];
+          depth[t] = --d;
           if (d != 0) top[t] = *l.below.get1(t, d - 1);
         }
+        continue;
+      }
+      for (int64_t j = 0; j < n; ++j)
+        if (depth[idx[j]] == 0) [[unlikely]]
+          return empty(j);
+      if (eb == 0) {
+        for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
       } else {
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
@@ -529,11 +549,42 @@ class StackVM {
       for (const auto& o : op.outs) leaves_[o.leaf].shared_ready = true;
       return std::nullopt;
     }
+    if (op.kind == Op::Kind::Copy && op.outs.size() == 1 && op.args.size() == 1) {
+      Leaf& l = leaves_[op.outs[0].leaf];
+      if (l.full() && !op.outs[0].in_place && l.ebytes == 8) {
+        push_copy8(l, view(op.args[0], idx), idx, n);
+        return std::nullopt;
+      }
+    }
     for (const auto& o : op.outs) {
       Leaf& l = leaves_[o.leaf];
       if (l.full() && !o.in_place) spill(l, idx, n);
     }
     return execute(b, op, idx, n, idx);
+  }
+
+  // `x = y` pushing the full 8-byte variable x, in one pass: x's top goes
+  // below, y's value becomes the top (y is read before x is written).
+  void push_copy8(Leaf& l, const ArgView& src, const uint32_t* idx, int64_t n) {
+    uint32_t* depth = l.depth.data();
+    uint64_t* top = reinterpret_cast<uint64_t*>(l.top.data());
+    const uint64_t* s = static_cast<const uint64_t*>(src.data);
+    auto run = [&](auto at) {
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t t = idx[j];
+        uint64_t v = s[at(j)];
+        uint32_t d = depth[t];
+        depth[t] = d + 1;
+        if (d != 0) *l.below.put1(t, d - 1) = top[t];
+        top[t] = v;
+      }
+    };
+    if (src.access == Access::Gather)
+      run([&](int64_t j) { return src.index[j]; });
+    else if (src.access == Access::Dense)
+      run([](int64_t j) { return j; });
+    else
+      run([](int64_t) { return int64_t{0}; });
   }
 
   // Runs the op on n lanes (idx null: a shared op, once).
@@ -621,21 +672,26 @@ class StackVM {
         break;
       }
       case TermKind::PushGoto: {
-        // Frames, counting the halt at the bottom; checked first so that an
-        // error leaves every stack as it was.
+        // Frames, counting the halt at the bottom. One pass pushes and finds
+        // the deepest; past the bound the depths are put back, so that an
+        // error leaves every stack as it was (an entry written above a
+        // lane's depth is never read).
         uint32_t* depth = pc_depth_.data();
         uint32_t deepest = 0;
-        for (int64_t j = 0; j < n; ++j) deepest = std::max(deepest, depth[idx[j]]);
-        if (deepest > opt_.max_stack_depth) {
+        const uint32_t ret = cb.t1;
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          uint32_t d = depth[t];
+          deepest = std::max(deepest, d);
+          *pcs_.put1(t, d) = ret;
+          depth[t] = d + 1;
+        }
+        if (deepest > opt_.max_stack_depth) [[unlikely]] {
+          for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
           int64_t j = 0;
           while (depth[idx[j]] <= opt_.max_stack_depth) ++j;
           auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
           return error_at(b, cb.term_loc, idx[j], stack_depth_message(opt_.max_stack_depth, fn));
-        }
-        const uint32_t ret = cb.t1;
-        for (int64_t j = 0; j < n; ++j) {
-          uint32_t t = idx[j];
-          *pcs_.put1(t, depth[t]++) = ret;
         }
         // Frames now active, the entry's included.
         peak_depth_ = std::max(peak_depth_, static_cast<int64_t>(deepest) + 1);
@@ -645,31 +701,40 @@ class StackVM {
       case TermKind::IndirectGoto: {
         // Most lanes of a chunk return to the same few blocks: group them
         // locally and append each group in bulk.
+        // group_of_[block]: the block's group here, or kNoGroup.
         constexpr int kGroups = 8;
         uint32_t target[kGroups];
         uint32_t lanes[kGroups][kChunk];
         int64_t count[kGroups];
         int groups = 0;
+        uint32_t* depth = pc_depth_.data();
+        uint8_t* group_of = group_of_.data();
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          uint32_t r = *pcs_.get1(t, --pc_depth_[t]);
-          if (r == kHalt) {
+          uint32_t d = depth[t] - 1;
+          depth[t] = d;
+          uint32_t r = *pcs_.get1(t, d);
+          if (r == kHalt) [[unlikely]] {
             halt(t);
             continue;
           }
-          int g = 0;
-          while (g < groups && target[g] != r) ++g;
-          if (g == groups) {
+          uint8_t g = group_of[r];
+          if (g == kNoGroup) [[unlikely]] {
             if (groups == kGroups) {
               push_lane(r, t);
               continue;
             }
+            g = static_cast<uint8_t>(groups);
+            group_of[r] = g;
             target[groups] = r;
             count[groups++] = 0;
           }
           lanes[g][count[g]++] = t;
         }
-        for (int g = 0; g < groups; ++g) append_lanes(target[g], lanes[g], count[g]);
+        for (int g = 0; g < groups; ++g) {
+          group_of[target[g]] = kNoGroup;
+          append_lanes(target[g], lanes[g], count[g]);
+        }
         break;
       }
       case TermKind::Halt:
