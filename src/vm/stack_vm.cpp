@@ -648,25 +648,23 @@ class StackVM {
         }
         const uint8_t* cond =
             reinterpret_cast<const uint8_t*>(l.in_scratch() ? l.scratch.data() : l.top.data());
+        // Lane j goes to yes[ny] or no[j - ny]: one counter.
         if (l.in_scratch()) {
           for (int64_t j = 0; j < n; ++j) {
             uint32_t t = idx[j];
-            bool c = cond[j] != 0;
             yes[ny] = t;
-            no[nn] = t;
-            ny += c;
-            nn += !c;
+            no[j - ny] = t;
+            ny += cond[j] != 0;
           }
         } else {
           for (int64_t j = 0; j < n; ++j) {
             uint32_t t = idx[j];
-            bool c = cond[t] != 0;
             yes[ny] = t;
-            no[nn] = t;
-            ny += c;
-            nn += !c;
+            no[j - ny] = t;
+            ny += cond[t] != 0;
           }
         }
+        nn = n - ny;
         append_lanes(cb.t1, yes, ny);
         append_lanes(cb.t2, no, nn);
         break;
