@@ -89,6 +89,12 @@ struct CBlock {
   std::vector<Seg> segs;
   std::vector<int32_t> seg_at;  // per op: the segment starting there, or -1
   int32_t self = -1;            // Branch to itself: 1 if it stays on true, 0 on false
+  // A branch on an i64 comparison whose bool is a temporary, made by the
+  // block's last op: the terminator compares and splits in one pass and
+  // the op is not run (fused_cmp: its PrimId; cmp_a, cmp_b: its operands).
+  bool fused_cmp = false;
+  PrimId cmp = PrimId::Eq;
+  Ref cmp_a, cmp_b;
   DenseLoop dense;
   TermKind term = TermKind::Halt;
   int32_t cond = -1;  // Branch: the condition's leaf (or constant, negative - 2)
@@ -333,6 +339,7 @@ class StackVM {
         // A loop block: with the persistent schedule its chunk stays until it leaves.
         if ((cb.t1 == bi) != (cb.t2 == bi) && !leaves_[cb.cond].shared)
           cb.self = cb.t1 == bi ? 1 : 0;
+        if (cb.self < 0) fuse_compare(cb);
       } else if (t.kind == TermKind::Goto) {
         cb.t1 = label_index_.at(t.target.name);
       } else if (t.kind == TermKind::PushGoto) {
@@ -341,6 +348,81 @@ class StackVM {
       }
       blocks_.push_back(std::move(cb));
     }
+  }
+
+  // Whether r is an i64 scalar read from each thread's own variable or a
+  // literal: what a fused compare reads.
+  bool cmp_operand(const Ref& r, bool allow_constant) const {
+    if (r.constant >= 0) {
+      const Constant& c = constants_[r.constant];
+      return allow_constant && c.type.dtype == DType::I64 && c.type.shape.empty();
+    }
+    const Leaf& l = leaves_[r.leaf];
+    return !l.shared && !l.in_scratch() && l.type.dtype == DType::I64 && l.type.shape.empty();
+  }
+
+  void fuse_compare(CBlock& cb) {
+    if (cb.ops.empty()) return;
+    const Op& op = cb.ops.back();
+    const Leaf& c = leaves_[cb.cond];
+    bool is_cmp = op.prim == PrimId::Eq || op.prim == PrimId::Ne || op.prim == PrimId::Lt ||
+                  op.prim == PrimId::Le || op.prim == PrimId::Gt || op.prim == PrimId::Ge;
+    if (op.kind != Op::Kind::Kernel || !is_cmp || op.shared || op.outs.size() != 1 ||
+        op.args.size() != 2 || op.outs[0].leaf != cb.cond || c.shared || !c.in_scratch())
+      return;
+    if (!cmp_operand(op.args[0], false) || !cmp_operand(op.args[1], true)) return;
+    cb.fused_cmp = true;
+    cb.cmp = op.prim;
+    cb.cmp_a = op.args[0];
+    cb.cmp_b = op.args[1];
+  }
+
+  // The fused compare and split: lane j to yes or no by a[t] CMP b.
+  int64_t compare_split(const CBlock& cb, const uint32_t* idx, int64_t n, uint32_t* yes,
+                        uint32_t* no) const {
+    const int64_t* a = reinterpret_cast<const int64_t*>(leaves_[cb.cmp_a.leaf].top.data());
+    int64_t ny = 0;
+    auto split = [&](auto cmp) {
+      if (cb.cmp_b.constant >= 0) {
+        int64_t k;
+        std::memcpy(&k, constants_[cb.cmp_b.constant].data.data(), sizeof k);
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          yes[ny] = t;
+          no[j - ny] = t;
+          ny += cmp(a[t], k);
+        }
+      } else {
+        const int64_t* bv = reinterpret_cast<const int64_t*>(leaves_[cb.cmp_b.leaf].top.data());
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          yes[ny] = t;
+          no[j - ny] = t;
+          ny += cmp(a[t], bv[t]);
+        }
+      }
+    };
+    switch (cb.cmp) {
+      case PrimId::Eq:
+        split([](int64_t x, int64_t y) { return x == y; });
+        break;
+      case PrimId::Ne:
+        split([](int64_t x, int64_t y) { return x != y; });
+        break;
+      case PrimId::Lt:
+        split([](int64_t x, int64_t y) { return x < y; });
+        break;
+      case PrimId::Le:
+        split([](int64_t x, int64_t y) { return x <= y; });
+        break;
+      case PrimId::Gt:
+        split([](int64_t x, int64_t y) { return x > y; });
+        break;
+      default:
+        split([](int64_t x, int64_t y) { return x >= y; });
+        break;
+    }
+    return ny;
   }
 
   void set_shared_inputs() {
@@ -649,7 +731,9 @@ class StackVM {
         const uint8_t* cond =
             reinterpret_cast<const uint8_t*>(l.in_scratch() ? l.scratch.data() : l.top.data());
         // Lane j goes to yes[ny] or no[j - ny]: one counter.
-        if (l.in_scratch()) {
+        if (cb.fused_cmp) {
+          ny = compare_split(cb, idx, n, yes, no);
+        } else if (l.in_scratch()) {
           for (int64_t j = 0; j < n; ++j) {
             uint32_t t = idx[j];
             yes[ny] = t;
@@ -762,7 +846,8 @@ class StackVM {
   // some, the kernels for the rest.
   std::optional<RuntimeError> run_ops(uint32_t b, const uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
-    for (size_t i = 0; i < cb.ops.size();) {
+    const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
+    for (size_t i = 0; i < end;) {
       int32_t s = cb.seg_at.empty() ? -1 : cb.seg_at[i];
       if (s >= 0 && cb.segs[s].fn) {
         if (auto e = run_seg(b, cb.segs[s], idx, n)) return e;
@@ -1078,7 +1163,8 @@ class StackVM {
       cb.seg_at.assign(cb.ops.size(), -1);
       nops += cb.ops.size();
       size_t i = 0;
-      while (i < cb.ops.size()) {
+      const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
+      while (i < end) {
         if (!compilable(cb.ops[i])) {
           ++i;
           continue;
@@ -1086,7 +1172,7 @@ class StackVM {
         Seg s;
         s.first = i;
         std::set<int32_t> pushed;
-        for (; i < cb.ops.size() && compilable(cb.ops[i]); ++i) {
+        for (; i < end && compilable(cb.ops[i]); ++i) {
           bool twice = false;
           for (const auto& o : cb.ops[i].outs)
             if (leaves_[o.leaf].full() && !o.in_place && pushed.count(o.leaf)) twice = true;
