@@ -9,7 +9,8 @@
 // contiguous row, allocated the first time any lane reaches it, so the
 // threads of a step touch neighbouring memory instead of one heap block each.
 // Deeper levels (rare: deep recursion) go to per-lane vectors, so memory
-// stays proportional to what each thread really uses.
+// stays proportional to what each thread really uses. A push checks one
+// bound: the rows below ready_ exist; anything else takes the slow path.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -76,8 +77,8 @@ class LaneStack {
   }
   size_t lanes_ = 0;
   size_t words_ = 1;
-  uint32_t ready_ = 0;        // rows 0 .. ready_-1 are allocated
-  Word* row_[kFlat] = {};     // rows_[d].get()
+  uint32_t ready_ = 0;     // rows 0 .. ready_-1 are allocated
+  Word* row_[kFlat] = {};  // rows_[d].get()
   std::unique_ptr<Word[]> rows_[kFlat];
   std::vector<std::vector<Word>> deep_;
 };
