@@ -9,7 +9,8 @@
 // contiguous row, allocated the first time any lane reaches it, so the
 // threads of a step touch neighbouring memory instead of one heap block each.
 // Deeper levels (rare: deep recursion) go to per-lane vectors, so memory
-// stays proportional to what each thread really uses.
+// stays proportional to what each thread really uses. A push checks one
+// bound: the rows below ready_ exist; anything else takes the slow path.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -27,49 +28,48 @@ class LaneStack {
     lanes_ = lanes;
     words_ = words_per_entry;
     for (auto& r : rows_) r.reset();
+    for (auto& r : row_) r = nullptr;
+    ready_ = 0;
     deep_.assign(lanes, {});
   }
   // The lane's stack is empty again.
   void clear(uint32_t lane) { deep_[lane].clear(); }
 
   // Where the entry at `level` of `lane` lives, for writing (a push).
+  // The hot path is one comparison: levels below ready_ have their row.
   [[gnu::always_inline]] Word* put(uint32_t lane, uint32_t level) {
-    if (level < kFlat) [[likely]] {
-      Word* row = rows_[level].get();
-      if (!row) [[unlikely]]
-        row = grow(level);
-      return row + lane * words_;
-    }
-    return put_deep(lane, level);
+    if (level < ready_) [[likely]]
+      return row_[level] + lane * words_;
+    return put_slow(lane, level);
   }
   // put and get for stacks of one word per entry.
   [[gnu::always_inline]] Word* put1(uint32_t lane, uint32_t level) {
-    if (level < kFlat) [[likely]] {
-      Word* row = rows_[level].get();
-      if (!row) [[unlikely]]
-        row = grow(level);
-      return row + lane;
-    }
-    return put_deep(lane, level);
+    if (level < ready_) [[likely]]
+      return row_[level] + lane;
+    return put_slow(lane, level);
   }
   [[gnu::always_inline]] const Word* get1(uint32_t lane, uint32_t level) const {
     if (level < kFlat) [[likely]]
-      return rows_[level].get() + lane;
+      return row_[level] + lane;
     return deep_[lane].data() + (level - kFlat);
   }
   // The entry at `level` of `lane`, written before by put (a pop).
   [[gnu::always_inline]] const Word* get(uint32_t lane, uint32_t level) const {
     if (level < kFlat) [[likely]]
-      return rows_[level].get() + lane * words_;
+      return row_[level] + lane * words_;
     return deep_[lane].data() + (level - kFlat) * words_;
   }
 
  private:
-  Word* grow(uint32_t d) {
-    rows_[d] = std::make_unique<Word[]>(lanes_ * words_);
-    return rows_[d].get();
-  }
-  Word* put_deep(uint32_t lane, uint32_t level) {
+  Word* put_slow(uint32_t lane, uint32_t level) {
+    if (level < kFlat) {
+      if (!row_[level]) {
+        rows_[level] = std::make_unique<Word[]>(lanes_ * words_);
+        row_[level] = rows_[level].get();
+        while (ready_ < kFlat && row_[ready_]) ++ready_;
+      }
+      return row_[level] + lane * words_;
+    }
     auto& v = deep_[lane];
     size_t at = (level - kFlat) * words_;
     if (v.size() < at + words_) v.resize(at + words_);
@@ -77,6 +77,8 @@ class LaneStack {
   }
   size_t lanes_ = 0;
   size_t words_ = 1;
+  uint32_t ready_ = 0;     // rows 0 .. ready_-1 are allocated
+  Word* row_[kFlat] = {};  // rows_[d].get()
   std::unique_ptr<Word[]> rows_[kFlat];
   std::vector<std::vector<Word>> deep_;
 };

@@ -89,6 +89,12 @@ struct CBlock {
   std::vector<Seg> segs;
   std::vector<int32_t> seg_at;  // per op: the segment starting there, or -1
   int32_t self = -1;            // Branch to itself: 1 if it stays on true, 0 on false
+  // A branch on an i64 comparison whose bool is a temporary, made by the
+  // block's last op: the terminator compares and splits in one pass and
+  // the op is not run (fused_cmp: its PrimId; cmp_a, cmp_b: its operands).
+  bool fused_cmp = false;
+  PrimId cmp = PrimId::Eq;
+  Ref cmp_a, cmp_b;
   DenseLoop dense;
   TermKind term = TermKind::Halt;
   int32_t cond = -1;  // Branch: the condition's leaf (or constant, negative - 2)
@@ -129,6 +135,7 @@ class StackVM {
     bits_.assign((nb + 63) / 64, 0);
     pcs_.init(static_cast<size_t>(lanes_), 1);
     pc_depth_.assign(static_cast<size_t>(lanes_), 0);
+    group_of_.assign(nb, kNoGroup);
     lane_input_.assign(static_cast<size_t>(lanes_), 0);
     set_shared_inputs();
     for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
@@ -198,6 +205,8 @@ class StackVM {
   std::vector<uint64_t> bits_;
   LaneStack<uint32_t> pcs_;         // program counters: where each frame returns
   std::vector<uint32_t> pc_depth_;  // per lane: frames, counting the halt at the bottom
+  static constexpr uint8_t kNoGroup = 0xff;
+  std::vector<uint8_t> group_of_;  // per block: kNoGroup (an indirect_goto's scratch)
   std::vector<int64_t> lane_input_;
   std::vector<int64_t> thread_ids_;  // thread_index's operand: lane -> its thread
   std::vector<Array> outputs_;
@@ -340,6 +349,7 @@ class StackVM {
         // A loop block: with the persistent schedule its chunk stays until it leaves.
         if ((cb.t1 == bi) != (cb.t2 == bi) && !leaves_[cb.cond].shared)
           cb.self = cb.t1 == bi ? 1 : 0;
+        if (cb.self < 0) fuse_compare(cb);
       } else if (t.kind == TermKind::Goto) {
         cb.t1 = label_index_.at(t.target.name);
       } else if (t.kind == TermKind::PushGoto) {
@@ -348,6 +358,81 @@ class StackVM {
       }
       blocks_.push_back(std::move(cb));
     }
+  }
+
+  // Whether r is an i64 scalar read from each thread's own variable or a
+  // literal: what a fused compare reads.
+  bool cmp_operand(const Ref& r, bool allow_constant) const {
+    if (r.constant >= 0) {
+      const Constant& c = constants_[r.constant];
+      return allow_constant && c.type.dtype == DType::I64 && c.type.shape.empty();
+    }
+    const Leaf& l = leaves_[r.leaf];
+    return !l.shared && !l.in_scratch() && l.type.dtype == DType::I64 && l.type.shape.empty();
+  }
+
+  void fuse_compare(CBlock& cb) {
+    if (cb.ops.empty()) return;
+    const Op& op = cb.ops.back();
+    const Leaf& c = leaves_[cb.cond];
+    bool is_cmp = op.prim == PrimId::Eq || op.prim == PrimId::Ne || op.prim == PrimId::Lt ||
+                  op.prim == PrimId::Le || op.prim == PrimId::Gt || op.prim == PrimId::Ge;
+    if (op.kind != Op::Kind::Kernel || !is_cmp || op.shared || op.outs.size() != 1 ||
+        op.args.size() != 2 || op.outs[0].leaf != cb.cond || c.shared || !c.in_scratch())
+      return;
+    if (!cmp_operand(op.args[0], false) || !cmp_operand(op.args[1], true)) return;
+    cb.fused_cmp = true;
+    cb.cmp = op.prim;
+    cb.cmp_a = op.args[0];
+    cb.cmp_b = op.args[1];
+  }
+
+  // The fused compare and split: lane j to yes or no by a[t] CMP b.
+  int64_t compare_split(const CBlock& cb, const uint32_t* idx, int64_t n, uint32_t* yes,
+                        uint32_t* no) const {
+    const int64_t* a = reinterpret_cast<const int64_t*>(leaves_[cb.cmp_a.leaf].top.data());
+    int64_t ny = 0;
+    auto split = [&](auto cmp) {
+      if (cb.cmp_b.constant >= 0) {
+        int64_t k;
+        std::memcpy(&k, constants_[cb.cmp_b.constant].data.data(), sizeof k);
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          yes[ny] = t;
+          no[j - ny] = t;
+          ny += cmp(a[t], k);
+        }
+      } else {
+        const int64_t* bv = reinterpret_cast<const int64_t*>(leaves_[cb.cmp_b.leaf].top.data());
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          yes[ny] = t;
+          no[j - ny] = t;
+          ny += cmp(a[t], bv[t]);
+        }
+      }
+    };
+    switch (cb.cmp) {
+      case PrimId::Eq:
+        split([](int64_t x, int64_t y) { return x == y; });
+        break;
+      case PrimId::Ne:
+        split([](int64_t x, int64_t y) { return x != y; });
+        break;
+      case PrimId::Lt:
+        split([](int64_t x, int64_t y) { return x < y; });
+        break;
+      case PrimId::Le:
+        split([](int64_t x, int64_t y) { return x <= y; });
+        break;
+      case PrimId::Gt:
+        split([](int64_t x, int64_t y) { return x > y; });
+        break;
+      default:
+        split([](int64_t x, int64_t y) { return x >= y; });
+        break;
+    }
+    return ny;
   }
 
   void set_shared_inputs() {
@@ -472,20 +557,37 @@ class StackVM {
       Leaf& l = leaves_[li];
       const size_t eb = l.ebytes;
       uint32_t* depth = l.depth.data();
-      for (int64_t j = 0; j < n; ++j)
-        if (depth[idx[j]] == 0) [[unlikely]]
-          return error_at(
-              b, op.loc, idx[j],
-              "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
-      if (eb == 0) {
-        for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
-      } else if (eb == 8) {
+      auto empty = [&](int64_t j) {
+        return error_at(
+            b, op.loc, idx[j],
+            "pop of '" + l.var + "', whose stack is empty (the lowered program is unbalanced)");
+      };
+      if (eb == 8) {
+        // One pass; the popped tops are kept so that an empty stack found
+        // part-way puts the lanes before it back as they were.
         uint64_t* top = reinterpret_cast<uint64_t*>(l.top.data());
+        uint64_t old[kChunk];
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          uint32_t d = --depth[t];
+          uint32_t d = depth[t];
+          if (d == 0) [[unlikely]] {
+            for (int64_t k = 0; k < j; ++k) {
+              top[idx[k]] = old[k];
+              ++depth[idx[k]];
+            }
+            return empty(j);
+          }
+          old[j] = top[t];
+          depth[t] = --d;
           if (d != 0) top[t] = *l.below.get1(t, d - 1);
         }
+        continue;
+      }
+      for (int64_t j = 0; j < n; ++j)
+        if (depth[idx[j]] == 0) [[unlikely]]
+          return empty(j);
+      if (eb == 0) {
+        for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
       } else {
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
@@ -539,11 +641,42 @@ class StackVM {
       for (const auto& o : op.outs) leaves_[o.leaf].shared_ready = true;
       return std::nullopt;
     }
+    if (op.kind == Op::Kind::Copy && op.outs.size() == 1 && op.args.size() == 1) {
+      Leaf& l = leaves_[op.outs[0].leaf];
+      if (l.full() && !op.outs[0].in_place && l.ebytes == 8) {
+        push_copy8(l, view(op.args[0], idx), idx, n);
+        return std::nullopt;
+      }
+    }
     for (const auto& o : op.outs) {
       Leaf& l = leaves_[o.leaf];
       if (l.full() && !o.in_place) spill(l, idx, n);
     }
     return execute(b, op, idx, n, idx);
+  }
+
+  // `x = y` pushing the full 8-byte variable x, in one pass: x's top goes
+  // below, y's value becomes the top (y is read before x is written).
+  void push_copy8(Leaf& l, const ArgView& src, const uint32_t* idx, int64_t n) {
+    uint32_t* depth = l.depth.data();
+    uint64_t* top = reinterpret_cast<uint64_t*>(l.top.data());
+    const uint64_t* s = static_cast<const uint64_t*>(src.data);
+    auto run = [&](auto at) {
+      for (int64_t j = 0; j < n; ++j) {
+        uint32_t t = idx[j];
+        uint64_t v = s[at(j)];
+        uint32_t d = depth[t];
+        depth[t] = d + 1;
+        if (d != 0) *l.below.put1(t, d - 1) = top[t];
+        top[t] = v;
+      }
+    };
+    if (src.access == Access::Gather)
+      run([&](int64_t j) { return src.index[j]; });
+    else if (src.access == Access::Dense)
+      run([](int64_t j) { return j; });
+    else
+      run([](int64_t) { return int64_t{0}; });
   }
 
   // Runs the op on n lanes (idx null: a shared op, once).
@@ -612,45 +745,50 @@ class StackVM {
         }
         const uint8_t* cond =
             reinterpret_cast<const uint8_t*>(l.in_scratch() ? l.scratch.data() : l.top.data());
-        if (l.in_scratch()) {
+        // Lane j goes to yes[ny] or no[j - ny]: one counter.
+        if (cb.fused_cmp) {
+          ny = compare_split(cb, idx, n, yes, no);
+        } else if (l.in_scratch()) {
           for (int64_t j = 0; j < n; ++j) {
             uint32_t t = idx[j];
-            bool c = cond[j] != 0;
             yes[ny] = t;
-            no[nn] = t;
-            ny += c;
-            nn += !c;
+            no[j - ny] = t;
+            ny += cond[j] != 0;
           }
         } else {
           for (int64_t j = 0; j < n; ++j) {
             uint32_t t = idx[j];
-            bool c = cond[t] != 0;
             yes[ny] = t;
-            no[nn] = t;
-            ny += c;
-            nn += !c;
+            no[j - ny] = t;
+            ny += cond[t] != 0;
           }
         }
+        nn = n - ny;
         append_lanes(cb.t1, yes, ny);
         append_lanes(cb.t2, no, nn);
         break;
       }
       case TermKind::PushGoto: {
-        // Frames, counting the halt at the bottom; checked first so that an
-        // error leaves every stack as it was.
+        // Frames, counting the halt at the bottom. One pass pushes and finds
+        // the deepest; past the bound the depths are put back, so that an
+        // error leaves every stack as it was (an entry written above a
+        // lane's depth is never read).
         uint32_t* depth = pc_depth_.data();
         uint32_t deepest = 0;
-        for (int64_t j = 0; j < n; ++j) deepest = std::max(deepest, depth[idx[j]]);
-        if (deepest > opt_.max_stack_depth) {
+        const uint32_t ret = cb.t1;
+        for (int64_t j = 0; j < n; ++j) {
+          uint32_t t = idx[j];
+          uint32_t d = depth[t];
+          deepest = std::max(deepest, d);
+          *pcs_.put1(t, d) = ret;
+          depth[t] = d + 1;
+        }
+        if (deepest > opt_.max_stack_depth) [[unlikely]] {
+          for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
           int64_t j = 0;
           while (depth[idx[j]] <= opt_.max_stack_depth) ++j;
           auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
           return error_at(b, cb.term_loc, idx[j], stack_depth_message(opt_.max_stack_depth, fn));
-        }
-        const uint32_t ret = cb.t1;
-        for (int64_t j = 0; j < n; ++j) {
-          uint32_t t = idx[j];
-          *pcs_.put1(t, depth[t]++) = ret;
         }
         // Frames now active, the entry's included.
         peak_depth_ = std::max(peak_depth_, static_cast<int64_t>(deepest) + 1);
@@ -660,31 +798,40 @@ class StackVM {
       case TermKind::IndirectGoto: {
         // Most lanes of a chunk return to the same few blocks: group them
         // locally and append each group in bulk.
+        // group_of_[block]: the block's group here, or kNoGroup.
         constexpr int kGroups = 8;
         uint32_t target[kGroups];
         uint32_t lanes[kGroups][kChunk];
         int64_t count[kGroups];
         int groups = 0;
+        uint32_t* depth = pc_depth_.data();
+        uint8_t* group_of = group_of_.data();
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
-          uint32_t r = *pcs_.get1(t, --pc_depth_[t]);
-          if (r == kHalt) {
+          uint32_t d = depth[t] - 1;
+          depth[t] = d;
+          uint32_t r = *pcs_.get1(t, d);
+          if (r == kHalt) [[unlikely]] {
             halt(t);
             continue;
           }
-          int g = 0;
-          while (g < groups && target[g] != r) ++g;
-          if (g == groups) {
+          uint8_t g = group_of[r];
+          if (g == kNoGroup) [[unlikely]] {
             if (groups == kGroups) {
               push_lane(r, t);
               continue;
             }
+            g = static_cast<uint8_t>(groups);
+            group_of[r] = g;
             target[groups] = r;
             count[groups++] = 0;
           }
           lanes[g][count[g]++] = t;
         }
-        for (int g = 0; g < groups; ++g) append_lanes(target[g], lanes[g], count[g]);
+        for (int g = 0; g < groups; ++g) {
+          group_of[target[g]] = kNoGroup;
+          append_lanes(target[g], lanes[g], count[g]);
+        }
         break;
       }
       case TermKind::Halt:
@@ -750,7 +897,8 @@ class StackVM {
   // some, the kernels for the rest.
   std::optional<RuntimeError> run_ops(uint32_t b, const uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
-    for (size_t i = 0; i < cb.ops.size();) {
+    const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
+    for (size_t i = 0; i < end;) {
       int32_t s = cb.seg_at.empty() ? -1 : cb.seg_at[i];
       if (s >= 0 && cb.segs[s].fn) {
         if (auto e = run_seg(b, cb.segs[s], idx, n)) return e;
@@ -1066,7 +1214,8 @@ class StackVM {
       cb.seg_at.assign(cb.ops.size(), -1);
       nops += cb.ops.size();
       size_t i = 0;
-      while (i < cb.ops.size()) {
+      const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
+      while (i < end) {
         if (!compilable(cb.ops[i])) {
           ++i;
           continue;
@@ -1074,7 +1223,7 @@ class StackVM {
         Seg s;
         s.first = i;
         std::set<int32_t> pushed;
-        for (; i < cb.ops.size() && compilable(cb.ops[i]); ++i) {
+        for (; i < end && compilable(cb.ops[i]); ++i) {
           bool twice = false;
           for (const auto& o : cb.ops[i].outs)
             if (leaves_[o.leaf].full() && !o.in_place && pushed.count(o.leaf)) twice = true;
