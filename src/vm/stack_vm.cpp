@@ -154,6 +154,13 @@ class StackVM {
       wait_[b].clear();
       bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
       if (opt_.persistent && blocks_[b].self >= 0) {
+        const DenseLoop& d = blocks_[b].dense;
+        if (d.fn && !d.may_fail) {
+          // A window of threads loops in the block, refilled from the list.
+          res.error = run_dense_loop(b, cur.data(), static_cast<int64_t>(cur.size()));
+          if (res.error) break;
+          continue;
+        }
         // Each chunk loops in the block until all its threads have left.
         for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
           int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
@@ -796,22 +803,25 @@ class StackVM {
     return std::nullopt;
   }
 
-  // The persistent schedule, compiled: the chunk's per-thread values are
-  // gathered once into dense arrays, the fused body runs on them again and
-  // again with finished threads frozen by a mask, and every few iterations
-  // the chunk is compacted: finished threads' values go back to their
-  // variables and the threads to the exit block's list.
+  // The persistent schedule, compiled: a window of up to kChunk of the
+  // block's n threads has its per-thread values gathered into dense arrays;
+  // the fused body runs on them again and again, finished threads frozen by
+  // a mask. Once a quarter of the window has left, it is compacted (finished
+  // threads' values back to their variables, the threads to the exit
+  // block's list) and refilled from the threads still waiting, so the body
+  // runs on nearly full windows until the list is used up. A body that may
+  // fail is given one chunk at a time (n <= kChunk): on a failed check the
+  // interpreter reruns that chunk and finds the thread the interpreter
+  // would.
   std::optional<RuntimeError> run_dense_loop(uint32_t b, const uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
     DenseLoop& d = cb.dense;
     for (auto& op : cb.ops)
       if (op.shared)
-        if (auto e = run_op(b, op, idx, n)) return e;
+        if (auto e = run_op(b, op, idx, std::min(n, kChunk))) return e;
     const uint32_t exit = cb.self == 1 ? cb.t2 : cb.t1;
     const size_t ns = d.slot_leaf.size();
     const bool tracing = opt_.trace && opt_.trace->on();
-    std::memcpy(ids_, idx, static_cast<size_t>(n) * sizeof(uint32_t));
-    std::memset(active_, 1, static_cast<size_t>(n));
     dense_base_.resize(ns);
     for (size_t s = 0; s < ns; ++s) {
       Leaf& l = leaves_[d.slot_leaf[s]];
@@ -819,17 +829,28 @@ class StackVM {
                        : d.kind[s] == jit::SlotKind::Scratch ? static_cast<void*>(l.scratch.data())
                                                              : static_cast<void*>(l.top.data());
     }
-    for (size_t s = 0; s < ns; ++s) {
-      if (d.kind[s] != jit::SlotKind::Thread) continue;
-      const Leaf& l = leaves_[d.slot_leaf[s]];
-      by_size(l.ebytes, [&](auto z) {
-        using T = decltype(z);
-        const T* top = reinterpret_cast<const T*>(l.top.data());
-        T* dst = reinterpret_cast<T*>(dense_[s].data());
-        for (int64_t j = 0; j < n; ++j) dst[j] = top[idx[j]];
-      });
-    }
-    int64_t m = n, active = n;
+    int64_t m = 0, active = 0, next = 0;  // window size, lanes still looping, idx[next..n) waiting
+    // Threads waiting join the window at its end.
+    auto fill = [&] {
+      const int64_t k = std::min(kChunk - m, n - next);
+      if (k <= 0) return;
+      const uint32_t* in = idx + next;
+      std::memcpy(ids_ + m, in, static_cast<size_t>(k) * sizeof(uint32_t));
+      std::memset(active_ + m, 1, static_cast<size_t>(k));
+      for (size_t s = 0; s < ns; ++s) {
+        if (d.kind[s] != jit::SlotKind::Thread) continue;
+        const Leaf& l = leaves_[d.slot_leaf[s]];
+        by_size(l.ebytes, [&](auto z) {
+          using T = decltype(z);
+          const T* top = reinterpret_cast<const T*>(l.top.data());
+          T* dst = reinterpret_cast<T*>(dense_[s].data()) + m;
+          for (int64_t j = 0; j < k; ++j) dst[j] = top[in[j]];
+        });
+      }
+      m += k;
+      next += k;
+      active = m;
+    };
     uint32_t out[kChunk];
     // Finished threads leave; the rest move to the front.
     auto compact = [&](bool leave) {
@@ -838,10 +859,10 @@ class StackVM {
       while (w < m && active_[w]) ++w;  // a prefix of threads still in the loop stays put
       const int64_t first = w;
       for (int64_t j = first; j < m; ++j) {
-        if (active_[j])
-          keep[w++] = static_cast<uint32_t>(j);
-        else
-          out[o++] = static_cast<uint32_t>(j);
+        keep[w] = static_cast<uint32_t>(j);
+        out[o] = static_cast<uint32_t>(j);
+        w += active_[j] != 0;
+        o += active_[j] == 0;
       }
       for (size_t s = 0; s < ns; ++s) {
         if (d.kind[s] != jit::SlotKind::Thread) continue;
@@ -861,11 +882,16 @@ class StackVM {
       std::memset(active_, 1, static_cast<size_t>(w));
       if (leave) append_lanes(exit, out, o);
       m = w;
+      active = m;
     };
+    fill();
     while (m > 0) {
       // One step per iteration, with the threads still in the loop.
       if (tracing || (opt_.max_steps > 0 && step_ + 1 > opt_.max_steps)) {
-        if (active < m) compact(true);
+        if (active < m) {
+          compact(true);
+          fill();
+        }
         if (auto e = begin_step(b, ids_, m)) return e;
       } else {
         ++step_;
@@ -890,12 +916,18 @@ class StackVM {
         int64_t left = m;
         std::memset(active_, 0, static_cast<size_t>(m));
         compact(false);  // every value back in its variable
-        return run_loop(b, rest, left, true);
+        if (auto e = run_loop(b, rest, left, true)) return e;
+        for (; next < n; next += kChunk)  // not reached while may_fail bodies get one chunk
+          if (auto e = run_loop(b, idx + next, std::min(kChunk, n - next), false)) return e;
+        return std::nullopt;
       }
       // Frozen threads cost a lane of the body each iteration; compacting
       // costs a move per thread and variable: compact once a quarter of the
-      // chunk has left.
-      if (active == 0 || (m - active) * 4 >= m) compact(true);
+      // window has left.
+      if (active == 0 || (m - active) * 4 >= m) {
+        compact(true);
+        fill();
+      }
     }
     return std::nullopt;
   }
