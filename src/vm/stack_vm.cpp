@@ -869,17 +869,26 @@ class StackVM {
       active = m;
     };
     uint32_t out[kChunk];
-    // Finished threads leave; the rest move to the front.
+    // Finished threads leave: their values go back to their variables and
+    // (with `leave`) the threads to the exit block's list. Threads still
+    // waiting take their places; once none wait, the rest move to the front.
     auto compact = [&](bool leave) {
-      int64_t w = 0, o = 0;
-      uint32_t keep[kChunk];
-      while (w < m && active_[w]) ++w;  // a prefix of threads still in the loop stays put
-      const int64_t first = w;
-      for (int64_t j = first; j < m; ++j) {
-        keep[w] = static_cast<uint32_t>(j);
+      int64_t o = 0;  // out[0..o): the finished threads' positions, ascending
+      for (int64_t j = 0; j < m; ++j) {
         out[o] = static_cast<uint32_t>(j);
-        w += active_[j] != 0;
         o += active_[j] == 0;
+      }
+      const int64_t r = leave ? std::min(o, n - next) : 0;  // holes refilled from the list
+      const uint32_t* in = idx + next;
+      // Holes out[r..o) stay: the threads after the first of them move down.
+      int64_t first = m, w = m;
+      uint32_t keep[kChunk];
+      if (r < o) {
+        first = w = out[r];
+        for (int64_t j = first; j < m; ++j) {
+          keep[w] = static_cast<uint32_t>(j);
+          w += active_[j] != 0;
+        }
       }
       for (size_t s = 0; s < ns; ++s) {
         if (d.kind[s] != jit::SlotKind::Thread) continue;
@@ -887,18 +896,21 @@ class StackVM {
         by_size(l.ebytes, [&](auto z) {
           using T = decltype(z);
           T* v = reinterpret_cast<T*>(dense_[s].data());
-          if (d.written[s]) {
-            T* top = reinterpret_cast<T*>(const_cast<std::byte*>(l.top.data()));
+          T* top = reinterpret_cast<T*>(const_cast<std::byte*>(l.top.data()));
+          if (d.written[s])
             for (int64_t k = 0; k < o; ++k) top[ids_[out[k]]] = v[out[k]];
-          }
+          for (int64_t k = 0; k < r; ++k) v[out[k]] = top[in[k]];
           for (int64_t k = first; k < w; ++k) v[k] = v[keep[k]];
         });
       }
-      for (int64_t k = 0; k < o; ++k) out[k] = ids_[out[k]];
+      uint32_t gone[kChunk];
+      for (int64_t k = 0; k < o; ++k) gone[k] = ids_[out[k]];
+      for (int64_t k = 0; k < r; ++k) ids_[out[k]] = in[k];
       for (int64_t k = first; k < w; ++k) ids_[k] = ids_[keep[k]];
-      std::memset(active_, 1, static_cast<size_t>(w));
-      if (leave) append_lanes(exit, out, o);
+      next += r;
       m = w;
+      std::memset(active_, 1, static_cast<size_t>(m));
+      if (leave) append_lanes(exit, gone, o);
       active = m;
     };
     fill();
