@@ -396,7 +396,9 @@ class StackVM {
         Leaf& leaf = leaves_[l];
         if (leaf.shared || leaf.in_scratch()) continue;
         int64_t row = a.batch == 1 ? 0 : input;
-        if (leaf.ebytes)
+        if (leaf.ebytes == 8)  // a constant size: inlined, no call (the input may be unaligned)
+          std::memcpy(leaf.top.data() + t * 8, a.data.data() + row * 8, 8);
+        else if (leaf.ebytes)
           std::memcpy(leaf.top.data() + t * leaf.ebytes, a.data.data() + row * leaf.ebytes,
                       leaf.ebytes);
         if (leaf.full()) leaf.depth[t] = 1;
