@@ -265,8 +265,8 @@ class Gen {
       StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
       tag(st, i);
     }
-    StoreInst* st = b_.CreateStore(b_.CreateZExt(act, b_.getInt8Ty()),
-                                   b_.CreateGEP(b_.getInt8Ty(), active, j));
+    StoreInst* st =
+        b_.CreateStore(b_.CreateZExt(act, b_.getInt8Ty()), b_.CreateGEP(b_.getInt8Ty(), active, j));
     tag(st, ns);
     Value* count_next = b_.CreateSub(count, b_.CreateSExt(act, i64));
     Value* jn = b_.CreateAdd(j, b_.getInt64(1));
@@ -916,8 +916,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   for (const auto& n : gnames) code->gather.push_back(reinterpret_cast<GatherFn>(address(n)));
   for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
   for (const auto& n : mnames)
-    code->dense_multi.push_back(n.empty() ? nullptr
-                                          : reinterpret_cast<DenseMultiFn>(address(n)));
+    code->dense_multi.push_back(n.empty() ? nullptr : reinterpret_cast<DenseMultiFn>(address(n)));
   code->seconds = ms() / 1e3;
   char buf[160];
   std::snprintf(buf, sizeof buf,

@@ -100,11 +100,11 @@ using DenseMultiFn = int64_t (*)(void* const* base, int64_t n, uint8_t* active, 
 class Code {
  public:
   virtual ~Code() = default;
-  std::vector<GatherFn> gather;  // one per requested gather segment
-  std::vector<DenseFn> dense;    // one per requested dense segment
+  std::vector<GatherFn> gather;           // one per requested gather segment
+  std::vector<DenseFn> dense;             // one per requested dense segment
   std::vector<DenseMultiFn> dense_multi;  // per dense segment: null unless copies > 1
-  double seconds = 0;            // wall time of code generation and compilation
-  std::string detail;            // where that time went
+  double seconds = 0;                     // wall time of code generation and compilation
+  std::string detail;                     // where that time went
 };
 
 // Compiles every segment into one module at O2 for the host CPU (so with
