@@ -24,8 +24,11 @@
 // after iteration (one step each), until every thread has left; with
 // RunOptions::jit the runs of scalar elementwise instructions of each block
 // are compiled into native loops (src/vm/jit/jit.h), and a loop block made
-// only of such instructions runs as a dense SIMD body over the chunk's
-// gathered values, finished threads frozen by a mask and compacted away.
+// only of such instructions runs as a dense SIMD body over a window of up
+// to 256 threads' gathered values, finished threads frozen by a mask; once
+// a quarter of the window has left, their places go to threads still
+// waiting at the block. A body that cannot fail runs several iterations per
+// compiled call (values in registers between them).
 // Everything else runs through the kernels, as with the JIT off.
 //
 // Threads not in a step's list are never touched, so values they hold never

@@ -194,6 +194,108 @@ class Gen {
   Function* gather(const Segment& s, const std::string& name) { return emit(s, name, false); }
   Function* dense(const Segment& s, const std::string& name) { return emit(s, name, true); }
 
+  // The dense body s.copies times per lane (DenseMultiFn): the lane's values
+  // stay in registers from one iteration to the next; a lane that leaves is
+  // frozen by a select, as in the one-iteration form.
+  Function* dense_multi(const Segment& s, const std::string& name) {
+    seg_ = &s;
+    dense_ = true;
+    const size_t ns = s.slots.size();
+    const int copies = s.copies;
+    Type* i64 = b_.getInt64Ty();
+    Type* ptr = PointerType::get(ctx_, 0);
+    Function* fn = Function::Create(FunctionType::get(i64, {ptr, i64, ptr, ptr}, false),
+                                    Function::ExternalLinkage, name, m_);
+    fn->addFnAttr(Attribute::NoUnwind);
+    auto arg = fn->arg_begin();
+    Value* base = &*arg++;
+    Value* n = &*arg++;
+    Value* active = &*arg++;
+    Value* counts = &*arg++;
+    make_scopes(name, ns);
+
+    BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
+    BasicBlock* loop = BasicBlock::Create(ctx_, "lane", fn);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
+    b_.SetInsertPoint(entry);
+    load_bases(base);
+    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
+
+    b_.SetInsertPoint(loop);
+    PHINode* j = b_.CreatePHI(i64, 2);
+    PHINode* count = b_.CreatePHI(i64, 2);
+    std::vector<PHINode*> cnt(static_cast<size_t>(copies));
+    j->addIncoming(b_.getInt64(0), entry);
+    count->addIncoming(b_.getInt64(0), entry);
+    for (auto& c : cnt) {
+      c = b_.CreatePHI(i64, 2);
+      c->addIncoming(b_.getInt64(0), entry);
+    }
+    lane_ = j;
+    LoadInst* a = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), active, j));
+    tag(a, ns);
+    Value* act = b_.CreateICmpNE(a, b_.getInt8(0));
+    cur_.assign(ns, nullptr);
+    old_.assign(ns, nullptr);
+    std::vector<bool> dirty(ns, false);
+    std::vector<Value*> cnt_next(static_cast<size_t>(copies));
+    for (int k = 0; k < copies; ++k) {
+      // A vector compare's lanes are all ones: subtracting them counts (one instruction).
+      cnt_next[k] = b_.CreateSub(cnt[k], b_.CreateSExt(act, i64));
+      const std::vector<Value*> prev = cur_;  // the values at this iteration's start
+      written_.assign(ns, false);
+      bad_ = b_.getFalse();  // no op may fail here
+      for (const FOp& o : s.ops) {
+        cur_[o.outs[0]] = op(o);
+        written_[o.outs[0]] = true;
+      }
+      Value* c = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
+      if (!s.stay_on_true) c = b_.CreateNot(c);
+      for (size_t i = 0; i < ns; ++i) {
+        if (!written_[i] || s.slots[i].kind != SlotKind::Thread) continue;
+        Value* o = prev[i] ? prev[i] : old_[i] ? old_[i] : load_slot(static_cast<int32_t>(i));
+        if (!old_[i]) old_[i] = o;
+        cur_[i] = b_.CreateSelect(act, cur_[i], o);
+        dirty[i] = true;
+      }
+      act = b_.CreateAnd(act, c);
+    }
+    for (size_t i = 0; i < ns; ++i) {
+      if (!dirty[i]) continue;
+      StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
+      tag(st, i);
+    }
+    StoreInst* st =
+        b_.CreateStore(b_.CreateZExt(act, b_.getInt8Ty()), b_.CreateGEP(b_.getInt8Ty(), active, j));
+    tag(st, ns);
+    Value* count_next = b_.CreateSub(count, b_.CreateSExt(act, i64));
+    Value* jn = b_.CreateAdd(j, b_.getInt64(1));
+    BasicBlock* loop_end = b_.GetInsertBlock();
+    j->addIncoming(jn, loop_end);
+    count->addIncoming(count_next, loop_end);
+    for (int k = 0; k < copies; ++k) cnt[k]->addIncoming(cnt_next[k], loop_end);
+    BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit);
+    MDNode* loop_id = MDNode::getDistinct(
+        ctx_, {nullptr, MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")})});
+    loop_id->replaceOperandWith(0, loop_id);
+    back->setMetadata(LLVMContext::MD_loop, loop_id);
+
+    b_.SetInsertPoint(exit);
+    PHINode* c = b_.CreatePHI(i64, 2);
+    c->addIncoming(b_.getInt64(0), entry);
+    c->addIncoming(count_next, loop_end);
+    std::vector<PHINode*> cnt_out(static_cast<size_t>(copies));
+    for (int k = 0; k < copies; ++k) {
+      cnt_out[k] = b_.CreatePHI(i64, 2);
+      cnt_out[k]->addIncoming(b_.getInt64(0), entry);
+      cnt_out[k]->addIncoming(cnt_next[k], loop_end);
+    }
+    for (int k = 0; k < copies; ++k)
+      b_.CreateStore(cnt_out[k], b_.CreateConstGEP1_64(i64, counts, static_cast<uint64_t>(k)));
+    b_.CreateRet(c);
+    return fn;
+  }
+
  private:
   LLVMContext& ctx_;
   Module& m_;
@@ -456,6 +558,36 @@ class Gen {
     }
   }
 
+  // Alias scopes: one per slot, then the lane list / active mask.
+  void make_scopes(const std::string& name, size_t ns) {
+    MDBuilder md(ctx_);
+    MDNode* domain = md.createAnonymousAliasScopeDomain(name);
+    std::vector<Metadata*> scopes;
+    for (size_t i = 0; i <= ns; ++i) scopes.push_back(md.createAnonymousAliasScope(domain));
+    scope_.assign(ns + 1, nullptr);
+    noalias_.assign(ns + 1, nullptr);
+    for (size_t i = 0; i <= ns; ++i) {
+      scope_[i] = MDNode::get(ctx_, {scopes[i]});
+      std::vector<Metadata*> others;
+      for (size_t k = 0; k <= ns; ++k)
+        if (k != i) others.push_back(scopes[k]);
+      noalias_[i] = MDNode::get(ctx_, others);
+    }
+  }
+
+  // Each slot's base pointer (base[s]) and the Shared slots' values.
+  void load_bases(Value* base) {
+    const size_t ns = seg_->slots.size();
+    Type* ptr = PointerType::get(ctx_, 0);
+    ptr_.assign(ns, nullptr);
+    shared_.assign(ns, nullptr);
+    for (size_t i = 0; i < ns; ++i) {
+      ptr_[i] = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, i));
+      if (seg_->slots[i].kind == SlotKind::Shared)
+        shared_[i] = b_.CreateLoad(ty(seg_->slots[i].dtype), ptr_[i]);
+    }
+  }
+
   Function* emit(const Segment& s, const std::string& name, bool dense) {
     seg_ = &s;
     dense_ = dense;
@@ -473,32 +605,13 @@ class Gen {
     Value* active = dense ? &*arg++ : nullptr;
     Value* failed = dense ? &*arg++ : nullptr;
 
-    // Alias scopes: one per slot, then the lane list / active mask.
-    MDBuilder md(ctx_);
-    MDNode* domain = md.createAnonymousAliasScopeDomain(name);
-    std::vector<Metadata*> scopes;
-    for (size_t i = 0; i <= ns; ++i) scopes.push_back(md.createAnonymousAliasScope(domain));
-    scope_.assign(ns + 1, nullptr);
-    noalias_.assign(ns + 1, nullptr);
-    for (size_t i = 0; i <= ns; ++i) {
-      scope_[i] = MDNode::get(ctx_, {scopes[i]});
-      std::vector<Metadata*> others;
-      for (size_t k = 0; k <= ns; ++k)
-        if (k != i) others.push_back(scopes[k]);
-      noalias_[i] = MDNode::get(ctx_, others);
-    }
+    make_scopes(name, ns);
 
     BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
     BasicBlock* loop = BasicBlock::Create(ctx_, "lane", fn);
     BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
     b_.SetInsertPoint(entry);
-    ptr_.assign(ns, nullptr);
-    shared_.assign(ns, nullptr);
-    for (size_t i = 0; i < ns; ++i) {
-      ptr_[i] = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, i));
-      if (s.slots[i].kind == SlotKind::Shared)
-        shared_[i] = b_.CreateLoad(ty(s.slots[i].dtype), ptr_[i]);
-    }
+    load_bases(base);
     b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
 
     b_.SetInsertPoint(loop);
@@ -630,6 +743,7 @@ std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segm
       }
       num(static_cast<uint64_t>(static_cast<int64_t>(s.cond)));
       num(s.stay_on_true);
+      num(static_cast<uint64_t>(static_cast<int64_t>(s.copies)));
     }
   }
   return k;
@@ -718,7 +832,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   }
   m->setTargetTriple((*tm)->getTargetTriple().str());
   const std::string prefix = "ab" + std::to_string(module_counter++) + "_";
-  std::vector<std::string> gnames, dnames;
+  std::vector<std::string> gnames, dnames, mnames;
   {
     Gen g(*ctx, *m);
     for (size_t i = 0; i < gather.size(); ++i) {
@@ -728,6 +842,8 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
     for (size_t i = 0; i < dense.size(); ++i) {
       dnames.push_back(prefix + "d" + std::to_string(i));
       g.dense(dense[i], dnames.back());
+      mnames.push_back(dense[i].copies > 1 ? prefix + "m" + std::to_string(i) : "");
+      if (!mnames.back().empty()) g.dense_multi(dense[i], mnames.back());
     }
   }
   const std::string cpu = (*tm)->getTargetCPU().str();
@@ -785,8 +901,9 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   }
   // One lookup for every function: the module is compiled once, as a whole.
   orc::SymbolLookupSet names;
-  for (const auto* list : {&gnames, &dnames})
-    for (const auto& n : *list) names.add(e.jit->mangleAndIntern(n));
+  for (const auto* list : {&gnames, &dnames, &mnames})
+    for (const auto& n : *list)
+      if (!n.empty()) names.add(e.jit->mangleAndIntern(n));
   auto syms = e.jit->getExecutionSession().lookup(
       orc::makeJITDylibSearchOrder(&e.jit->getMainJITDylib()), std::move(names));
   if (!syms) {
@@ -798,6 +915,8 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   };
   for (const auto& n : gnames) code->gather.push_back(reinterpret_cast<GatherFn>(address(n)));
   for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
+  for (const auto& n : mnames)
+    code->dense_multi.push_back(n.empty() ? nullptr : reinterpret_cast<DenseMultiFn>(address(n)));
   code->seconds = ms() / 1e3;
   char buf[160];
   std::snprintf(buf, sizeof buf,

@@ -74,6 +74,10 @@ struct Segment {
   // Dense form only: the branch condition's slot and the value that stays.
   int32_t cond = -1;
   bool stay_on_true = true;
+  // Dense form only: > 1 also compiles a DenseMultiFn running the body this
+  // many times per lane (values in registers between iterations). Only for
+  // bodies where no op may fail.
+  int32_t copies = 1;
 };
 
 // Whether `op` with these operand dtypes (all scalar) can be compiled.
@@ -87,13 +91,20 @@ using GatherFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n);
 // check failed (then the outputs are unspecified).
 using DenseFn = int64_t (*)(void* const* base, int64_t n, uint8_t* active, int64_t* failed);
 
+// Runs `copies` iterations of a dense body (the Segment's) on every lane:
+// a lane whose branch condition leaves the block in iteration k is frozen
+// from then on. counts[k] (k < copies) = the lanes active entering iteration
+// k. Returns the number of lanes still active. No op may fail.
+using DenseMultiFn = int64_t (*)(void* const* base, int64_t n, uint8_t* active, int64_t* counts);
+
 class Code {
  public:
   virtual ~Code() = default;
-  std::vector<GatherFn> gather;  // one per requested gather segment
-  std::vector<DenseFn> dense;    // one per requested dense segment
-  double seconds = 0;            // wall time of code generation and compilation
-  std::string detail;            // where that time went
+  std::vector<GatherFn> gather;           // one per requested gather segment
+  std::vector<DenseFn> dense;             // one per requested dense segment
+  std::vector<DenseMultiFn> dense_multi;  // per dense segment: null unless copies > 1
+  double seconds = 0;                     // wall time of code generation and compilation
+  std::string detail;                     // where that time went
 };
 
 // Compiles every segment into one module at O2 for the host CPU (so with
