@@ -61,11 +61,18 @@ class Interpreter {
         args.push_back(slice(inputs[i], inputs[i].batch == 1 ? 0 : t));
       thread_ = t;
       batch_ = batch;
+      thread_steps_ = 0;
       res.error = run_thread(ei, std::move(args), results[t]);
       res.steps = steps_;
+      if (res.error && opt_.record_errors) {  // this thread stops; the next one runs
+        res.failed.push_back(std::move(*res.error));
+        res.error.reset();
+        results[t].clear();
+      }
     }
     if (res.error) return res;
     res.outputs = gather_results(types_of_results(ef), results);
+    finish_failed(res.outputs, res.failed);
     return res;
   }
 
@@ -75,6 +82,7 @@ class Interpreter {
   std::vector<CompiledFunction> fns_;
   std::vector<Type> entry_results_;
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
+  int64_t thread_steps_ = 0;              // blocks the current thread started (--max-steps)
   std::vector<std::string> block_names_;  // every function's blocks, qualified
   std::vector<size_t> offsets_;           // first block of each function in that list
 
@@ -217,7 +225,7 @@ class Interpreter {
       const Block& b = cf.f->blocks[fr.block];
       if (block_start) {
         ++steps_;
-        if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
+        if (opt_.max_steps > 0 && ++thread_steps_ > opt_.max_steps)
           return error_at(fr, b.label.loc, max_steps_message(opt_.max_steps));
         block_start = false;
         size_t pc = offsets_[fr.func] + fr.block;

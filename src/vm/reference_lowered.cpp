@@ -65,12 +65,18 @@ class ProgramInterpreter {
       thread_ = t;
       batch_ = batch;
       res.error = run_thread(inputs, results[t]);
+      if (res.error && opt_.record_errors) {  // this thread stops; the next one runs
+        res.failed.push_back(std::move(*res.error));
+        res.error.reset();
+        results[t].clear();
+      }
     }
     res.steps = steps_;
     if (res.error) return res;
     std::vector<Type> types;
     for (const auto& o : p_.outputs) types.push_back(slots_[index_.at(o.name)].type);
     res.outputs = gather_results(types, results);
+    finish_failed(res.outputs, res.failed);
     return res;
   }
 
@@ -179,10 +185,11 @@ class ProgramInterpreter {
     }
     std::vector<size_t> pcs{kHalt};
     block_ = 0;
+    int64_t thread_steps = 0;  // blocks this thread started (--max-steps)
     while (true) {
       ++steps_;
       const Block& blk = p_.blocks[block_];
-      if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
+      if (opt_.max_steps > 0 && ++thread_steps > opt_.max_steps)
         return error(blk.label.loc, max_steps_message(opt_.max_steps));
       uint32_t lane = static_cast<uint32_t>(thread_);
       if (opt_.trace && opt_.trace->on())
