@@ -276,18 +276,16 @@ struct PyPrimitives {
 // ---------------------------------------------------------------- run
 
 // `on_error`: "abort" (default) stops the run at the first runtime error
-// (ExecutionError); "record" would keep the other threads going and return
-// the failed threads in the result's `errors`. The library's RunOptions has
-// no such field yet (another branch adds RunOptions::on_error and the errors
-// of RunResult): once it has, set the field here and fill `errors` in
-// run_program from the RunResult; nothing else changes.
-void apply_on_error(autobatch::RunOptions& /*ro*/, const std::string& mode) {
-  if (mode == "abort") return;
+// (ExecutionError); "record" keeps the other threads going and returns the
+// failed threads in the result's `errors` (SPEC 5.4).
+void apply_on_error(autobatch::RunOptions& ro, const std::string& mode) {
+  if (mode == "abort") {
+    ro.on_error = autobatch::OnError::Abort;
+    return;
+  }
   if (mode == "record") {
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "on_error='record' is not available: this build of the autobatch library "
-                    "has no RunOptions::on_error yet");
-    throw py::error_already_set();
+    ro.on_error = autobatch::OnError::Record;
+    return;
   }
   raise_input("on_error must be 'abort' or 'record', not '" + mode + "'");
 }
@@ -363,7 +361,19 @@ py::tuple run_program(const autobatch::Program& prog, const std::vector<py::arra
   py::tuple outputs(r.outputs.size());
   for (size_t i = 0; i < r.outputs.size(); ++i) outputs[i] = to_numpy(r.outputs[i]);
   py::object stats = r.stats ? py::object(py::str(r.stats->json())) : py::object(py::none());
-  return py::make_tuple(outputs, stats, py::none());
+  py::object errors = py::none();
+  if (r.recorded) {
+    py::list list;
+    for (const auto& e : r.errors) {
+      py::dict d;
+      d["thread"] = e.thread;
+      d["message"] = e.message;
+      d["function"] = e.error.function;
+      list.append(d);
+    }
+    errors = list;
+  }
+  return py::make_tuple(outputs, stats, errors);
 }
 
 const std::vector<autobatch::ArrayView>* optional_views(

@@ -193,7 +193,9 @@ struct Inputs {
 // - A result may alias an operand exactly (same data, access and index);
 //   results are written for exactly the n lanes.
 // - On an error return false and set err->lane (the smallest failing lane)
-//   and err->message (no location: the VM adds it).
+//   and err->message (no location: the VM adds it). Lanes before it must be
+//   computed and later lanes left unwritten: under OnError::Record the VM
+//   drops the failing thread and calls the kernel again for the later lanes.
 // - It may be called from several threads at once and must not keep the
 //   pointers after returning.
 enum class Access : uint8_t { Dense, Shared, Gather };
@@ -400,6 +402,11 @@ struct Progress {
   int64_t threads = 0;   // of the batch
   double seconds = 0;    // since the run started
 };
+// What a runtime error does (SPEC 5.4): Abort stops the run (no outputs);
+// Record stops only the thread that failed, the others run to the end, and
+// RunResult::errors lists the failed threads (their outputs are zero, NaN
+// for floats).
+enum class OnError : uint8_t { Abort, Record };
 
 struct RunOptions {
   std::string vm = "stack";  // "stack", "stackless" or "reference"
@@ -409,9 +416,12 @@ struct RunOptions {
   // shards, each its own VM run on a std::thread. Outputs are those of one
   // thread; statistics are summed (peak stack depth: the maximum).
   int threads = 0;
-  int64_t max_steps = 0;             // 0: no bound (with threads: per shard)
-  int64_t max_stack_depth = 100000;  // frames per thread
-  int64_t batch = 0;                 // 0: from the inputs (1 when none is batched); --batch
+  // Blocks one thread may start (the entry block and each block continued
+  // after a call included); 0: no bound. A thread over it is a runtime error.
+  int64_t max_steps = 0;
+  OnError on_error = OnError::Abort;
+  int64_t max_stack_depth = 100000;     // frames per thread
+  int64_t batch = 0;                    // 0: from the inputs (1 when none is batched); --batch
   // What thread_index() gives input 0 of this run: a run on one part of a
   // larger batch (for example one MPI process's) passes that part's start.
   int64_t first_thread = 0;
@@ -475,6 +485,14 @@ struct RuntimeError {
       rendered;  // "gcd.ab:9:7: runtime error: ... in thread 2 of 4 (function gcd, block step)\n"
 };
 
+// One failed thread under OnError::Record.
+struct ThreadError {
+  int64_t thread = 0;
+  // "prog.ab:14:9: integer division by zero (function gcd, block again)"
+  std::string message;
+  RuntimeError error;  // the same, in parts
+};
+
 struct RunResult {
   std::vector<Array> outputs;  // one per result leaf of the entry, each of batch `batch`
   int64_t batch = 0;
@@ -486,16 +504,24 @@ struct RunResult {
   // Stopped by RunOptions::cancel (runtime_error->message: "interrupted
   // after N steps (F of T threads finished)").
   bool cancelled = false;
+  // OnError::Record: the threads that failed, by thread number (outputs are
+  // complete otherwise); `recorded` says the run was in that mode.
+  std::vector<ThreadError> errors;
+  bool recorded = false;
 
-  bool ok() const { return diagnostics.empty() && !runtime_error; }
+  // No diagnostic, no runtime error and no failed thread.
+  bool ok() const { return diagnostics.empty() && !runtime_error && errors.empty(); }
   std::string rendered() const;  // the errors, as the CLI prints them
-  // {"outputs": [...]} (plus "stats" if `with_stats` and present), one line.
+  // {"outputs": [...]} (plus "stats" if `with_stats` and present, and
+  // "errors": [{"thread": T, "message": M}, ...] when `recorded`), one line.
   std::string json(bool with_stats = true) const;
 };
 
 // Where results go: "" or "-" stdout, "X.json", "X.npy" (one result), "DIR/".
 Status check_output_target(const std::string& target);
-// Writes the outputs (and stats if present and `with_stats`) as --output does.
+// Writes the outputs (and stats if present and `with_stats`) as --output does;
+// when the run `recorded` errors, file targets also get `errors.json` beside
+// them ({"errors": [...]}, even when empty).
 Status write_outputs(const RunResult& result, const std::string& target, bool with_stats);
 
 // ---------------------------------------------------------------- report

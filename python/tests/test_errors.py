@@ -89,12 +89,13 @@ def test_execution_error_limits():
     assert info.value.thread == 1 and info.value.function == "f"
 
 
-def test_on_error_record_is_wired_or_clearly_unavailable():
+def test_on_error_record_returns_the_other_threads_and_the_errors():
     prog = autobatch.compile("func main(a: i64, b: i64) -> i64 {\n  return div(a, b)\n}\n")
-    try:
-        res = prog.run(a=[4, 5], b=[1, 0], on_error="record")
-    except NotImplementedError as e:
-        assert "on_error" in str(e)
-        return
-    assert res.errors and res.errors[0]["thread"] == 1
-    assert res.outputs[0][0] == 4
+    for vm in ("stack", "stackless", "reference"):
+        res = prog.run(a=[4, 5, 6, 7], b=[1, 0, 2, 0], on_error="record", vm=vm)
+        assert [e["thread"] for e in res.errors] == [1, 3]
+        assert "division by zero" in res.errors[0]["message"]
+        assert res.errors[0]["function"] == "main"
+        assert res.outputs[0][0] == 4 and res.outputs[0][2] == 3
+    ok = prog.run(a=[4], b=[2], on_error="record")
+    assert ok.errors == [] and ok.outputs[0][0] == 2

@@ -9,6 +9,7 @@
 
 #include "api/internal.h"
 #include "io/inputs.h"
+#include "io/json_write.h"
 #include "io/outputs.h"
 #include "ir/printer.h"
 #include "parse/parser.h"
@@ -542,10 +543,23 @@ std::vector<ab::Array> borrowed_outputs(const RunResult& r) {
   return out;
 }
 
+nlohmann::ordered_json errors_json(const RunResult& r) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& e : r.errors) {
+    nlohmann::ordered_json item = nlohmann::ordered_json::object();
+    item["thread"] = e.thread;
+    item["message"] = e.message;
+    list.push_back(std::move(item));
+  }
+  return list;
+}
+
 nlohmann::ordered_json extra_of(const RunResult& r, bool with_stats) {
-  if (!with_stats || !r.stats) return nullptr;
+  bool stats = with_stats && r.stats;
+  if (!stats && !r.recorded) return nullptr;
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
-  extra["stats"] = to_internal(*r.stats).to_json();
+  if (r.recorded) extra["errors"] = errors_json(r);
+  if (stats) extra["stats"] = to_internal(*r.stats).to_json();
   return extra;
 }
 
@@ -557,6 +571,7 @@ std::string RunResult::rendered() const {
   std::string out;
   for (const auto& d : diagnostics) out += d.rendered;
   if (runtime_error) out += runtime_error->rendered;
+  for (const auto& e : errors) out += e.error.rendered;
   return out;
 }
 
@@ -574,7 +589,16 @@ Status write_outputs(const RunResult& r, const std::string& target, bool with_st
   try {
     ab::Result<ab::OutputTarget> t = ab::parse_output_target(target);
     if (!t) return {to_public(t.diags())};
-    auto written = ab::write_outputs(borrowed_outputs(r), r.batch, *t, extra_of(r, with_stats));
+    std::vector<ab::PendingFile> beside;
+    if (r.recorded) {  // errors.json beside file outputs (ignored for stdout)
+      nlohmann::ordered_json doc = nlohmann::ordered_json::object();
+      doc["errors"] = errors_json(r);
+      std::string text;
+      ab::append_json_value(text, doc);
+      beside.push_back({"errors.json", text + "\n"});
+    }
+    auto written = ab::write_outputs(borrowed_outputs(r), r.batch, *t, extra_of(r, with_stats),
+                                     std::cout, beside);
     if (!written) return {to_public(written.diags())};
     return {};
   } catch (const std::bad_alloc&) {

@@ -8,7 +8,8 @@
 // they equal a one-shard run's. Statistics are summed (steps, block and
 // primitive executions, lane operations, utilization), the peak stack depth
 // is the maximum. A runtime error is the first failing shard's (in batch
-// order), its thread number counted in the whole batch. A trace forces one
+// order), its thread number counted in the whole batch; with OnError::Record
+// the failed threads of every shard are listed, in batch order. A trace forces one
 // shard (a trace is one sequence of steps). With lanes L, each shard gets
 // L / shards lanes (the first L % shards one more).
 #include "vm/run.h"
@@ -349,6 +350,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ab::RunOptions ro;
         ro.max_stack_depth = o.max_stack_depth;
         ro.max_steps = o.max_steps;
+        ro.record_errors = o.on_error == OnError::Record;
         ro.jit = o.jit;
         ro.persistent = o.schedule == "persistent";
         ro.lanes = o.lanes > 0 ? o.lanes / shards + (k < o.lanes % shards ? 1 : 0) : 0;
@@ -455,6 +457,19 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         e.batch = o.total_batch > 0 ? o.total_batch : batch;
         out.runtime_error = to_public(e, m.source.get());
         return out;
+      }
+    }
+    out.recorded = o.on_error == OnError::Record;
+    for (const Shard& s : work) {  // shards in batch order, each's threads sorted
+      for (const ab::RuntimeError& f : s.result.failed) {
+        ab::RuntimeError e = f;
+        e.thread += s.start;
+        e.batch = batch;
+        ThreadError te;
+        te.thread = e.thread;
+        te.message = ab::render_thread_error(m.source.get(), e);
+        te.error = to_public(e, m.source.get());
+        out.errors.push_back(std::move(te));
       }
     }
 

@@ -181,6 +181,15 @@ int cmd_run(const Options& opt) {
     r.stats->seconds["inputs"] = input_seconds;
   }
   if (auto s = autobatch::write_outputs(r, opt.output, opt.stats); !s) return report(s);
+  if (!r.errors.empty()) {  // --on-error record: the outputs are out, with the errors
+    constexpr size_t kShown = 10;
+    for (size_t i = 0; i < r.errors.size() && i < kShown; ++i)
+      std::cerr << r.errors[i].error.rendered;
+    if (r.errors.size() > kShown)
+      std::cerr << "autobatch: " << r.errors.size() - kShown
+                << " more threads failed (every one is in the output's \"errors\")\n";
+    return kRuntimeError;
+  }
   return kOk;
 }
 
@@ -225,6 +234,7 @@ autobatch::RunOptions run_options(const Options& opt) {
   ro.jit = opt.jit == "on";
   ro.max_stack_depth = opt.max_stack_depth;
   ro.max_steps = opt.max_steps;
+  ro.on_error = opt.on_error == "record" ? autobatch::OnError::Record : autobatch::OnError::Abort;
   ro.lanes = opt.lanes.value_or(0);
   ro.threads = static_cast<int>(opt.threads.value_or(0));
   ro.trace_path = opt.trace;
@@ -278,8 +288,13 @@ void register_commands(CLI::App& app, Options& opt) {
                   "bound on stack depth per thread (default 100000)")
       ->check(at_least(1));
   run->add_option("--max-steps", opt.max_steps,
-                  "stop with an error after this many steps (0: no bound)")
+                  "bound on the blocks each thread runs: a thread that starts more is a "
+                  "runtime error (0: no bound)")
       ->check(at_least(0));
+  run->add_option("--on-error", opt.on_error,
+                  "abort (default): a runtime error stops the run; record: only the failing "
+                  "thread stops, the outputs get an \"errors\" list, exit status 1")
+      ->check(CLI::IsMember({"abort", "record"}));
   run->add_option("--batch", opt.batch, "number of threads when the entry takes no inputs")
       ->check(at_least(1));
   run->add_option("--lanes", opt.lanes, "streaming mode: run the inputs on this many lanes")

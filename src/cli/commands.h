@@ -17,7 +17,8 @@ struct Options {
   std::string schedule = "persistent";
   std::string jit = "on";  // on | off (stack VM)
   int64_t max_stack_depth = 100000;
-  int64_t max_steps = 0;  // 0: no bound
+  int64_t max_steps = 0;           // 0: no bound
+  std::string on_error = "abort";  // or "record"
   std::optional<int64_t> batch;
   std::optional<int64_t> lanes;
   std::optional<int64_t> threads;  // unset: automatic

@@ -71,7 +71,8 @@ std::string render_outputs_json(const std::vector<Array>& results, int64_t batch
 Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results, int64_t batch,
                                                const OutputTarget& target,
                                                const nlohmann::ordered_json& extra,
-                                               std::ostream& out) {
+                                               std::ostream& out,
+                                               const std::vector<PendingFile>& beside) {
   using Kind = OutputTarget::Kind;
   std::vector<PendingFile> files;
   switch (target.kind) {
@@ -82,7 +83,7 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
     }
     case Kind::JsonFile:
       files.push_back({target.path, render_outputs_json(results, batch, extra) + "\n"});
-      return write_files_atomically(files);
+      break;
     case Kind::NpyFile:
       if (results.size() != 1)
         return io_error("--output '" + target.path +
@@ -104,9 +105,13 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
       break;
     }
   }
+  const std::filesystem::path dir = target.kind == Kind::Directory
+                                        ? std::filesystem::path(target.path)
+                                        : std::filesystem::path(target.path).parent_path();
+  for (const PendingFile& f : beside) files.push_back({(dir / f.path).string(), f.contents});
   auto written = write_files_atomically(files);
   if (!written.ok()) return written;
-  if (extra.is_object() && !extra.empty()) {
+  if (target.kind != Kind::JsonFile && extra.is_object() && !extra.empty()) {
     Diagnostics d = write_stream(out, render_extra_only(extra));
     if (d.has_errors()) return d;
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "io/atomic_file.h"
 #include "ir/array.h"
 #include "support/result.h"
 
@@ -36,10 +37,13 @@ std::string render_outputs_json(const std::vector<Array>& results, int64_t batch
 // JSON and a newline. A .npy file needs exactly one result. A directory is
 // created if missing and gets out<i>.npy per result; for .npy targets, the
 // members of `extra` (if any) are printed to `out` as a JSON object so that
-// --stats still shows. Returns the paths of the files written.
+// --stats still shows. `beside`: more files (path: a bare name) written
+// with a file target, in its directory, in the same all-or-nothing set (the
+// errors.json of --on-error record). Returns the paths of the files written.
 Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results, int64_t batch,
                                                const OutputTarget& target,
                                                const nlohmann::ordered_json& extra = nullptr,
-                                               std::ostream& out = std::cout);
+                                               std::ostream& out = std::cout,
+                                               const std::vector<PendingFile>& beside = {});
 
 }  // namespace ab

@@ -103,8 +103,15 @@ std::string print_instr(const Instr& in) {
     case InstrKind::Pop:
       break;
   }
-  // A call whose results are discarded has an empty tuple pattern.
-  if (in.kind == InstrKind::Call && in.out.is_tuple && in.out.elems.empty()) return rhs;
+  // A call whose results are discarded has an empty tuple pattern, which has
+  // no spelling: it is the statement alone. An operation that is no
+  // primitive (the front end keeps unknown names as Prim for verify to
+  // report) is written `call NAME(...)`, so that it parses back to the same
+  // instruction instead of "the result of NAME is discarded".
+  if (in.out.is_tuple && in.out.elems.empty()) {
+    if (in.kind == InstrKind::Prim) return "call " + rhs;
+    if (in.kind == InstrKind::Call) return rhs;
+  }
   return print_pattern(in.out) + " = " + rhs;
 }
 

@@ -22,8 +22,10 @@
 // - On a runtime error (integer division or mod by zero, integer pow with a
 //   negative exponent, cast of NaN or an out-of-range float to an integer,
 //   get/set index out of range) a kernel returns false and fills *err with
-//   the smallest failing lane and a message without location; results are
-//   then unspecified for the lanes at and after the failure.
+//   the smallest failing lane and a message without location. Lanes before
+//   it are computed; the failing lane's results are unspecified; later lanes
+//   are not written (--on-error record reruns the instruction on them, and
+//   a result may alias an operand).
 // - Kernels do not allocate per call on their hot paths: non-elementwise
 //   kernels use thread-local scratch that only grows. They are safe to call
 //   from several threads at once.

@@ -65,13 +65,20 @@ class Interpreter {
         args.push_back(slice(inputs[i], inputs[i].batch == 1 ? 0 : t));
       thread_ = t;
       batch_ = batch;
+      thread_steps_ = 0;
       res.error = run_thread(ei, std::move(args), results[t]);
       res.steps = steps_;
       res.cancelled = cancelled_;
       res.finished = thread_;
+      if (res.error && opt_.record_errors) {  // this thread stops; the next one runs
+        res.failed.push_back(std::move(*res.error));
+        res.error.reset();
+        results[t].clear();
+      }
     }
     if (res.error) return res;
     res.outputs = gather_results(types_of_results(ef), results);
+    finish_failed(res.outputs, res.failed);
     return res;
   }
 
@@ -84,9 +91,8 @@ class Interpreter {
   int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
   bool cancelled_ = false;
 
-  // --max-steps, then the cancel flag and the progress callback (RunOptions).
+  // The cancel flag and the progress callback (RunOptions).
   std::optional<std::string> checkpoint() {
-    if (opt_.max_steps > 0 && steps_ > opt_.max_steps) return max_steps_message(opt_.max_steps);
     if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
       cancelled_ = true;
       return interrupted_message(steps_ - 1, thread_, batch_);
@@ -95,6 +101,7 @@ class Interpreter {
     check_at_ = next_check(opt_, steps_);
     return std::nullopt;
   }
+  int64_t thread_steps_ = 0;              // blocks the current thread started (--max-steps)
   std::vector<std::string> block_names_;  // every function's blocks, qualified
   std::vector<size_t> offsets_;           // first block of each function in that list
 
@@ -238,6 +245,8 @@ class Interpreter {
       const Block& b = cf.f->blocks[fr.block];
       if (block_start) {
         ++steps_;
+        if (opt_.max_steps > 0 && ++thread_steps_ > opt_.max_steps)
+          return error_at(fr, b.label.loc, max_steps_message(opt_.max_steps));
         if (steps_ > check_at_) [[unlikely]]
           if (auto msg = checkpoint()) return error_at(fr, b.label.loc, *msg);
         block_start = false;

@@ -69,6 +69,11 @@ class ProgramInterpreter {
       thread_ = t;
       batch_ = batch;
       res.error = run_thread(inputs, results[t]);
+      if (res.error && opt_.record_errors) {  // this thread stops; the next one runs
+        res.failed.push_back(std::move(*res.error));
+        res.error.reset();
+        results[t].clear();
+      }
     }
     res.steps = steps_;
     res.cancelled = cancelled_;
@@ -77,6 +82,7 @@ class ProgramInterpreter {
     std::vector<Type> types;
     for (const auto& o : p_.outputs) types.push_back(slots_[index_.at(o.name)].type);
     res.outputs = gather_results(types, results);
+    finish_failed(res.outputs, res.failed);
     return res;
   }
 
@@ -93,9 +99,8 @@ class ProgramInterpreter {
   int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
   bool cancelled_ = false;
 
-  // --max-steps, then the cancel flag and the progress callback (RunOptions).
+  // The cancel flag and the progress callback (RunOptions).
   std::optional<std::string> checkpoint() {
-    if (opt_.max_steps > 0 && steps_ > opt_.max_steps) return max_steps_message(opt_.max_steps);
     if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
       cancelled_ = true;
       return interrupted_message(steps_ - 1, thread_, batch_);
@@ -200,9 +205,12 @@ class ProgramInterpreter {
     }
     std::vector<size_t> pcs{kHalt};
     block_ = 0;
+    int64_t thread_steps = 0;  // blocks this thread started (--max-steps)
     while (true) {
       ++steps_;
       const Block& blk = p_.blocks[block_];
+      if (opt_.max_steps > 0 && ++thread_steps > opt_.max_steps)
+        return error(blk.label.loc, max_steps_message(opt_.max_steps));
       if (steps_ > check_at_) [[unlikely]]
         if (auto msg = checkpoint()) return error(blk.label.loc, *msg);
       uint32_t lane = static_cast<uint32_t>(thread_);

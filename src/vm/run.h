@@ -1,6 +1,20 @@
 // What every VM takes and gives: options, inputs (one Array per entry
 // parameter, batch B or 1 = shared), and outputs (one Array per result
 // leaf, batch B) or a runtime error.
+//
+// Runtime errors (SPEC 5.4). With `record_errors` off (--on-error abort) the
+// first error stops the run: `error`. With it on (--on-error record) a thread
+// that fails stops there and is dropped from every later step (and from the
+// calls it was in); the others run to the end; `failed` holds one error per
+// failed thread and that thread's outputs are zero (NaN for floats). Errors
+// that are no thread's own (an unbalanced hand-written lowered program, an
+// internal error) still stop the run.
+//
+// --max-steps (`max_steps`) bounds the blocks each thread executes: a thread
+// that starts its (max_steps + 1)-th block fails with "--max-steps N
+// exceeded". Every VM counts the same way: one per block a thread starts,
+// the entry block and a block continued after a call returns included (the
+// lowered program splits blocks there).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -18,7 +32,8 @@ namespace ab {
 
 struct RunOptions {
   int64_t max_stack_depth = 100000;  // frames per thread
-  int64_t max_steps = 0;             // 0: no bound
+  int64_t max_steps = 0;             // blocks per thread; 0: no bound
+  bool record_errors = false;        // --on-error record (see above)
   TraceWriter* trace = nullptr;      // null or off: no trace
   Stats* stats = nullptr;            // null: no statistics
   int64_t lanes = 0;                 // > 0: refill (streaming) mode on this many lanes
@@ -36,21 +51,25 @@ struct RunOptions {
 
 constexpr int64_t kPollSteps = 256;
 
-// The step after which a VM next looks at --max-steps, the cancel flag and
+// The step after which a VM next looks at the cancel flag and
 // the progress callback: one comparison per step whatever is set.
 inline int64_t next_check(const RunOptions& o, int64_t step) {
-  int64_t at = o.max_steps > 0 ? o.max_steps : INT64_MAX;
-  if (o.polled()) at = std::min(at, step + kPollSteps);
-  return at;
+  // (--max-steps is per thread, counted where each thread starts a block.)
+  return o.polled() ? step + kPollSteps : INT64_MAX;
 }
 
 struct RunResult {
-  std::vector<Array> outputs;  // one per result leaf, batch = the number of inputs
-  std::optional<RuntimeError> error;
+  std::vector<Array> outputs;         // one per result leaf, batch = the number of inputs
+  std::optional<RuntimeError> error;  // the run stopped
+  std::vector<RuntimeError> failed;   // record_errors: the failed threads, by thread
   int64_t steps = 0;
   std::string log;         // what the VM chose (e.g. which blocks the JIT compiled), for -v
   bool cancelled = false;  // stopped by RunOptions::cancel (`error` says how far it got)
   int64_t finished = 0;    // threads finished (when cancelled)
 };
+
+// Record mode: the outputs of the failed threads become zero (NaN for
+// floats), and `failed` is sorted by thread.
+void finish_failed(std::vector<Array>& outputs, std::vector<RuntimeError>& failed);
 
 }  // namespace ab

@@ -1,5 +1,11 @@
 #include "vm/runtime_error.h"
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "vm/run.h"
+
 namespace ab {
 
 std::string interrupted_message(int64_t steps, int64_t finished, int64_t threads) {
@@ -33,6 +39,37 @@ std::string render_runtime_error(const SourceFile* source, const RuntimeError& e
     out += " in thread " + std::to_string(e.thread) + " of " + std::to_string(e.batch);
   if (!e.function.empty()) out += " (function " + e.function + ", block " + e.block + ")";
   return out + "\n";
+}
+
+std::string render_thread_error(const SourceFile* source, const RuntimeError& e) {
+  std::string out = source ? source->name() : std::string("<program>");
+  if (e.loc.known()) out += ":" + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col);
+  out += ": " + e.message;
+  if (!e.function.empty()) out += " (function " + e.function + ", block " + e.block + ")";
+  return out;
+}
+
+void finish_failed(std::vector<Array>& outputs, std::vector<RuntimeError>& failed) {
+  std::stable_sort(failed.begin(), failed.end(), [](const RuntimeError& a, const RuntimeError& b) {
+    return a.thread < b.thread;
+  });
+  for (Array& a : outputs) {
+    const size_t E = static_cast<size_t>(a.event_size());
+    const size_t eb = E * dtype_size(a.type.dtype);
+    for (const RuntimeError& e : failed) {
+      if (e.thread < 0 || e.thread >= a.batch || eb == 0) continue;
+      std::byte* row = a.data.data() + static_cast<size_t>(e.thread) * eb;
+      if (a.type.dtype == DType::F64) {
+        double* p = reinterpret_cast<double*>(row);
+        std::fill(p, p + E, std::numeric_limits<double>::quiet_NaN());
+      } else if (a.type.dtype == DType::F32) {
+        float* p = reinterpret_cast<float*>(row);
+        std::fill(p, p + E, std::numeric_limits<float>::quiet_NaN());
+      } else {
+        std::memset(row, 0, eb);
+      }
+    }
+  }
 }
 
 }  // namespace ab

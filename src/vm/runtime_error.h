@@ -33,4 +33,9 @@ std::string empty_stack_message(const std::string& what, const std::string& var)
 // (function gcd, block again)`
 std::string render_runtime_error(const SourceFile* source, const RuntimeError& e);
 
+// The message of one failed thread under --on-error record (the thread is
+// given beside it): `prog.ab:14:9: integer division by zero (function gcd,
+// block again)`, no newline.
+std::string render_thread_error(const SourceFile* source, const RuntimeError& e);
+
 }  // namespace ab

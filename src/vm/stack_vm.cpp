@@ -155,6 +155,7 @@ class StackVM {
     group_of_.assign(nb, kNoGroup);
     lane_input_.assign(static_cast<size_t>(lanes_), 0);
     set_shared_inputs();
+    if (opt_.max_steps > 0) lane_steps_.assign(static_cast<size_t>(lanes_), 0);
     for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
     live_ = lanes_;
     peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
@@ -182,7 +183,9 @@ class StackVM {
       bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
       if (opt_.persistent && blocks_[b].self >= 0) {
         const DenseLoop& d = blocks_[b].dense;
-        if (d.fn && !d.may_fail) {
+        // The dense form counts no steps per thread: not with --max-steps.
+        const bool dense = d.fn && opt_.max_steps == 0;
+        if (dense && !d.may_fail) {
           // A window of threads loops in the block, refilled from the list.
           res.error = run_dense_loop(b, cur.data(), static_cast<int64_t>(cur.size()));
           if (res.error) break;
@@ -191,15 +194,16 @@ class StackVM {
         // Each chunk loops in the block until all its threads have left.
         for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
           int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
-          res.error = blocks_[b].dense.fn ? run_dense_loop(b, cur.data() + s, n)
-                                          : run_loop(b, cur.data() + s, n, false);
+          res.error =
+              dense ? run_dense_loop(b, cur.data() + s, n) : run_loop(b, cur.data() + s, n, false);
         }
         if (res.error) break;
         continue;
       }
-      res.error = begin_step(b, cur.data(), static_cast<int64_t>(cur.size()));
-      for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
-        int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
+      int64_t total = static_cast<int64_t>(cur.size());
+      res.error = begin_step(b, cur.data(), total);
+      for (int64_t s = 0; s < total && !res.error; s += kChunk) {
+        int64_t n = std::min<int64_t>(kChunk, total - s);
         res.error = run_chunk(b, cur.data() + s, n);
       }
       if (res.error) break;
@@ -209,7 +213,11 @@ class StackVM {
     res.finished = next_input_ - live_;
     if (opt_.stats)
       opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
-    if (!res.error) res.outputs = std::move(outputs_);
+    if (!res.error) {
+      res.outputs = std::move(outputs_);
+      res.failed = std::move(failed_);
+      finish_failed(res.outputs, res.failed);
+    }
     return res;
   }
 
@@ -242,6 +250,9 @@ class StackVM {
   bool cancelled_ = false;
   bool tracing_ = false;
   std::vector<uint32_t> trace_threads_, trace_depths_;
+  std::vector<int64_t> lane_steps_;   // --max-steps: blocks the lane's thread started
+  std::vector<RuntimeError> failed_;  // --on-error record: the failed threads
+  int64_t fail_pos_ = 0;              // execute's failing lane (an index into its list)
   std::vector<int32_t> full_leaves_, output_leaves_;
   std::vector<std::pair<size_t, int32_t>> input_leaves_;  // (input, leaf)
   // The JIT's code for this program (null: interpreted), and per-run buffers
@@ -481,6 +492,7 @@ class StackVM {
         for (int32_t l : var_leaves_.at(p_.inputs[i].name)) input_leaves_.push_back({i, l});
     }
     lane_input_[t] = input;
+    if (opt_.max_steps > 0) lane_steps_[t] = 0;
     for (int32_t li : full_leaves_) {
       leaves_[li].depth[t] = 0;
       leaves_[li].below.clear(t);
@@ -531,21 +543,24 @@ class StackVM {
 
   // ---- one chunk of one block -------------------------------------------
 
-  ArgView view(const Ref& r, const uint32_t* idx) const {
+  // `off`: the first lane's position in the chunk (where its temporaries are).
+  ArgView view(const Ref& r, const uint32_t* idx, int64_t off = 0) const {
     if (r.constant >= 0) {
       const Constant& c = constants_[r.constant];
       return ArgView{c.data.data(), Access::Shared, nullptr, &c.type};
     }
     const Leaf& l = leaves_[r.leaf];
     if (l.shared) return ArgView{l.top.data(), Access::Shared, nullptr, &l.type};
-    if (l.in_scratch()) return ArgView{l.scratch.data(), Access::Dense, nullptr, &l.type};
+    if (l.in_scratch())
+      return ArgView{l.scratch.data() + off * l.ebytes, Access::Dense, nullptr, &l.type};
     return ArgView{l.top.data(), Access::Gather, idx, &l.type};
   }
 
-  OutView out_view(const Out& o, const uint32_t* idx) {
+  OutView out_view(const Out& o, const uint32_t* idx, int64_t off = 0) {
     Leaf& l = leaves_[o.leaf];
     if (l.shared) return OutView{l.top.data(), Access::Dense, nullptr, &l.type};
-    if (l.in_scratch()) return OutView{l.scratch.data(), Access::Dense, nullptr, &l.type};
+    if (l.in_scratch())
+      return OutView{l.scratch.data() + off * l.ebytes, Access::Dense, nullptr, &l.type};
     return OutView{l.top.data(), Access::Gather, idx, &l.type};
   }
 
@@ -656,14 +671,20 @@ class StackVM {
                    s + lane_slot(src.access, src.index, j) * eb, eb);
   }
 
-  std::optional<RuntimeError> run_op(uint32_t b, Op& op, const uint32_t* idx, int64_t n) {
+  // Runs op on the chunk's n lanes `idx`. With --on-error record, threads
+  // that fail are dropped from the chunk (n shrinks) and the run goes on.
+  std::optional<RuntimeError> run_op(uint32_t b, Op& op, uint32_t* idx, int64_t& n) {
     if (op.kind == Op::Kind::Pop) return pop(b, op, idx, n);
     if (op.shared) {
       // Computed once, for every thread.
       bool ready = true;
       for (const auto& o : op.outs) ready = ready && leaves_[o.leaf].shared_ready;
       if (ready) return std::nullopt;
-      if (auto e = execute(b, op, nullptr, 1, idx)) return e;
+      if (auto e = execute(b, op, nullptr, 1, idx)) {
+        if (!opt_.record_errors) return e;
+        while (n > 0) drop(idx, n, n - 1, *e, false);  // the same value fails for every thread
+        return std::nullopt;
+      }
       for (const auto& o : op.outs) leaves_[o.leaf].shared_ready = true;
       return std::nullopt;
     }
@@ -678,7 +699,9 @@ class StackVM {
       Leaf& l = leaves_[o.leaf];
       if (l.full() && !o.in_place) spill(l, idx, n);
     }
-    return execute(b, op, idx, n, idx);
+    auto e = execute(b, op, idx, n, idx);
+    if (e && opt_.record_errors) return retry(b, op, idx, n, std::move(*e));
+    return e;
   }
 
   // `x = y` pushing the full 8-byte variable x, in one pass: x's top goes
@@ -705,9 +728,46 @@ class StackVM {
       run([](int64_t) { return int64_t{0}; });
   }
 
-  // Runs the op on n lanes (idx null: a shared op, once).
+  // --on-error record, after `op` failed on the chunk at lane fail_pos_:
+  // the lanes before it are done (the kernel contract: a kernel stops at the
+  // first failing lane and leaves the later ones unwritten), so the failing
+  // thread drops out and the op runs again from there, until it succeeds.
+  std::optional<RuntimeError> retry(uint32_t b, const Op& op, uint32_t* idx, int64_t& n,
+                                    RuntimeError e) {
+    int64_t from = 0;
+    while (true) {
+      const int64_t j = from + fail_pos_;
+      drop(idx, n, j, std::move(e), true);
+      from = j;
+      if (from >= n) return std::nullopt;
+      auto again = execute(b, op, idx + from, n - from, idx + from, from);
+      if (!again) return std::nullopt;
+      e = std::move(*again);
+    }
+  }
+
+  // --on-error record: the thread at position j of the lane list `idx` (n
+  // lanes) failed with `e`. It is kept in failed_, leaves the list (and, if
+  // `scratch`, the chunk's temporaries move with the list), and its lane is
+  // free: the lane's stacks, pending returns included, are dropped with it.
+  void drop(uint32_t* idx, int64_t& n, int64_t j, RuntimeError e, bool scratch) {
+    const uint32_t t = idx[j];
+    e.thread = lane_input_[t];
+    failed_.push_back(std::move(e));
+    std::memmove(idx + j, idx + j + 1, static_cast<size_t>(n - j - 1) * sizeof(uint32_t));
+    if (scratch)
+      for (Leaf& l : leaves_)
+        if (l.in_scratch() && l.ebytes)
+          std::memmove(l.scratch.data() + j * l.ebytes, l.scratch.data() + (j + 1) * l.ebytes,
+                       static_cast<size_t>(n - j - 1) * l.ebytes);
+    --n;
+    release(t);
+  }
+
+  // Runs the op on n lanes (idx null: a shared op, once); `off`: the position
+  // of the first lane in the chunk.
   std::optional<RuntimeError> execute(uint32_t b, const Op& op, const uint32_t* idx, int64_t n,
-                                      const uint32_t* lanes) {
+                                      const uint32_t* lanes, int64_t off = 0) {
     // Uninitialised: every used slot is written below.
     alignas(ArgView) unsigned char arg_store[16 * sizeof(ArgView)];
     alignas(OutView) unsigned char out_store[16 * sizeof(OutView)];
@@ -725,8 +785,8 @@ class StackVM {
       big_outs.resize(op.outs.size());
       ov = big_outs.data();
     }
-    for (size_t a = 0; a < op.args.size(); ++a) av[a] = view(op.args[a], idx);
-    for (size_t o = 0; o < op.outs.size(); ++o) ov[o] = out_view(op.outs[o], idx);
+    for (size_t a = 0; a < op.args.size(); ++a) av[a] = view(op.args[a], idx, off);
+    for (size_t o = 0; o < op.outs.size(); ++o) ov[o] = out_view(op.outs[o], idx, off);
     if (op.kind == Op::Kind::Copy) {
       for (size_t o = 0; o < op.outs.size() && o < op.args.size(); ++o)
         copy_lanes(av[o], ov[o], n, leaves_[op.outs[o].leaf].ebytes);
@@ -747,12 +807,13 @@ class StackVM {
     KernelError err;
     if (!op.fn(call, &err)) {
       int64_t j = err.lane >= 0 && err.lane < n ? err.lane : 0;
+      fail_pos_ = j;
       return error_at(b, op.loc, lanes[idx ? j : 0], err.message);
     }
     return std::nullopt;
   }
 
-  std::optional<RuntimeError> run_chunk(uint32_t b, const uint32_t* idx, int64_t n) {
+  std::optional<RuntimeError> run_chunk(uint32_t b, uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
     if (auto e = run_ops(b, idx, n)) return e;
     switch (cb.term) {
@@ -811,10 +872,16 @@ class StackVM {
         }
         if (deepest > opt_.max_stack_depth) [[unlikely]] {
           for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
-          int64_t j = 0;
-          while (depth[idx[j]] <= opt_.max_stack_depth) ++j;
-          auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
-          return error_at(b, cb.term_loc, idx[j], stack_depth_message(opt_.max_stack_depth, fn));
+          if (auto e = too_deep(b, idx, n)) return e;
+          // --on-error record: the threads at the bound left; the rest push.
+          deepest = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            uint32_t t = idx[j];
+            uint32_t d = depth[t];
+            deepest = std::max(deepest, d);
+            *pcs_.put1(t, d) = ret;
+            depth[t] = d + 1;
+          }
         }
         // Frames now active, the entry's included.
         peak_depth_ = std::max(peak_depth_, static_cast<int64_t>(deepest) + 1);
@@ -868,28 +935,68 @@ class StackVM {
     return std::nullopt;
   }
 
+  // A call from block b by threads already at the stack bound: the first
+  // one's error (record: they all drop out).
+  std::optional<RuntimeError> too_deep(uint32_t b, uint32_t* idx, int64_t& n) {
+    const CBlock& cb = blocks_[b];
+    auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
+    for (int64_t j = 0; j < n;) {
+      if (pc_depth_[idx[j]] <= opt_.max_stack_depth) {
+        ++j;
+        continue;
+      }
+      RuntimeError e =
+          error_at(b, cb.term_loc, idx[j], stack_depth_message(opt_.max_stack_depth, fn));
+      if (!opt_.record_errors) return e;
+      drop(idx, n, j, std::move(e), false);
+    }
+    return std::nullopt;
+  }
+
+  // --max-steps: each thread of the list starts one more block; those over
+  // the bound fail (record: they drop out; abort: the first stops the run).
+  std::optional<RuntimeError> count_steps(uint32_t b, uint32_t* lanes, int64_t& n) {
+    for (int64_t j = 0; j < n;) {
+      if (++lane_steps_[lanes[j]] <= opt_.max_steps) {
+        ++j;
+        continue;
+      }
+      RuntimeError e =
+          error_at(b, p_.blocks[b].label.loc, lanes[j], max_steps_message(opt_.max_steps));
+      if (!opt_.record_errors) return e;
+      drop(lanes, n, j, std::move(e), false);
+    }
+    return std::nullopt;
+  }
+
   // ---- steps, segments and persistent loops ------------------------------
 
   // One step of block b on n threads: counted against --max-steps, traced
-  // and recorded. `lanes` is the threads' list (for the trace and the error).
-  // Utilization is over the threads the step could have run: the live ones,
-  // or for a persistent loop's step (`chunk`) at most a chunk of them.
-  std::optional<RuntimeError> begin_step(uint32_t b, const uint32_t* lanes, int64_t n,
+  // and recorded. `lanes` is the threads' list (for the trace and the error);
+  // threads over --max-steps leave it (record mode). Utilization is over the
+  // threads the step could have run: the live ones, or for a persistent
+  // loop's step (`chunk`) at most a chunk of them.
+  std::optional<RuntimeError> begin_step(uint32_t b, uint32_t* lanes, int64_t& n,
                                          bool chunk = false) {
-    const int64_t could = chunk ? std::min(live_, kChunk) : live_;
     ++step_;
+    if (opt_.max_steps > 0) {
+      if (auto e = count_steps(b, lanes, n)) return e;
+      if (n == 0) {  // every thread failed: no step
+        --step_;
+        return std::nullopt;
+      }
+    }
     if (step_ > check_at_) [[unlikely]]
       if (auto e = checkpoint(b, lanes[0])) return e;
+    const int64_t could = chunk ? std::min(live_, kChunk) : live_;
     if (tracing_) trace_step(b, lanes, n, could);
     if (opt_.stats) opt_.stats->record_step(b, n, could, blocks_[b].prims);
     return std::nullopt;
   }
 
-  // --max-steps, then the cancel flag and the progress callback (RunOptions).
+  // The cancel flag and the progress callback (RunOptions).
   std::optional<RuntimeError> checkpoint(uint32_t b, uint32_t lane) {
     const SourceLoc& loc = p_.blocks[b].label.loc;
-    if (opt_.max_steps > 0 && step_ > opt_.max_steps)
-      return error_at(b, loc, lane, max_steps_message(opt_.max_steps));
     const int64_t finished = next_input_ - live_;
     if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
       cancelled_ = true;
@@ -921,10 +1028,10 @@ class StackVM {
 
   // The block's instructions on a chunk: compiled segments where there are
   // some, the kernels for the rest.
-  std::optional<RuntimeError> run_ops(uint32_t b, const uint32_t* idx, int64_t n) {
+  std::optional<RuntimeError> run_ops(uint32_t b, uint32_t* idx, int64_t& n) {
     CBlock& cb = blocks_[b];
     const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
-    for (size_t i = 0; i < end;) {
+    for (size_t i = 0; i < end && n > 0;) {
       int32_t s = cb.seg_at.empty() ? -1 : cb.seg_at[i];
       if (s >= 0 && cb.segs[s].fn) {
         if (auto e = run_seg(b, cb.segs[s], idx, n)) return e;
@@ -947,7 +1054,7 @@ class StackVM {
       f(uint8_t{});
   }
 
-  std::optional<RuntimeError> run_seg(uint32_t b, const Seg& s, const uint32_t* idx, int64_t n) {
+  std::optional<RuntimeError> run_seg(uint32_t b, const Seg& s, uint32_t* idx, int64_t& n) {
     for (int32_t l : s.spills) spill(leaves_[l], idx, n);
     if (s.may_fail) {
       // Keep the outputs' old values: on a failed check they come back and
@@ -981,8 +1088,12 @@ class StackVM {
       std::memcpy(leaves_[l].scratch.data(), w, static_cast<size_t>(n) * leaves_[l].ebytes);
       w += kChunk;
     }
-    for (size_t i = s.first; i < s.last; ++i)
-      if (auto e = execute(b, blocks_[b].ops[i], idx, n, idx)) return e;
+    for (size_t i = s.first; i < s.last && n > 0; ++i) {
+      auto e = execute(b, blocks_[b].ops[i], idx, n, idx);
+      if (e && !opt_.record_errors) return e;
+      if (e)
+        if (auto f = retry(b, blocks_[b].ops[i], idx, n, std::move(*e))) return f;
+    }
     return std::nullopt;
   }
 
@@ -1031,12 +1142,13 @@ class StackVM {
   // fail is given one chunk at a time (n <= kChunk): on a failed check the
   // interpreter reruns that chunk and finds the thread the interpreter
   // would.
-  std::optional<RuntimeError> run_dense_loop(uint32_t b, const uint32_t* idx, int64_t n) {
+  std::optional<RuntimeError> run_dense_loop(uint32_t b, uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
     DenseLoop& d = cb.dense;
     for (auto& op : cb.ops)
       if (op.shared)
-        if (auto e = run_op(b, op, idx, std::min(n, kChunk))) return e;
+        if (auto e = run_op(b, op, idx, n)) return e;
+    if (n == 0) return std::nullopt;  // every thread failed (--on-error record)
     const uint32_t exit = cb.self == 1 ? cb.t2 : cb.t1;
     const size_t ns = d.slot_leaf.size();
     const bool tracing = tracing_;
@@ -1400,6 +1512,20 @@ class StackVM {
   // A thread is done: its outputs go to its input's row; in refill mode the
   // lane takes the next input.
   void halt(uint32_t t) {
+    store_outputs(t);
+    release(t);
+  }
+
+  // Lane t's thread is done: in refill mode the lane takes the next input.
+  void release(uint32_t t) {
+    if (next_input_ < n_inputs_) {
+      start_lane(t, next_input_++);
+    } else {
+      --live_;
+    }
+  }
+
+  void store_outputs(uint32_t t) {
     int64_t row = lane_input_[t];
     if (output_leaves_.empty())
       for (const auto& o : p_.outputs)
@@ -1413,11 +1539,6 @@ class StackVM {
         reinterpret_cast<uint64_t*>(out.data.data())[row] = *reinterpret_cast<const uint64_t*>(src);
       else if (l.ebytes)
         std::memcpy(out.data.data() + row * l.ebytes, src, l.ebytes);
-    }
-    if (next_input_ < n_inputs_) {
-      start_lane(t, next_input_++);
-    } else {
-      --live_;
     }
   }
 };

@@ -115,12 +115,17 @@ struct Frame {
   uint32_t* run_len = nullptr;    // position -> lanes waiting (0: none)
   uint8_t* shared = nullptr;      // variable leaf -> one value for every lane, stored at lane 0
   uint32_t words = 0, positions = 0, top = 0, cap = 0;
+  // --on-error record: lanes whose thread failed in a call made from this
+  // frame (they never continue here); allocated on the first.
+  std::vector<uint8_t> dead;
+  bool any_dead = false;
 
   std::byte* leaf(uint32_t l) const { return data + fn->leaf_offset[l] * n; }
 
   void init(const Func& f, uint32_t lanes) {
     fn = &f;
     n = lanes;
+    any_dead = false;
     positions = static_cast<uint32_t>(f.positions.size());
     words = (positions + 63) / 64;
     cap = 2 * n;
@@ -287,7 +292,9 @@ class StacklessVM {
   std::vector<std::unique_ptr<Frame>> frames_;  // [0, depth_) are live
   size_t depth_ = 0;
   int64_t steps_ = 0, live_ = 0, batch_ = 0, peak_depth_ = 0;
-  int64_t next_thread_ = 0;  // the next thread to start (refill mode)
+  int64_t next_thread_ = 0;            // the next thread to start (refill mode)
+  std::vector<int64_t> thread_steps_;  // per thread: blocks started (--max-steps)
+  std::vector<RuntimeError> failed_;   // --on-error record
   const std::vector<Array>* inputs_ = nullptr;
   std::vector<Array> outputs_;  // written as threads return from the entry
   bool tracing_ = false;
@@ -344,7 +351,13 @@ class StacklessVM {
   std::optional<RuntimeError> call(Frame& F, const Op& op, uint32_t block, const uint32_t* lanes,
                                    uint32_t m);
   void finish_frame();
+  void finish_frame_with_dead(Frame& C, Frame& F);
   void start_thread(Frame& E, uint32_t lane, uint32_t t);
+  void release_lane(Frame& E, uint32_t lane);
+  void fail_lane(Frame& F, uint32_t lane, RuntimeError e);
+  void drop_at(Frame& F, uint32_t* lanes, uint32_t& m, uint32_t k, RuntimeError e);
+  std::optional<RuntimeError> count_steps(Frame& F, uint32_t block, uint32_t* lanes, uint32_t& m);
+  int64_t fail_pos_ = -1;  // run_prim's failing lane (an index into its list), -1: all
   void finish_threads(Frame& E, const Term& t, const uint32_t* lanes, uint32_t m);
 };
 
@@ -583,6 +596,7 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
     start_thread(E, k, k);
   }
   next_thread_ = static_cast<int64_t>(n);
+  if (opt_.max_steps > 0) thread_steps_.assign(static_cast<size_t>(batch), 0);
   E.enqueue(0, lanes_.data(), static_cast<uint32_t>(n));
   live_ = static_cast<int64_t>(n);
 
@@ -599,7 +613,11 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
     }
   }
   depth_ = 0;
-  if (!res.error) res.outputs = std::move(outputs_);
+  if (!res.error) {
+    res.outputs = std::move(outputs_);
+    res.failed = std::move(failed_);
+    finish_failed(res.outputs, res.failed);
+  }
   outputs_.clear();
   res.steps = steps_;
   res.cancelled = cancelled_;
@@ -650,6 +668,57 @@ void StacklessVM::finish_threads(Frame& E, const Term& t, const uint32_t* lanes,
   E.enqueue(0, on_true_.data(), restarted);
 }
 
+// An entry-frame lane whose thread is done without results (it failed): in
+// refill mode it starts the next thread.
+void StacklessVM::release_lane(Frame& E, uint32_t lane) {
+  if (next_thread_ < batch_) {
+    start_thread(E, lane, static_cast<uint32_t>(next_thread_++));
+    E.enqueue(0, &lane, 1);
+  } else {
+    --live_;
+  }
+}
+
+// --on-error record: the thread of `lane` (of the top frame F) failed. Its
+// error is kept; in the entry frame its lane is free at once, in a callee's
+// frame it is marked dead so that it returns to no caller (finish_frame).
+void StacklessVM::fail_lane(Frame& F, uint32_t lane, RuntimeError e) {
+  e.thread = F.tid[lane];
+  failed_.push_back(std::move(e));
+  if (depth_ == 1) {
+    release_lane(F, lane);
+    return;
+  }
+  if (!F.any_dead) F.dead.assign(F.n, 0);
+  F.any_dead = true;
+  F.dead[lane] = 1;
+}
+
+// Takes lanes[k] out of the step's list (m lanes) and fails its thread.
+void StacklessVM::drop_at(Frame& F, uint32_t* lanes, uint32_t& m, uint32_t k, RuntimeError e) {
+  uint32_t lane = lanes[k];
+  std::memmove(lanes + k, lanes + k + 1, size_t{m - k - 1} * 4);
+  --m;
+  fail_lane(F, lane, std::move(e));
+}
+
+// --max-steps: each lane's thread starts one more block; one over the bound
+// fails (record: that thread alone; abort: the run).
+std::optional<RuntimeError> StacklessVM::count_steps(Frame& F, uint32_t block, uint32_t* lanes,
+                                                     uint32_t& m) {
+  const SourceLoc loc = F.fn->f->blocks[block].label.loc;
+  for (uint32_t k = 0; k < m;) {
+    if (++thread_steps_[F.tid[lanes[k]]] <= opt_.max_steps) {
+      ++k;
+      continue;
+    }
+    RuntimeError e = error_at(F, block, loc, max_steps_message(opt_.max_steps), lanes[k]);
+    if (!opt_.record_errors) return e;
+    drop_at(F, lanes, m, k, std::move(e));
+  }
+  return std::nullopt;
+}
+
 // One step: the lanes waiting at position q run up to the end of the block
 // (then the terminator moves them on) or up to a call (then a frame is pushed).
 std::optional<RuntimeError> StacklessVM::step(Frame& F, uint32_t q) {
@@ -658,10 +727,12 @@ std::optional<RuntimeError> StacklessVM::step(Frame& F, uint32_t q) {
   uint32_t* lanes = lanes_.data();
   uint32_t m = F.take(q, lanes);
   ++steps_;
+  if (opt_.max_steps > 0) {
+    if (auto e = count_steps(F, pos.block, lanes, m)) return e;
+    if (m == 0) return std::nullopt;
+  }
   if (steps_ > check_at_) [[unlikely]] {
     const SourceLoc& loc = fn.f->blocks[pos.block].label.loc;
-    if (opt_.max_steps > 0 && steps_ > opt_.max_steps)
-      return error_at(F, pos.block, loc, max_steps_message(opt_.max_steps), lanes[0]);
     const int64_t finished = next_thread_ - live_;
     if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
       cancelled_ = true;
@@ -691,7 +762,21 @@ std::optional<RuntimeError> StacklessVM::step(Frame& F, uint32_t q) {
     if (op.moves_only) {
       run_moves(F, op, lanes, m);
     } else if (auto e = run_prim(F, op, pos.block, lanes, m)) {
-      return e;
+      if (!opt_.record_errors) return e;
+      // Lanes before the failing one are done (the kernel contract): the
+      // failing thread drops out and the rest run the instruction again.
+      uint32_t from = 0;
+      while (e) {
+        if (fail_pos_ < 0) {  // computed once for the frame: every lane fails
+          while (m > from) drop_at(F, lanes, m, m - 1, *e);
+          break;
+        }
+        uint32_t k = from + static_cast<uint32_t>(fail_pos_);
+        drop_at(F, lanes, m, k, std::move(*e));
+        from = k;
+        e = from < m ? run_prim(F, op, pos.block, lanes + from, m - from) : std::nullopt;
+      }
+      if (m == 0) return std::nullopt;
     }
   }
   if (pos.ends_in_call) return call(F, ops[pos.end], pos.block, lanes, m);
@@ -786,7 +871,8 @@ std::optional<RuntimeError> StacklessVM::run_prim(Frame& F, const Op& op, uint32
   }
   KernelError err;
   if (!op.kernel(kc, &err)) {
-    uint32_t lane = once ? lanes[0] : lanes[std::clamp<int64_t>(err.lane, 0, m - 1)];
+    fail_pos_ = once ? -1 : std::clamp<int64_t>(err.lane, 0, m - 1);
+    uint32_t lane = once ? lanes[0] : lanes[fail_pos_];
     return error_at(F, block, op.ir->callee.loc, err.message, lane);
   }
   if (once)
@@ -842,9 +928,14 @@ void StacklessVM::run_moves(Frame& F, const Op& op, const uint32_t* lanes, uint3
 // The lanes that reached a call become the threads of a new frame.
 std::optional<RuntimeError> StacklessVM::call(Frame& F, const Op& op, uint32_t block,
                                               const uint32_t* lanes, uint32_t m) {
-  if (static_cast<int64_t>(depth_) >= opt_.max_stack_depth)
-    return error_at(F, block, op.ir->callee.loc,
-                    stack_depth_message(opt_.max_stack_depth, op.ir->callee.name), lanes[0]);
+  if (static_cast<int64_t>(depth_) >= opt_.max_stack_depth) {
+    RuntimeError e =
+        error_at(F, block, op.ir->callee.loc,
+                 stack_depth_message(opt_.max_stack_depth, op.ir->callee.name), lanes[0]);
+    if (!opt_.record_errors) return e;
+    for (uint32_t k = 0; k < m; ++k) fail_lane(F, lanes[k], e);  // every lane is as deep
+    return std::nullopt;
+  }
   const Func& callee = fns_[op.callee];
   Frame& C = push_frame();  // F stays valid: frames are individually allocated
   C.init(callee, m);
@@ -887,6 +978,10 @@ void StacklessVM::finish_frame() {
   }
   Frame& F = *frames_[depth_ - 2];
   const Op& op = *C.call;
+  if (C.any_dead) {
+    finish_frame_with_dead(C, F);
+    return;
+  }
   for (const Move& mv : op.results) {
     uint32_t src = cf.var_leaves + static_cast<uint32_t>(mv.src.leaf);
     if (src >= cf.leaf_types.size()) continue;
@@ -895,6 +990,39 @@ void StacklessVM::finish_frame() {
                 F.fn->leaf_bytes[mv.dest]);
   }
   F.enqueue(op.resume, C.parent, C.n);
+  --depth_;
+}
+
+// finish_frame when some of C's threads failed (--on-error record): only the
+// others return; a failed thread's lane in the caller is failed too (in the
+// entry frame it is free again).
+void StacklessVM::finish_frame_with_dead(Frame& C, Frame& F) {
+  const Func& cf = *C.fn;
+  std::vector<uint32_t> from, to;  // live lanes of C, and their lanes in F
+  for (uint32_t k = 0; k < C.n; ++k) {
+    if (!C.dead[k]) {
+      from.push_back(k);
+      to.push_back(C.parent[k]);
+      continue;
+    }
+    if (depth_ == 2) {
+      release_lane(F, C.parent[k]);
+    } else {
+      if (!F.any_dead) F.dead.assign(F.n, 0);
+      F.any_dead = true;
+      F.dead[C.parent[k]] = 1;
+    }
+  }
+  const Op& op = *C.call;
+  const uint32_t m = static_cast<uint32_t>(from.size());
+  for (const Move& mv : op.results) {
+    uint32_t src = cf.var_leaves + static_cast<uint32_t>(mv.src.leaf);
+    if (src >= cf.leaf_types.size()) continue;
+    materialize(F, mv.dest);
+    copy_events(F.leaf(mv.dest), to.data(), C.leaf(src), from.data(), false, m,
+                F.fn->leaf_bytes[mv.dest]);
+  }
+  F.enqueue(op.resume, to.data(), m);
   --depth_;
 }
 

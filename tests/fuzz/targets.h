@@ -81,7 +81,8 @@ inline std::optional<std::vector<Array>> zero_inputs(const std::vector<std::opti
 }
 
 // The whole pipeline: parse, verify, compile (every pass through lower) and
-// a short bounded run on the stack VM with zero inputs of the declared types.
+// a short bounded run on the stack VM with zero inputs of the declared types
+// (under --on-error record for inputs of odd length).
 inline void pipeline(std::string_view bytes) {
   if (bytes.size() > kMaxProgramBytes) return;
   Result<Module> m = parse_text("fuzz.ab", std::string(bytes));
@@ -109,8 +110,18 @@ inline void pipeline(std::string_view bytes) {
   RunOptions ro;
   ro.max_steps = kMaxSteps;
   ro.max_stack_depth = kMaxStackDepth;
+  // Half the inputs run under --on-error record: failed threads drop out.
+  ro.record_errors = bytes.size() % 2 == 1;
   RunResult r = run_stack(p, ft, *inputs, kBatch, ro);
   if (r.error) (void)render_runtime_error(m->source.get(), *r.error);
+  int64_t last = -1;
+  for (const RuntimeError& e : r.failed) {
+    if (e.thread <= last || e.thread >= kBatch)
+      fuzz_fail("failed threads not distinct, sorted and in the batch", std::string(bytes));
+    last = e.thread;
+    (void)render_thread_error(m->source.get(), e);
+  }
+  if (!ro.record_errors && !r.failed.empty()) fuzz_fail("a failed thread under abort", "");
 }
 
 // JSON inputs through load_inputs, against one of a few parameter lists (the

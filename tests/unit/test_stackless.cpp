@@ -310,15 +310,21 @@ loop:
   CHECK(r.steps == 11);
 }
 
-TEST_CASE("stackless: max_steps counts queue entries, and a run within the bound succeeds") {
+TEST_CASE("stackless: max_steps bounds each thread's queue entries; within the bound succeeds") {
   Prepared p = prepare_text(kFib, "fib", R"({"n": [6, 7, 8, 7]})");
   RunResult free = stackless(p);
   REQUIRE_FALSE(free.error);
+  // Alone, the longest thread (n = 8) takes one queue entry per step.
+  Prepared longest = prepare_text(kFib, "fib", R"({"n": [8]})");
+  RunResult alone = stackless(longest);
+  REQUIRE_FALSE(alone.error);
   RunOptions opt;
-  opt.max_steps = free.steps;
+  opt.max_steps = alone.steps;
   check_same_outputs(stackless(p, opt), free);
-  opt.max_steps = free.steps - 1;
-  CHECK(stackless(p, opt).error);
+  opt.max_steps = alone.steps - 1;
+  RunResult over = stackless(p, opt);
+  REQUIRE(over.error);
+  CHECK(over.error->thread == 2);
 }
 
 TEST_CASE("stackless: mutual recursion where threads return at different depths") {
