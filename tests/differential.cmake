@@ -11,9 +11,9 @@
 # Time: a Release build runs both in a few minutes under `ctest -j2` on two cores
 # (every program under eight VM configurations: the JIT on and off, both
 # schedules). The sanitized Debug build of tools/test is far slower (about 17
-# minutes for differential_programs), hence the one-hour timeouts; tools/test
-# runs 100 random programs instead of 150 there. The two cache variables trade
-# coverage for time.
+# minutes for differential_programs at four batch sizes), hence the one-hour
+# timeouts; tools/test runs 60 random programs and batches 7 and 1000 there.
+# The two cache variables trade coverage for time.
 set(AUTOBATCH_DIFFERENTIAL_COUNT 150 CACHE STRING
     "Number of random programs of the differential_random test")
 set(AUTOBATCH_DIFFERENTIAL_BATCHES "1,7,64,1000" CACHE STRING
