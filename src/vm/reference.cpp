@@ -58,7 +58,7 @@ class Interpreter {
       opt_.stats->init(block_names_);
       opt_.stats->batched = false;  // one thread at a time: utilization does not apply
     }
-    check_at_ = next_check(opt_, 0);
+    poll_.at = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       std::vector<Value> args;
       for (size_t i = 0; i < inputs.size(); ++i)
@@ -68,7 +68,7 @@ class Interpreter {
       thread_steps_ = 0;
       res.error = run_thread(ei, std::move(args), results[t]);
       res.steps = steps_;
-      res.cancelled = cancelled_;
+      res.cancelled = poll_.cancelled;
       res.finished = thread_;
       if (res.error && opt_.record_errors) {  // this thread stops; the next one runs
         res.failed.push_back(std::move(*res.error));
@@ -88,19 +88,7 @@ class Interpreter {
   std::vector<CompiledFunction> fns_;
   std::vector<Type> entry_results_;
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
-  int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
-  bool cancelled_ = false;
-
-  // The cancel flag and the progress callback (RunOptions).
-  std::optional<std::string> checkpoint() {
-    if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
-      cancelled_ = true;
-      return interrupted_message(steps_ - 1, thread_, batch_);
-    }
-    if (opt_.progress) opt_.progress(steps_ - 1, thread_);
-    check_at_ = next_check(opt_, steps_);
-    return std::nullopt;
-  }
+  Poller poll_;                           // cancel and progress
   int64_t thread_steps_ = 0;              // blocks the current thread started (--max-steps)
   std::vector<std::string> block_names_;  // every function's blocks, qualified
   std::vector<size_t> offsets_;           // first block of each function in that list
@@ -247,8 +235,9 @@ class Interpreter {
         ++steps_;
         if (opt_.max_steps > 0 && ++thread_steps_ > opt_.max_steps)
           return error_at(fr, b.label.loc, max_steps_message(opt_.max_steps));
-        if (steps_ > check_at_) [[unlikely]]
-          if (auto msg = checkpoint()) return error_at(fr, b.label.loc, *msg);
+        if (steps_ > poll_.at) [[unlikely]]
+          if (auto msg = poll_.poll(opt_, steps_, thread_, batch_))
+            return error_at(fr, b.label.loc, *msg);
         block_start = false;
         size_t pc = offsets_[fr.func] + fr.block;
         uint32_t lane = static_cast<uint32_t>(thread_);

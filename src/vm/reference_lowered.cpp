@@ -64,7 +64,7 @@ class ProgramInterpreter {
       opt_.stats->init(names);
       opt_.stats->batched = false;  // one thread at a time: utilization does not apply
     }
-    check_at_ = next_check(opt_, 0);
+    poll_.at = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       thread_ = t;
       batch_ = batch;
@@ -76,7 +76,7 @@ class ProgramInterpreter {
       }
     }
     res.steps = steps_;
-    res.cancelled = cancelled_;
+    res.cancelled = poll_.cancelled;
     res.finished = thread_;
     if (res.error) return res;
     std::vector<Type> types;
@@ -96,19 +96,7 @@ class ProgramInterpreter {
   std::vector<std::vector<PrimAttrs>> attrs_;
   std::vector<std::vector<Value>> stacks_;  // per slot; non-full slots hold at most one
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
-  int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
-  bool cancelled_ = false;
-
-  // The cancel flag and the progress callback (RunOptions).
-  std::optional<std::string> checkpoint() {
-    if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
-      cancelled_ = true;
-      return interrupted_message(steps_ - 1, thread_, batch_);
-    }
-    if (opt_.progress) opt_.progress(steps_ - 1, thread_);
-    check_at_ = next_check(opt_, steps_);
-    return std::nullopt;
-  }
+  Poller poll_;  // cancel and progress
   size_t block_ = 0;
 
   RuntimeError error(SourceLoc loc, std::string msg) const {
@@ -211,8 +199,8 @@ class ProgramInterpreter {
       const Block& blk = p_.blocks[block_];
       if (opt_.max_steps > 0 && ++thread_steps > opt_.max_steps)
         return error(blk.label.loc, max_steps_message(opt_.max_steps));
-      if (steps_ > check_at_) [[unlikely]]
-        if (auto msg = checkpoint()) return error(blk.label.loc, *msg);
+      if (steps_ > poll_.at) [[unlikely]]
+        if (auto msg = poll_.poll(opt_, steps_, thread_, batch_)) return error(blk.label.loc, *msg);
       uint32_t lane = static_cast<uint32_t>(thread_);
       if (opt_.trace && opt_.trace->on())
         opt_.trace->step(TraceStep{steps_ - 1, static_cast<uint32_t>(block_), &lane, 1, -1,

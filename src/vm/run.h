@@ -58,6 +58,25 @@ inline int64_t next_check(const RunOptions& o, int64_t step) {
   return o.polled() ? step + kPollSteps : INT64_MAX;
 }
 
+// The one-thread-at-a-time reference interpreters' checkpoint: the cancel
+// flag and the progress callback, looked at after step `at`.
+struct Poller {
+  int64_t at = INT64_MAX;
+  bool cancelled = false;
+  // After `steps` steps, `finished` of `batch` threads done: the message of
+  // a cancelled run, else the progress callback and the next checkpoint.
+  std::optional<std::string> poll(const RunOptions& o, int64_t steps, int64_t finished,
+                                  int64_t batch) {
+    if (o.cancel && o.cancel->load(std::memory_order_relaxed)) {
+      cancelled = true;
+      return interrupted_message(steps - 1, finished, batch);
+    }
+    if (o.progress) o.progress(steps - 1, finished);
+    at = next_check(o, steps);
+    return std::nullopt;
+  }
+};
+
 struct RunResult {
   std::vector<Array> outputs;         // one per result leaf, batch = the number of inputs
   std::optional<RuntimeError> error;  // the run stopped
