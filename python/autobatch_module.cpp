@@ -302,6 +302,7 @@ struct RunArgs {
   std::string trace_path;
   py::object trace_callback;  // None or a callable taking one str
   std::string trace_mask = "bits";
+  std::string trace_format = "auto";
   bool stats = false;
   std::string on_error = "abort";
   std::string output;  // "" : none; else as --output
@@ -321,6 +322,7 @@ py::tuple run_program(const autobatch::Program& prog, const std::vector<py::arra
   ro.batch = a.batch;
   ro.trace_path = a.trace_path;
   ro.trace_mask = a.trace_mask;
+  ro.trace_format = a.trace_format;
   ro.stats = a.stats;
   apply_on_error(ro, a.on_error);
   // A trace callback runs on the library's thread: it takes the GIL for its
@@ -485,17 +487,17 @@ PYBIND11_MODULE(_autobatch, m) {
              const std::string& vm, const std::string& schedule, bool jit, int64_t lanes,
              int threads, int64_t max_steps, int64_t max_stack_depth, int64_t batch,
              const std::string& trace_path, py::object trace_callback,
-             const std::string& trace_mask, bool stats, const std::string& on_error,
-             const std::string& output) {
-            RunArgs a{vm,         schedule,        jit,      lanes,      threads,
-                      max_steps,  max_stack_depth, batch,    trace_path, std::move(trace_callback),
-                      trace_mask, stats,           on_error, output};
+             const std::string& trace_mask, const std::string& trace_format, bool stats,
+             const std::string& on_error, const std::string& output) {
+            RunArgs a{vm,           schedule,        jit,   lanes,      threads,
+                      max_steps,    max_stack_depth, batch, trace_path, std::move(trace_callback),
+                      trace_mask,   trace_format,    stats, on_error,   output};
             return run_program(p, arrays, a);
           },
           py::arg("arrays"), py::arg("vm"), py::arg("schedule"), py::arg("jit"), py::arg("lanes"),
           py::arg("threads"), py::arg("max_steps"), py::arg("max_stack_depth"), py::arg("batch"),
-          py::arg("trace_path"), py::arg("trace_callback"), py::arg("trace_mask"), py::arg("stats"),
-          py::arg("on_error"), py::arg("output"));
+          py::arg("trace_path"), py::arg("trace_callback"), py::arg("trace_mask"),
+          py::arg("trace_format"), py::arg("stats"), py::arg("on_error"), py::arg("output"));
 
   auto compile_options = [](const std::string& entry, const std::string& name,
                             const std::vector<std::string>& passes, const std::string& schedule,

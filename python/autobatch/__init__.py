@@ -42,7 +42,7 @@ _DTYPES = {
 _SUPPORTED = set(_DTYPES.values())
 _RUN_DEFAULTS = dict(vm="stack", schedule=None, jit=True, lanes=0, threads=0, max_steps=0,
                      max_stack_depth=100000, batch=None, trace=None, trace_mask="bits",
-                     stats=False, on_error="abort", output=None, inputs=None)
+                     trace_format="auto", stats=False, on_error="abort", output=None, inputs=None)
 
 
 # ---------------------------------------------------------------- primitives
@@ -254,8 +254,8 @@ class Program:
         return self._p.lower(print_after or "", arrays)
 
     def run(self, *args, vm="stack", schedule=None, jit=True, lanes=0, threads=0, max_steps=0,
-            max_stack_depth=100000, batch=None, trace=None, trace_mask="bits", stats=False,
-            on_error="abort", output=None, inputs=None, **named):
+            max_stack_depth=100000, batch=None, trace=None, trace_mask="bits",
+            trace_format="auto", stats=False, on_error="abort", output=None, inputs=None, **named):
         """Runs the entry on a batch; returns a tuple of arrays (one per output
         leaf, batch first), or a RunResult with stats=True or on_error="record".
 
@@ -280,6 +280,8 @@ class Program:
           trace: a file name for the JSON Lines trace, or a callable
             called with each line (str).
           trace_mask: "bits" (default), "ranges" or "none".
+          trace_format: "auto" (default: JSON Lines up to 64 threads, else
+            compact), "jsonl", "compact" or "chrome" (as --trace-format).
           stats: return a RunResult whose .stats is `--stats`'s dict.
           on_error: "abort" (default: raise ExecutionError at the first
             runtime error) or "record" (keep the other threads going).
@@ -308,7 +310,7 @@ class Program:
             arrays, vm=vm, schedule=schedule or self._schedule, jit=bool(jit), lanes=int(lanes),
             threads=int(threads), max_steps=int(max_steps), max_stack_depth=int(max_stack_depth),
             batch=int(batch or 0), trace_path=trace_path, trace_callback=trace_callback,
-            trace_mask=trace_mask, stats=bool(stats), on_error=on_error,
+            trace_mask=trace_mask, trace_format=trace_format, stats=bool(stats), on_error=on_error,
             output=os.fspath(output) if output is not None else "")
         if stats or on_error == "record":
             return RunResult(outputs, json.loads(stats_json) if stats_json else None, errors)

@@ -161,6 +161,10 @@ def test_stats_trace_and_output(tmp_path, programs):
     trace = tmp_path / "t.jsonl"
     prog.run(n=[5, 6], trace=trace, trace_mask="ranges")
     assert trace.read_text().splitlines()[0] == lines[0]
+    chrome = tmp_path / "t.json"
+    prog.run(n=[5, 6], trace=chrome, trace_format="chrome")
+    events = json.loads(chrome.read_text())
+    assert isinstance(events, (list, dict)) and events
     prog.run(n=[5, 6], output=tmp_path / "out.json")
     assert json.loads((tmp_path / "out.json").read_text()) == {"outputs": [[8, 13]]}
     prog.run(n=[5, 6], output=tmp_path / "o.npy")
