@@ -441,7 +441,8 @@ struct RunOptions {
   bool stats = false;
   // With first_thread: the size of the whole batch this run is part
   // [first_thread, first_thread + B) of (one MPI process's share), so that
-  // runtime errors name threads as in the whole batch ("thread 17 of 1024").
+  // runtime errors (and RunResult::errors) name threads as in the whole batch
+  // ("thread 17 of 1024").
   // 0: this run's batch.
   int64_t total_batch = 0;
   // Called between steps (about every 256 steps, from the thread running the

@@ -462,9 +462,9 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     out.recorded = o.on_error == OnError::Record;
     for (const Shard& s : work) {  // shards in batch order, each's threads sorted
       for (const ab::RuntimeError& f : s.result.failed) {
-        ab::RuntimeError e = f;
-        e.thread += s.start;
-        e.batch = batch;
+        ab::RuntimeError e = f;  // counted in the whole batch, as above
+        e.thread += o.first_thread + s.start;
+        e.batch = o.total_batch > 0 ? o.total_batch : batch;
         ThreadError te;
         te.thread = e.thread;
         te.message = ab::render_thread_error(m.source.get(), e);

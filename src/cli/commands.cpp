@@ -182,12 +182,7 @@ int cmd_run(const Options& opt) {
   }
   if (auto s = autobatch::write_outputs(r, opt.output, opt.stats); !s) return report(s);
   if (!r.errors.empty()) {  // --on-error record: the outputs are out, with the errors
-    constexpr size_t kShown = 10;
-    for (size_t i = 0; i < r.errors.size() && i < kShown; ++i)
-      std::cerr << r.errors[i].error.rendered;
-    if (r.errors.size() > kShown)
-      std::cerr << "autobatch: " << r.errors.size() - kShown
-                << " more threads failed (every one is in the output's \"errors\")\n";
+    print_recorded_errors(r);
     return kRuntimeError;
   }
   return kOk;
@@ -218,6 +213,15 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+void print_recorded_errors(const autobatch::RunResult& r) {
+  constexpr size_t kShown = 10;
+  for (size_t i = 0; i < r.errors.size() && i < kShown; ++i)
+    std::cerr << r.errors[i].error.rendered;
+  if (r.errors.size() > kShown)
+    std::cerr << "autobatch: " << r.errors.size() - kShown
+              << " more threads failed (every one is in the output's \"errors\")\n";
+}
 
 autobatch::CompileOptions compile_options(const Options& opt) {
   autobatch::CompileOptions co;

@@ -46,5 +46,7 @@ int dispatch(CLI::App& app, const Options& opt);
 // What `run` passes to the library for these flags (shared with src/mpi).
 autobatch::CompileOptions compile_options(const Options& opt);
 autobatch::RunOptions run_options(const Options& opt);
+// --on-error record: the failed threads on stderr (the first ten, then a count).
+void print_recorded_errors(const autobatch::RunResult& r);
 
 }  // namespace ab::cli

@@ -13,16 +13,15 @@
 //
 // Errors: every phase ends with `agree`, so a failure anywhere (a file one
 // node cannot read, a runtime error) ends every process with the same exit
-// status and rank 0 prints the message once. A runtime error names its
-// thread in the whole batch (RunOptions::first_thread); with several, the
-// first in batch order among those that ran. Under the dynamic split, a
-// failure stops the hand-out: processes finish their current chunk and stop.
+// status and rank 0 prints the message once. A runtime error stops every
+// process (`Abort`: an abort notice sets the others' RunOptions::cancel) and
+// names its thread in the whole batch (RunOptions::first_thread); with
+// several, the first in batch order among those that failed before the stop.
+// Under the dynamic split, rank 0 stops the hand-out and sends the notices.
+// `--on-error record`: each process's failed threads (numbered in the whole
+// batch) go to rank 0 with its outcome, which lists them as one process would.
 // A process that dies is noticed by the MPI runtime, which ends the job (see
 // README "Running on a cluster").
-//
-// Seam for `--on-error record` (when RunOptions/RunResult gain per-thread
-// errors): `Outcome` is what each process reports; add the recorded errors to
-// it (encode/decode) and merge them on rank 0 in `report`.
 #include "mpi/mpi_run.h"
 
 #include <mpi.h>
@@ -34,6 +33,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -56,7 +57,7 @@ double seconds_since(Clock::time_point t) {
 }
 
 constexpr int kOk = 0, kRuntimeError = 1, kUsageError = 2;
-constexpr int kTagWork = 1, kTagResult = 2;
+constexpr int kTagWork = 1, kTagResult = 2, kTagAbort = 3;
 
 // ---------------------------------------------------------------- bytes
 
@@ -188,6 +189,89 @@ int agree(World w, int code, const std::string& message) {
   return worst;
 }
 
+// ---------------------------------------------------------------- stopping
+
+// How a runtime error in one process stops the others. The process that
+// fails (rank 0, under the dynamic split) sends every other process one abort
+// notice. Each process runs its work on a second thread with RunOptions::
+// cancel = &flag while its main thread (the only one that calls MPI, as
+// MPI_THREAD_FUNNELED asks) listens for notices and sets the flag; the VMs
+// then stop within a few hundred steps (RunResult::cancelled). `drain`
+// (collective) receives the notices not heard during the run, so that no
+// message is left unmatched.
+class Abort {
+ public:
+  explicit Abort(World w) : w_(w), heard_(static_cast<size_t>(w.size), false) {}
+  std::atomic<bool> flag{false};
+
+  // Runs `work` on a second thread, listening until it returns.
+  void watch(const std::function<void()>& work) {
+    std::atomic<bool> done{false};
+    std::exception_ptr thrown;
+    std::thread t([&] {
+      try {
+        work();
+      } catch (...) {
+        thrown = std::current_exception();
+      }
+      done.store(true, std::memory_order_release);
+    });
+    while (!done.load(std::memory_order_acquire)) {
+      listen();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    t.join();
+    if (thrown) std::rethrow_exception(thrown);
+  }
+
+  // Tells every other process to stop (once), and stops this one's work.
+  void tell_all() {
+    flag = true;
+    if (told_) return;
+    told_ = true;
+    sent_.reserve(static_cast<size_t>(w_.size));
+    for (int r = 0; r < w_.size; ++r) {
+      if (r == w_.rank) continue;
+      sent_.emplace_back();
+      MPI_Isend(&token_, 1, MPI_INT, r, kTagAbort, MPI_COMM_WORLD, &sent_.back());
+    }
+  }
+
+  // Collective: receives the notices still on their way; completes the sends.
+  void drain() {
+    int told = told_ ? 1 : 0;
+    std::vector<int> all(static_cast<size_t>(w_.size));
+    MPI_Allgather(&told, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < w_.size; ++r)
+      if (r != w_.rank && all[r] && !heard_[r]) receive(r);
+    MPI_Waitall(static_cast<int>(sent_.size()), sent_.data(), MPI_STATUSES_IGNORE);
+    sent_.clear();
+  }
+
+ private:
+  void listen() {
+    for (;;) {
+      int arrived = 0;
+      MPI_Status st;
+      MPI_Iprobe(MPI_ANY_SOURCE, kTagAbort, MPI_COMM_WORLD, &arrived, &st);
+      if (!arrived) return;
+      receive(st.MPI_SOURCE);
+    }
+  }
+  void receive(int from) {
+    int token = 0;
+    MPI_Recv(&token, 1, MPI_INT, from, kTagAbort, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    heard_[static_cast<size_t>(from)] = true;
+    flag = true;
+  }
+
+  World w_;
+  std::vector<bool> heard_;  // by rank: its notice received
+  bool told_ = false;
+  int token_ = 1;  // what a notice carries (the send buffer)
+  std::vector<MPI_Request> sent_;
+};
+
 // ---------------------------------------------------------------- the plan
 
 // How each process gets one parameter.
@@ -315,8 +399,10 @@ struct Outcome {
   int code = kOk;
   std::string message;  // rendered error
   int64_t error_thread = -1;
+  bool cancelled = false;  // stopped by another process's error (not a failure)
   bool has_stats = false;
   autobatch::Stats stats;
+  std::vector<autobatch::ThreadError> errors;  // --on-error record (threads of the whole batch)
 };
 
 void add_stats(autobatch::Stats& total, const autobatch::Stats& s) {
@@ -339,6 +425,7 @@ std::string encode(const Outcome& o) {
   w.i64(o.code);
   w.str(o.message);
   w.i64(o.error_thread);
+  w.i64(o.cancelled);
   w.i64(o.has_stats);
   const autobatch::Stats& s = o.stats;
   w.i64(s.steps);
@@ -356,6 +443,21 @@ std::string encode(const Outcome& o) {
     w.str(name);
     w.f64(t);
   }
+  w.i64(static_cast<int64_t>(o.errors.size()));
+  for (const autobatch::ThreadError& t : o.errors) {
+    const autobatch::RuntimeError& e = t.error;
+    w.i64(t.thread);
+    w.str(t.message);
+    w.str(e.file);
+    w.i64(e.line);
+    w.i64(e.column);
+    w.str(e.function);
+    w.str(e.block);
+    w.i64(e.thread);
+    w.i64(e.batch);
+    w.str(e.message);
+    w.str(e.rendered);
+  }
   return w.buf;
 }
 
@@ -365,6 +467,7 @@ Outcome decode_outcome(const std::string& buf) {
   o.code = static_cast<int>(r.i64());
   o.message = r.str();
   o.error_thread = r.i64();
+  o.cancelled = r.i64() != 0;
   o.has_stats = r.i64() != 0;
   autobatch::Stats& s = o.stats;
   s.steps = r.i64();
@@ -380,17 +483,36 @@ Outcome decode_outcome(const std::string& buf) {
     std::string name = r.str();
     s.seconds[name] = r.f64();
   }
+  for (int64_t n = r.i64(); n > 0; --n) {
+    autobatch::ThreadError t;
+    autobatch::RuntimeError& e = t.error;
+    t.thread = r.i64();
+    t.message = r.str();
+    e.file = r.str();
+    e.line = static_cast<int>(r.i64());
+    e.column = static_cast<int>(r.i64());
+    e.function = r.str();
+    e.block = r.str();
+    e.thread = r.i64();
+    e.batch = r.i64();
+    e.message = r.str();
+    e.rendered = r.str();
+    o.errors.push_back(std::move(t));
+  }
   return o;
 }
 
-// Runs one part; records an error or the statistics in `out`.
+// Runs one part; records an error, or the statistics and failed threads, in
+// `out`. Stopped by ro.cancel: only `out.cancelled` (the error is another's).
 autobatch::RunResult run_part(const autobatch::Program& p, autobatch::RunOptions ro,
                               const Plan& plan, const Part& part, Outcome& out) {
   ro.first_thread = part.first;
   ro.total_batch = plan.batch;
   ro.batch = part.count;
   autobatch::RunResult r = p.run(part.views, ro);
-  if (!r.diagnostics.empty()) {
+  if (r.cancelled) {
+    out.cancelled = true;
+  } else if (!r.diagnostics.empty()) {
     if (out.code == kOk || out.code == kRuntimeError) {
       out.code = kUsageError;
       out.message = r.rendered();
@@ -402,9 +524,12 @@ autobatch::RunResult run_part(const autobatch::Program& p, autobatch::RunOptions
       out.message = r.runtime_error->rendered;
       out.error_thread = t;
     }
-  } else if (r.stats) {
-    out.has_stats = true;
-    add_stats(out.stats, *r.stats);
+  } else {
+    if (r.stats) {
+      out.has_stats = true;
+      add_stats(out.stats, *r.stats);
+    }
+    out.errors.insert(out.errors.end(), r.errors.begin(), r.errors.end());
   }
   return r;
 }
@@ -585,13 +710,18 @@ int Job::run_static(autobatch::RunOptions ro) {
 
   // Run: every process with threads (rank 0 also with none, for the outputs'
   // types when the batch is empty).
+  // A failure tells the others to stop (Abort).
   Outcome mine;
   autobatch::RunResult r;
+  Abort abort(w_);
   if (part.count > 0 || w_.rank == 0) {
     ro.threads = threads_per_process(opt_, on_node_, part.count);
-    r = run_part(*program_, ro, plan_, part, mine);
+    ro.cancel = &abort.flag;
+    abort.watch([&] { r = run_part(*program_, ro, plan_, part, mine); });
+    if (mine.code != kOk) abort.tell_all();
   }
   wait_for_all();
+  abort.drain();
   std::vector<std::string> all = gather(w_, encode(mine));
   std::vector<Outcome> outcomes;
   int worst = mine.code;
@@ -656,6 +786,8 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
   const int64_t chunks = (batch + chunk - 1) / chunk;
   ro.threads = threads_per_process(opt_, on_node_, chunk);
   Outcome mine;
+  Abort abort(w_);  // rank 0 tells the workers to stop their chunk on a failure
+  ro.cancel = &abort.flag;
 
   // The rows of chunk c of every JsonRows parameter (rank 0's inputs).
   auto json_rows = [&](size_t k, int64_t first) -> const void* {
@@ -688,7 +820,7 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
         chunk_outcome.code = kUsageError;
         chunk_outcome.message = msg;
       } else {
-        r = run_part(*program_, ro, plan_, part, chunk_outcome);
+        abort.watch([&] { r = run_part(*program_, ro, plan_, part, chunk_outcome); });
       }
       if (chunk_outcome.has_stats) {
         mine.has_stats = true;
@@ -701,6 +833,7 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
       report = res.buf;
     }
     wait_for_all();
+    abort.drain();
     gather(w_, encode(mine));
     int worst = 0;
     MPI_Bcast(&worst, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -713,6 +846,7 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
   int64_t next = 0;
   bool stop = false;
   Outcome failure;                               // the first (by thread) failure seen
+  std::vector<autobatch::ThreadError> recorded;  // --on-error record: every chunk's
   std::map<int64_t, autobatch::RunResult> done;  // by first thread
   std::map<int64_t, std::vector<autobatch::Array>> received;
   std::optional<std::vector<OutputType>> types;
@@ -752,17 +886,23 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
         mine.has_stats = true;
         add_stats(mine.stats, o.stats);
       }
+      if (o.cancelled) continue;  // another chunk's failure stopped this one
       if (o.code != kOk) {
         record_failure(o);
       } else {
         if (!types) types = output_types(r);
         done[part.first] = std::move(r);
+        recorded.insert(recorded.end(), o.errors.begin(), o.errors.end());
       }
     }
   });
 
   int workers = w_.size - 1;
   while (workers > 0) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (failure.code != kOk) abort.tell_all();  // once; stops the local chunk too
+    }
     int flag = 0;
     MPI_Status st;
     MPI_Iprobe(MPI_ANY_SOURCE, kTagResult, MPI_COMM_WORLD, &flag, &st);
@@ -780,9 +920,12 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
       rd.i64();  // the chunk's size (its outputs' batch)
       Outcome o = decode_outcome(rd.str());
       std::string outs = rd.str();
-      if (o.code != kOk) {
+      if (o.cancelled) {
+        // stopped by a failure that is already recorded
+      } else if (o.code != kOk) {
         record_failure(o);
       } else {
+        recorded.insert(recorded.end(), o.errors.begin(), o.errors.end());
         Reader orr{outs};
         std::vector<autobatch::Array> arrays;
         std::vector<OutputType> t;
@@ -811,11 +954,18 @@ int Job::run_dynamic(autobatch::RunOptions ro) {
     }
     send(work.buf, from, kTagWork);
   }
+  {
+    // A failure the loop did not get to (the last worker's): stop the local chunk.
+    std::lock_guard<std::mutex> lock(mu);
+    if (failure.code != kOk) abort.tell_all();
+  }
   local.join();
   wait_for_all();
+  abort.drain();
   std::vector<std::string> all = gather(w_, encode(mine));
   std::vector<Outcome> outcomes;
   for (const auto& s : all) outcomes.push_back(decode_outcome(s));
+  outcomes.emplace_back().errors = std::move(recorded);
   int worst = failure.code;
   MPI_Bcast(&worst, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (worst != kOk) {
@@ -861,13 +1011,26 @@ int Job::finish(std::vector<autobatch::Array> outputs, const std::vector<Outcome
            (failed->error_thread < 0 || o.error_thread < failed->error_thread)))
         failed = &o;
     }
+    const bool cancelled =
+        std::any_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.cancelled; });
     if (failed) {
       std::cerr << failed->message;
       code = failed->code;
+    } else if (cancelled) {  // (a notice comes only from a process that failed)
+      std::cerr << "autobatch: internal error: a process stopped without a failure\n";
+      code = kUsageError;
     } else {
       autobatch::RunResult result;
       result.batch = plan_.batch;
       result.outputs = std::move(outputs);
+      // --on-error record: every process's failed threads, in batch order.
+      result.recorded = opt_.on_error == "record";
+      for (const Outcome& o : outcomes)
+        result.errors.insert(result.errors.end(), o.errors.begin(), o.errors.end());
+      std::stable_sort(result.errors.begin(), result.errors.end(),
+                       [](const autobatch::ThreadError& a, const autobatch::ThreadError& b) {
+                         return a.thread < b.thread;
+                       });
       if (opt_.stats) {
         autobatch::Stats st;
         double compile = 0;
@@ -888,6 +1051,9 @@ int Job::finish(std::vector<autobatch::Array> outputs, const std::vector<Outcome
       if (auto s = autobatch::write_outputs(result, opt_.output, opt_.stats); !s) {
         std::cerr << s.rendered();
         code = kUsageError;
+      } else if (!result.errors.empty()) {
+        cli::print_recorded_errors(result);
+        code = kRuntimeError;
       }
     }
   }

@@ -7,6 +7,10 @@
 #                           run with --threads 2 / 3 (the same shares)
 #   programs-dynamic        every example program, -np 3, dynamic split, chunks of 2
 #   error                   a failing thread in rank 1: reported once, global thread, exit 1
+#   stop                    a thread failing at once in the last rank stops the others'
+#                           endless loops: exit 1 in seconds, the error once, no output
+#   record                  --on-error record with failing threads in several ranks: stdout,
+#                           stderr, exit status and errors.json byte for byte as one process
 #   npy                     .npy inputs read in parts (by offset), stdin program, file
 #                           outputs, --batch without inputs, empty and tiny batches
 #   dying                   a process killed mid-run: the run fails with mpirun's message,
@@ -109,6 +113,76 @@ case $case_name in
         fail "-np $np_flags: the error is not reported exactly once: $(cat "$work/err")"
       grep -qxF "$want" "$work/err" || fail "-np $np_flags: expected '$want' in: $(cat "$work/err")"
       [ ! -s "$work/out" ] && [ ! -e "$work/err.json" ] || fail "-np $np_flags: outputs written"
+    done
+    ;;
+  stop)
+    # Every thread but the last loops for hours (2^62 iterations); the last
+    # divides by zero at once. The others must be stopped (RunOptions::cancel),
+    # not run to the end: a bound far below the loops' time, above mpirun's
+    # start-up on a loaded machine.
+    printf '%s\n' '# entry: work' 'func work(n: i64, d: i64) -> i64 {' '  s = 0' '  k = 0' \
+      '  while k < n {' '    s = s + k % 7' '    k = k + 1' '  }' '  return s / d' '}' \
+      >"$work/work.ab"
+    long=4611686018427387904
+    for np_flags in "2" "3" "2 --mpi-split dynamic --mpi-chunk 1" "3 --mpi-split dynamic --mpi-chunk 1"; do
+      set -- $np_flags
+      np=$1
+      shift
+      ns="" ds=""
+      for ((i = 0; i < np - 1; i++)); do ns+="$long, " ds+="1, "; done
+      in="{\"n\": [${ns}0], \"d\": [${ds}0]}"
+      want="$work/work.ab:9:10: runtime error: integer division by zero in thread $((np - 1)) of $np (function work, block "
+      rm -f "$work/stop.json"
+      start=$(date +%s)
+      timeout 60 "${mpi[@]}" -np "$np" "$ab" run "$work/work.ab" --inputs "$in" \
+        --output "$work/stop.json" "$@" >"$work/out" 2>"$work/err"
+      rc=$?
+      took=$(($(date +%s) - start))
+      [ "$rc" = 1 ] || fail "stop -np $np_flags: exit $rc after $took s, expected 1: $(cat "$work/err")"
+      [ "$took" -le 30 ] || fail "stop -np $np_flags: took $took s"
+      [ "$(grep -c 'runtime error' "$work/err")" = 1 ] && grep -qF "$want" "$work/err" ||
+        fail "stop -np $np_flags: expected '$want' once in: $(cat "$work/err")"
+      ! grep -q interrupted "$work/err" || fail "stop -np $np_flags: $(cat "$work/err")"
+      [ ! -s "$work/out" ] && [ ! -e "$work/stop.json" ] || fail "stop -np $np_flags: outputs written"
+    done
+    ;;
+  record)
+    # Failing threads in every rank under -np 2 and 3 (threads 1, 4, 6), and
+    # 12 of 13 (past the ten errors shown on stderr; stdout and stderr only).
+    few='{"a": [4, 6, 8, 9, 10, 12, 5, 7], "b": [2, 0, 1, 3, 0, 4, 0, 1]}'
+    many='{"a": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], "b": [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]}'
+    for in in "$few" "$many"; do
+      args=(run tests/mpi/divide.ab --inputs "$in" --on-error record)
+      rm -rf "$work/one" && mkdir -p "$work/one"
+      "$ab" "${args[@]}" >"$work/one/stdout" 2>"$work/one/stderr"
+      rc_one=$?
+      "$ab" "${args[@]}" --output "$work/one/dir/" >"$work/one/dir.stdout" 2>/dev/null
+      "$ab" "${args[@]}" --output "$work/one/out.json" >"$work/one/json.stdout" 2>/dev/null
+      [ "$rc_one" = 1 ] && [ -s "$work/one/dir/errors.json" ] || fail "record: one process: exit $rc_one"
+      configs=("2" "3" "2 --mpi-split dynamic --mpi-chunk 1" "3 --mpi-split dynamic --mpi-chunk 3")
+      [ "$in" = "$few" ] || configs=("3" "2 --mpi-split dynamic --mpi-chunk 2")
+      for np_flags in "${configs[@]}"; do
+        set -- $np_flags
+        np=$1
+        shift
+        rm -rf "$work/np" && mkdir -p "$work/np"
+        # (without the notice mpirun adds after a non-zero exit)
+        mpirun_np "$np" "${args[@]}" "$@" >"$work/np/stdout" 2>"$work/np/stderr.all"
+        rc=$?
+        sed '/^-\{20,\}$/,$d' "$work/np/stderr.all" >"$work/np/stderr"
+        [ "$rc" = "$rc_one" ] || fail "record -np $np_flags: exit $rc, one process: $rc_one"
+        for f in stdout stderr; do
+          cmp -s "$work/one/$f" "$work/np/$f" ||
+            fail "record -np $np_flags: $f differs: $(diff "$work/one/$f" "$work/np/$f" | head -5)"
+        done
+        [ "$in" = "$few" ] || continue
+        mpirun_np "$np" "${args[@]}" "$@" --output "$work/np/dir/" >"$work/np/dir.stdout" 2>/dev/null
+        mpirun_np "$np" "${args[@]}" "$@" --output "$work/np/out.json" >"$work/np/json.stdout" \
+          2>/dev/null
+        for f in dir/out0.npy dir/errors.json out.json errors.json dir.stdout json.stdout; do
+          cmp -s "$work/one/$f" "$work/np/$f" || fail "record -np $np_flags: $f differs"
+        done
+      done
     done
     ;;
   npy)

@@ -128,6 +128,18 @@ TEST_CASE("a run on a part of a batch names threads as in the whole batch") {
   r = p->run({autobatch::ArrayView::of(a, 3), autobatch::ArrayView::of(b2, 3)}, o);
   REQUIRE(r.runtime_error);
   CHECK(r.runtime_error->thread == 102);
+  // --on-error record: the failed threads too (both shards).
+  o.on_error = autobatch::OnError::Record;
+  int64_t b3[3] = {0, 1, 0};
+  r = p->run({autobatch::ArrayView::of(a, 3), autobatch::ArrayView::of(b3, 3)}, o);
+  REQUIRE_FALSE(r.runtime_error);
+  REQUIRE(r.errors.size() == 2);
+  CHECK(r.errors[0].thread == 100);
+  CHECK(r.errors[1].thread == 102);
+  CHECK(r.errors[1].error.thread == 102);
+  CHECK(r.errors[1].error.batch == 1000);
+  CHECK(r.errors[1].error.rendered.find("in thread 102 of 1000") != std::string::npos);
+  CHECK(r.outputs[0].batch() == 3);
   o.first_thread = -1;
   CHECK_FALSE(p->check(o));
 }
