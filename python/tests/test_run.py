@@ -137,16 +137,18 @@ def peak_growth(layout):
                     reason="AddressSanitizer's allocator hides the peak memory of a run")
 def test_zero_copy_large_input():
     # A 10^7-element float64 input (80 MB, one shared row) given C-contiguous
-    # reaches the library without a copy: the peak memory of the run grows by
-    # one copy less than for the same values in a strided view, which the
-    # module must copy. (The VMs themselves copy an input into their variable
-    # storage: both runs pay that.) Each run in a fresh process, so that the
+    # is not copied, neither by the module nor by the default (stack) VM,
+    # which reads a parameter the program never writes in place: the peak
+    # memory of the run grows by well under the input's size. The same values
+    # in a strided view must be copied once by the module: that run's growth
+    # shows the measure sees a copy. Each run in a fresh process, so that the
     # peak measured is its own.
     x = np.zeros((1, 1000))
     assert np.shares_memory(autobatch.compile("func main(x) {\n  return x\n}\n")
                             ._bind((x,), {}, None, None)[0][0], x)
     contiguous, strided = peak_growth("contiguous"), peak_growth("strided")
-    assert contiguous < strided - 60e6, (contiguous, strided)
+    assert contiguous < 16e6, (contiguous, strided)
+    assert strided > 60e6, (contiguous, strided)
 
 
 def test_stats_trace_and_output(tmp_path, programs):

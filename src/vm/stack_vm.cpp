@@ -44,9 +44,10 @@ struct Leaf {
   StorageClass cls = StorageClass::Register;
   bool shared = false;
   bool shared_ready = false;
+  bool borrowed = false;  // `top` is the caller's input array, read in place (never written)
   TensorType type;
   size_t ebytes = 0;
-  Buffer top;                   // register/full: one event per thread; shared: one event
+  Buffer top;                   // register/full: one event per lane; shared: one event
   Buffer scratch;               // temporary/null: one event per lane of a chunk
   std::vector<uint32_t> depth;  // full: stack depth per thread (the top included)
   LaneStack<uint64_t> below;    // full: the values below the top, in 8-byte words
@@ -174,6 +175,9 @@ class StackVM {
     }
     std::vector<uint32_t> cur;
     res.log = jit_log_;
+    if (in_place_bytes_ > 0)
+      res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
+                 std::to_string(in_place_bytes_) + " bytes";
     if (opt_.stats && code_) opt_.stats->seconds["jit"] += cached_ ? 0.0 : code_->seconds;
     while (live_ > 0) {
       uint32_t b = next_block();
@@ -230,6 +234,8 @@ class StackVM {
   std::map<std::string, uint32_t> label_index_;
   std::map<std::string, bool> shared_var_;
   std::map<std::string, std::vector<int32_t>> var_leaves_;
+  std::map<std::string, uint32_t> slots_leaf_count_;  // variable -> its leaves
+  int64_t in_place_bytes_ = 0;  // the bytes of inputs read in place (not copied)
   std::vector<Leaf> leaves_;
   std::vector<Constant> constants_;
   std::vector<CBlock> blocks_;
@@ -289,10 +295,68 @@ class StackVM {
     }
   }
 
+  // The variables some instruction writes: an output (in place or not) or a
+  // pop. (Terminators write no variable; a push happens only where a full
+  // variable is written.)
+  std::set<std::string> written_vars() const {
+    std::set<std::string> w;
+    auto add = [&w](const Pattern& pt, auto& self) -> void {
+      if (!pt.is_tuple) {
+        w.insert(pt.name);
+        return;
+      }
+      for (const auto& e : pt.elems) self(e, self);
+    };
+    for (const auto& b : p_.blocks)
+      for (const auto& in : b.instrs) {
+        if (in.kind == InstrKind::Pop)
+          for (const auto& n : in.popped) w.insert(n.name);
+        else
+          add(in.out, add);
+      }
+    return w;
+  }
+
+  // Inputs read in place (issue 12: a large input is not copied). A leaf of
+  // an entry parameter that no instruction writes needs no storage of its
+  // own: its `top` borrows the caller's array. A shared leaf (batch-1 input)
+  // borrows the one row; a per-thread leaf borrows the whole batch when
+  // lane t always runs input t, that is without refill lanes (lanes_ ==
+  // n_inputs_: start_lane gives lane t input t and no lane is restarted), so
+  // the gathers by lane read row t. The array must have the leaf's type and
+  // be aligned for its dtype (kernels and the JIT read it typed); otherwise,
+  // and with refill lanes, the input is copied per lane as before.
+  const Array* borrowable_input(const std::string& var, const TensorType& tt, bool shared,
+                                const std::set<std::string>& written) const {
+    if (written.count(var)) return nullptr;
+    for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
+      if (p_.inputs[i].name != var) continue;
+      const Array& a = inputs_[i];
+      // One leaf per parameter: a tuple parameter's leaves are not one array.
+      if (var_leaf_count(var) != 1) return nullptr;
+      if (a.type.dtype != tt.dtype || a.event_size() != tt.num_elements()) return nullptr;
+      size_t ebytes = static_cast<size_t>(tt.num_elements()) * dtype_size(tt.dtype);
+      int64_t rows = shared ? 1 : n_inputs_;
+      if (shared ? a.batch != 1 : (a.batch != n_inputs_ || lanes_ != n_inputs_)) return nullptr;
+      if (a.byte_size() < ebytes * static_cast<size_t>(rows) || !a.data.data()) return nullptr;
+      if (reinterpret_cast<uintptr_t>(a.data.data()) % dtype_size(tt.dtype) != 0) return nullptr;
+      return &a;
+    }
+    return nullptr;
+  }
+
+  size_t var_leaf_count(const std::string& var) const {
+    auto it = slots_leaf_count_.find(var);
+    return it == slots_leaf_count_.end() ? 0 : it->second;
+  }
+
   void make_leaves(const FunctionTypes& types) {
     std::vector<std::string> inputs;
     for (const auto& i : p_.inputs) inputs.push_back(i.name);
     Slots slots = compile_slots(p_.blocks, inputs, types, &p_.vars);
+    for (size_t s = 0; s < p_.vars.size(); ++s)
+      slots_leaf_count_[p_.vars[s].name.name] = slots.leaf_count[s];
+    const std::set<std::string> written = written_vars();
     for (size_t s = 0; s < p_.vars.size(); ++s) {
       const VarDecl& v = p_.vars[s];
       std::vector<int32_t> ids;
@@ -305,7 +369,16 @@ class StackVM {
         l.type = tt;
         l.ebytes = static_cast<size_t>(tt.num_elements()) * dtype_size(tt.dtype);
         l.words = (l.ebytes + 7) / 8;
-        if (l.shared) {
+        const Array* in = l.in_scratch() ? nullptr : borrowable_input(l.var, tt, l.shared, written);
+        if (in) {
+          l.top = Buffer::borrow(in->data.data(), in->byte_size());
+          l.borrowed = true;
+          in_place_bytes_ += static_cast<int64_t>(in->byte_size());
+          if (l.full()) {
+            l.depth.assign(static_cast<size_t>(lanes_), 0);
+            l.below.init(static_cast<size_t>(lanes_), l.words);
+          }
+        } else if (l.shared) {
           l.top.resize(l.ebytes);
         } else if (l.in_scratch()) {
           l.scratch.resize(l.ebytes * kChunk);
@@ -476,7 +549,8 @@ class StackVM {
       for (int32_t l : ls) {
         Leaf& leaf = leaves_[l];
         if (!leaf.shared) continue;
-        if (leaf.ebytes) std::memcpy(leaf.top.data(), inputs_[i].data.data(), leaf.ebytes);
+        if (leaf.ebytes && !leaf.borrowed)
+          std::memcpy(leaf.top.data(), inputs_[i].data.data(), leaf.ebytes);
         leaf.shared_ready = true;
       }
     }
@@ -502,6 +576,11 @@ class StackVM {
       {
         Leaf& leaf = leaves_[l];
         if (leaf.shared || leaf.in_scratch()) continue;
+        // Read in place (make_leaves): lane t runs input t, row t of the array.
+        if (leaf.borrowed) {
+          if (leaf.full()) leaf.depth[t] = 1;
+          continue;
+        }
         int64_t row = a.batch == 1 ? 0 : input;
         if (leaf.ebytes == 8)  // a constant size: inlined, no call (the input may be unaligned)
           std::memcpy(leaf.top.data() + t * 8, a.data.data() + row * 8, 8);
