@@ -103,13 +103,13 @@ class Timeline {
       m.steps += b.steps;
       m.live_sum += b.live_sum;
       m.live_steps += b.live_steps;
-      for (const auto& [blk, a] : b.active) {
+      for (const auto& ba : b.active) {
         auto it = std::find_if(m.active.begin(), m.active.end(),
-                               [&](const auto& p) { return p.first == blk; });
+                               [&](const auto& p) { return p.first == ba.first; });
         if (it == m.active.end())
-          m.active.emplace_back(blk, a);
+          m.active.push_back(ba);
         else
-          it->second += a;
+          it->second += ba.second;
       }
     }
     bins_ = std::move(merged);
@@ -190,9 +190,7 @@ struct Reader {
       return false;
     }
     std::string line;
-    size_t no = 0;
     if (!std::getline(in, line)) return fail(1, "empty file: not an autobatch trace");
-    ++no;
     if (line.rfind("{\"displayTimeUnit\"", 0) == 0) {
       format = "chrome";
       return read_chrome(in);
