@@ -3,6 +3,8 @@
 // stderr, exit status 1; with file outputs an errors.json beside them; the
 // default stays abort. Under every VM, with --lanes and --threads.
 #include <doctest/doctest.h>
+
+#include "on_error_program.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,25 +21,7 @@ namespace fs = std::filesystem;
 
 // Threads 1 and 3 of 6 divide by zero: thread 1 three calls deep, thread 3
 // in main's loop.
-const char* kProgram = R"(# entry: main
-func main(n: i64, d: i64) -> (i64, f64) {
-  s = down(n, d)
-  k = 0
-  while k < n {
-    s = s + 60 / (d + k - 7)
-    k = k + 1
-  }
-  return s, cast(s, dtype=f64) / 2.0
-}
-
-func down(i: i64, d: i64) -> i64 {
-  if i <= 0 {
-    return 0
-  }
-  q = 100 / (d - i)
-  return down(i - 1, d) + q
-}
-)";
+const char* kProgram = kOnErrorProgram;
 const char* kInputs = R"({"n": [3, 4, 2, 5, 1, 3], "d": [10, 2, 20, 6, 11, 12]})";
 const char* kOutputs =
     R"({"outputs": [[84, 0, 18, 0, 25, 60], [42.0, "NaN", 9.0, "NaN", 12.5, 30.0]])";

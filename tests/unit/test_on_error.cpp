@@ -6,6 +6,8 @@
 // the outputs they give when run alone, and the failed ones are listed.
 #include <doctest/doctest.h>
 
+#include "on_error_program.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,25 +27,7 @@ using autobatch::RunResult;
 
 // Threads fail deep in a recursion (pending returns up the stack), in a loop
 // (a persistent loop block), or not at all; results of two dtypes.
-const char* kFail = R"(# entry: main
-func main(n: i64, d: i64) -> (i64, f64) {
-  s = down(n, d)
-  k = 0
-  while k < n {
-    s = s + 60 / (d + k - 7)
-    k = k + 1
-  }
-  return s, cast(s, dtype=f64) / 2.0
-}
-
-func down(i: i64, d: i64) -> i64 {
-  if i <= 0 {
-    return 0
-  }
-  q = 100 / (d - i)
-  return down(i - 1, d) + q
-}
-)";
+const char* kFail = kOnErrorProgram;
 
 // One VM configuration: the program (source or lowered) and the options.
 struct Config {
