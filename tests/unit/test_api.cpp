@@ -10,25 +10,12 @@
 #include <thread>
 
 #include "autobatch/autobatch.h"
+#include "fib_blocks.h"
 #include "ir/array.h"  // Buffer::borrow, under the API
 
 namespace {
 
-const char* kFib = R"(func fib(n: i64) -> i64 {
-entry:
-  small = le(n, 1)
-  branch small, base, recur
-base:
-  return 1
-recur:
-  n1 = sub(n, 1)
-  a = call fib(n1)
-  n2 = sub(n, 2)
-  b = call fib(n2)
-  s = add(a, b)
-  return s
-}
-)";
+const char* kFib = kFibBlocks;
 
 const char* kGcd = R"(func gcd(a: i64, b: i64) -> i64 {
 entry:

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autobatch/autobatch.h"
+#include "fib_blocks.h"
 #include "report/report.h"
 #include "vm/trace.h"
 
@@ -24,21 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kFib = R"(func fib(n: i64) -> i64 {
-entry:
-  small = le(n, 1)
-  branch small, base, recur
-base:
-  return 1
-recur:
-  n1 = sub(n, 1)
-  a = call fib(n1)
-  n2 = sub(n, 2)
-  b = call fib(n2)
-  s = add(a, b)
-  return s
-}
-)";
+const char* kFib = kFibBlocks;
 
 const char* kSpin = R"(func spin(n: i64) -> i64 {
 entry:
