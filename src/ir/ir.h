@@ -90,7 +90,7 @@ struct Instr {
   PrimId prim = PrimId::Add;    // Prim
   NameRef callee;               // Call: function; Prim: operation name
   std::vector<Operand> args;    // Prim, Call; Copy: exactly one
-  std::vector<Attr> attrs;      // Prim
+  std::vector<Attr> attrs;      // Prim (on a Call only until verify rejects it)
   std::vector<NameRef> popped;  // Pop
   SourceLoc loc;
   bool operator==(const Instr&) const = default;

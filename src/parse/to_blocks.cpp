@@ -276,15 +276,14 @@ class FuncLowering {
           prim(out, e.name, std::move(args), e.attrs, loc, e.name_loc);
           return;
         }
-        if (!e.attrs.empty())
-          d_.error(e.attrs.front().loc, "'" + e.name +
-                                            "' is a function of the module; only primitives "
-                                            "take key=value attributes");
+        // Attributes on a call are kept for verify to report, so that the
+        // printed module parses back to the same instruction.
         Instr in;
         in.kind = InstrKind::Call;
         in.out = out;
         in.callee = {e.name, e.name_loc};
         in.args = std::move(args);
+        in.attrs = e.attrs;
         in.loc = loc;
         emit(std::move(in));
         return;

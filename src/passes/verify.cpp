@@ -175,6 +175,10 @@ class FunctionVerifier {
                "unknown function '" + in.callee.name + "'" + did_you_mean(in.callee.name, names));
       return;
     }
+    if (!in.attrs.empty())
+      d_.error(in.attrs.front().loc, "'" + in.callee.name +
+                                         "' is a function of the module; only primitives "
+                                         "take key=value attributes");
     if (in.args.size() != callee->params.size())
       d_.error(in.callee.loc, "'" + callee->name.name + "' takes " +
                                   std::to_string(callee->params.size()) + " argument" +
