@@ -271,8 +271,8 @@ class StackVM {
   std::vector<std::vector<uint64_t>> backup_;  // the same at the iteration's start
   std::vector<void*> dense_base_;
   uint32_t ids_[kChunk];
-  uint8_t active_[kChunk];
-  uint8_t active_backup_[kChunk];
+  jit::ActiveWord active_[kChunk];
+  jit::ActiveWord active_backup_[kChunk];
 
   // ---- set-up ---------------------------------------------------------
 
@@ -1245,7 +1245,7 @@ class StackVM {
       if (k <= 0) return;
       const uint32_t* in = idx + next;
       std::memcpy(ids_ + m, in, static_cast<size_t>(k) * sizeof(uint32_t));
-      std::memset(active_ + m, 1, static_cast<size_t>(k));
+      std::fill(active_ + m, active_ + m + k, 1);
       for (size_t s = 0; s < ns; ++s) {
         if (d.kind[s] != jit::SlotKind::Thread) continue;
         const Leaf& l = leaves_[d.slot_leaf[s]];
@@ -1301,7 +1301,7 @@ class StackVM {
       for (int64_t k = first; k < w; ++k) ids_[k] = ids_[keep[k]];
       next += r;
       m = w;
-      std::memset(active_, 1, static_cast<size_t>(m));
+      std::fill(active_, active_ + m, 1);
       if (leave) append_lanes(exit, gone, o);
       active = m;
     };
@@ -1337,7 +1337,7 @@ class StackVM {
         backup_.resize(ns);
         for (size_t s = 0; s < ns; ++s)
           if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) backup_[s] = dense_[s];
-        std::memcpy(active_backup_, active_, static_cast<size_t>(m));
+        std::copy(active_, active_ + m, active_backup_);
       }
       int64_t failed = 0;
       active = d.fn(dense_base_.data(), m, active_, &failed);
@@ -1345,12 +1345,12 @@ class StackVM {
         // Back to the iteration's start; the kernels run it and report.
         for (size_t s = 0; s < ns; ++s)
           if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) dense_[s] = backup_[s];
-        std::memcpy(active_, active_backup_, static_cast<size_t>(m));
+        std::copy(active_backup_, active_backup_ + m, active_);
         compact(true);
         uint32_t rest[kChunk];
         std::memcpy(rest, ids_, static_cast<size_t>(m) * sizeof(uint32_t));
         int64_t left = m;
-        std::memset(active_, 0, static_cast<size_t>(m));
+        std::fill(active_, active_ + m, 0);
         compact(false);  // every value back in its variable
         if (auto e = run_loop(b, rest, left, true)) return e;
         for (; next < n; next += kChunk)  // not reached while may_fail bodies get one chunk

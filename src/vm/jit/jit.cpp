@@ -232,9 +232,9 @@ class Gen {
       c->addIncoming(b_.getInt64(0), entry);
     }
     lane_ = j;
-    LoadInst* a = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), active, j));
+    LoadInst* a = b_.CreateLoad(i64, b_.CreateGEP(i64, active, j));
     tag(a, ns);
-    Value* act = b_.CreateICmpNE(a, b_.getInt8(0));
+    Value* act = b_.CreateICmpNE(a, b_.getInt64(0));
     cur_.assign(ns, nullptr);
     old_.assign(ns, nullptr);
     std::vector<bool> dirty(ns, false);
@@ -265,8 +265,7 @@ class Gen {
       StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
       tag(st, i);
     }
-    StoreInst* st =
-        b_.CreateStore(b_.CreateZExt(act, b_.getInt8Ty()), b_.CreateGEP(b_.getInt8Ty(), active, j));
+    StoreInst* st = b_.CreateStore(b_.CreateZExt(act, i64), b_.CreateGEP(i64, active, j));
     tag(st, ns);
     Value* count_next = b_.CreateSub(count, b_.CreateSExt(act, i64));
     Value* jn = b_.CreateAdd(j, b_.getInt64(1));
@@ -624,9 +623,9 @@ class Gen {
     lane_ = j;
     Value* act = nullptr;
     if (dense) {
-      LoadInst* a = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), active, j));
+      LoadInst* a = b_.CreateLoad(i64, b_.CreateGEP(i64, active, j));
       tag(a, ns);
-      act = b_.CreateICmpNE(a, b_.getInt8(0));
+      act = b_.CreateICmpNE(a, b_.getInt64(0));
     } else {
       LoadInst* t = b_.CreateLoad(b_.getInt32Ty(), b_.CreateGEP(b_.getInt32Ty(), idx, j));
       tag(t, ns);
@@ -663,8 +662,7 @@ class Gen {
     Value* bad_next = b_.CreateOr(bad_acc, b_.CreateZExt(bad_, b_.getInt8Ty()));
     Value* count_next = nullptr;
     if (dense) {
-      StoreInst* st = b_.CreateStore(b_.CreateZExt(stay, b_.getInt8Ty()),
-                                     b_.CreateGEP(b_.getInt8Ty(), active, j));
+      StoreInst* st = b_.CreateStore(b_.CreateZExt(stay, i64), b_.CreateGEP(i64, active, j));
       tag(st, ns);
       count_next = b_.CreateAdd(count, b_.CreateZExt(stay, i64));
     }

@@ -87,15 +87,20 @@ bool may_fail(const FOp& op, const std::vector<Slot>& slots);
 
 // Returns 0, or 1 if some lane's check failed.
 using GatherFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n);
+// The active mask of a dense body: one word per lane, 1 (active) or 0. A
+// word as wide as the values keeps the mask in the vector registers the
+// values use (a byte mask costs a pack and an unpack per operation on AVX2).
+using ActiveWord = int64_t;
 // Returns the number of lanes still active; *failed = 1 if an active lane's
 // check failed (then the outputs are unspecified).
-using DenseFn = int64_t (*)(void* const* base, int64_t n, uint8_t* active, int64_t* failed);
+using DenseFn = int64_t (*)(void* const* base, int64_t n, ActiveWord* active, int64_t* failed);
 
 // Runs `copies` iterations of a dense body (the Segment's) on every lane:
 // a lane whose branch condition leaves the block in iteration k is frozen
 // from then on. counts[k] (k < copies) = the lanes active entering iteration
 // k. Returns the number of lanes still active. No op may fail.
-using DenseMultiFn = int64_t (*)(void* const* base, int64_t n, uint8_t* active, int64_t* counts);
+using DenseMultiFn = int64_t (*)(void* const* base, int64_t n, ActiveWord* active,
+                                 int64_t* counts);
 
 class Code {
  public:
