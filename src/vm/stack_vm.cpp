@@ -24,6 +24,9 @@ namespace {
 
 constexpr int64_t kChunk = 256;
 constexpr uint32_t kHalt = UINT32_MAX;
+// Iterations per call of a compiled loop body running one thread alone, at
+// most (the VM looks at cancel and progress in between).
+constexpr int64_t kSoloBurst = int64_t{1} << 20;
 constexpr int32_t kMaxCopies = 8;  // iterations per call of a compiled loop body, at most
 
 // Iterations per call of a compiled loop body of `ops` instructions that
@@ -95,6 +98,7 @@ struct Seg {
 struct DenseLoop {
   jit::DenseFn fn = nullptr;
   jit::DenseMultiFn multi = nullptr;  // `copies` iterations per call (bodies that cannot fail)
+  jit::DenseSoloFn solo = nullptr;    // a window of one lane, until it leaves (the same bodies)
   int32_t copies = 1;
   std::vector<int32_t> slot_leaf;  // per slot: its leaf
   std::vector<jit::SlotKind> kind;
@@ -157,7 +161,7 @@ class StackVM {
     lane_input_.assign(static_cast<size_t>(lanes_), 0);
     set_shared_inputs();
     if (opt_.max_steps > 0) lane_steps_.assign(static_cast<size_t>(lanes_), 0);
-    for (int64_t t = 0; t < lanes_; ++t) start_lane(static_cast<uint32_t>(t), next_input_++);
+    start_all_lanes();
     live_ = lanes_;
     peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
     tracing_ = opt_.trace && opt_.trace->on();
@@ -557,14 +561,47 @@ class StackVM {
   }
 
   // Lane t begins input `input`: its inputs, empty stacks, halt under its PC.
-  void start_lane(uint32_t t, int64_t input) {
-    if (input_leaves_.empty() && !p_.inputs.empty()) {
-      // Once: which leaves a lane's start touches (no lookups per thread).
-      for (size_t li = 0; li < leaves_.size(); ++li)
-        if (leaves_[li].full()) full_leaves_.push_back(static_cast<int32_t>(li));
-      for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i)
-        for (int32_t l : var_leaves_.at(p_.inputs[i].name)) input_leaves_.push_back({i, l});
+  // Once: which leaves a lane's start touches (no lookups per thread).
+  void find_start_leaves() {
+    if (!input_leaves_.empty() || p_.inputs.empty()) return;
+    for (size_t li = 0; li < leaves_.size(); ++li)
+      if (leaves_[li].full()) full_leaves_.push_back(static_cast<int32_t>(li));
+    for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i)
+      for (int32_t l : var_leaves_.at(p_.inputs[i].name)) input_leaves_.push_back({i, l});
+  }
+
+  // The run's start: lane t takes input t, for every lane at once (what
+  // start_lane does per lane, a column at a time: the stacks are fresh).
+  void start_all_lanes() {
+    find_start_leaves();
+    const size_t L = static_cast<size_t>(lanes_);
+    for (size_t t = 0; t < L; ++t) lane_input_[t] = static_cast<int64_t>(t);
+    for (int32_t li : full_leaves_) leaves_[li].depth.assign(L, 0);
+    for (const auto& [i, l] : input_leaves_) {
+      const Array& a = inputs_[i];
+      Leaf& leaf = leaves_[l];
+      if (leaf.shared || leaf.in_scratch()) continue;
+      if (!leaf.borrowed && leaf.ebytes) {
+        std::byte* dst = leaf.top.data();
+        if (a.batch == 1)
+          for (size_t t = 0; t < L; ++t) std::memcpy(dst + t * leaf.ebytes, a.data.data(), leaf.ebytes);
+        else
+          std::memcpy(dst, a.data.data(), L * leaf.ebytes);
+      }
+      if (leaf.full()) std::fill(leaf.depth.begin(), leaf.depth.end(), 1);
     }
+    for (size_t t = 0; t < L; ++t) *pcs_.put(static_cast<uint32_t>(t), 0) = kHalt;
+    std::fill(pc_depth_.begin(), pc_depth_.end(), 1);
+    if (L > 0) {
+      wait_[0].resize(L);
+      for (size_t t = 0; t < L; ++t) wait_[0][t] = static_cast<uint32_t>(t);
+      bits_[0] |= 1;
+    }
+    next_input_ = lanes_;
+  }
+
+  void start_lane(uint32_t t, int64_t input) {
+    find_start_leaves();
     lane_input_[t] = input;
     if (opt_.max_steps > 0) lane_steps_[t] = 0;
     for (int32_t li : full_leaves_) {
@@ -1008,7 +1045,13 @@ class StackVM {
       }
       case TermKind::Halt:
       case TermKind::Return:
-        for (int64_t j = 0; j < n; ++j) halt(idx[j]);
+        if (next_input_ >= n_inputs_) {
+          // No input waits for a lane: the chunk's outputs in one pass.
+          store_outputs(idx, n);
+          live_ -= n;
+        } else {
+          for (int64_t j = 0; j < n; ++j) halt(idx[j]);
+        }
         break;
     }
     return std::nullopt;
@@ -1307,6 +1350,17 @@ class StackVM {
     };
     fill();
     while (m > 0) {
+      if (d.solo && m == 1 && next == n && !tracing && !opt_.stats && step_ < check_at_) {
+        // The last thread in the loop (a straggler): it runs on alone, up to
+        // the next checkpoint, without masks; one step per iteration.
+        const int64_t limit = std::min<int64_t>(check_at_ - step_, kSoloBurst);
+        step_ += d.solo(dense_base_.data(), limit, active_);
+        if (active_[0] == 0) {
+          compact(true);
+          fill();
+        }
+        continue;
+      }
       if (d.multi && !tracing && step_ + d.copies <= check_at_) {
         // Several iterations per call; one step for each that had a thread
         // (none of them due a checkpoint: max steps, cancel, progress).
@@ -1565,6 +1619,7 @@ class StackVM {
       DenseLoop& d = blocks_[dwhere[k]].dense;
       d.fn = code_->dense[k];
       d.multi = code_->dense_multi[k];
+      d.solo = code_->dense_solo[k];
       d.copies = dsegs[k].copies;
       d.slot_leaf = dslots[k];
       for (size_t s = 0; s < dsegs[k].slots.size(); ++s) d.kind.push_back(dsegs[k].slots[s].kind);
@@ -1604,20 +1659,28 @@ class StackVM {
     }
   }
 
-  void store_outputs(uint32_t t) {
-    int64_t row = lane_input_[t];
+  void store_outputs(uint32_t t) { store_outputs(&t, 1); }
+
+  // Lanes lanes[0..n) are done: their outputs go to their inputs' rows.
+  void store_outputs(const uint32_t* lanes, int64_t n) {
     if (output_leaves_.empty())
       for (const auto& o : p_.outputs)
         for (int32_t li : var_leaves_.at(o.name)) output_leaves_.push_back(li);
+    const int64_t* row = lane_input_.data();
     size_t k = 0;
     for (int32_t li : output_leaves_) {
       const Leaf& l = leaves_[li];
       Array& out = outputs_[k++];
-      const std::byte* src = l.shared ? l.top.data() : l.top.data() + t * l.ebytes;
-      if (l.ebytes == 8)
-        reinterpret_cast<uint64_t*>(out.data.data())[row] = *reinterpret_cast<const uint64_t*>(src);
-      else if (l.ebytes)
-        std::memcpy(out.data.data() + row * l.ebytes, src, l.ebytes);
+      const size_t stride = l.shared ? 0 : l.ebytes;
+      if (l.ebytes == 8) {
+        auto* dst = reinterpret_cast<uint64_t*>(out.data.data());
+        const auto* src = reinterpret_cast<const uint64_t*>(l.top.data());
+        for (int64_t j = 0; j < n; ++j) dst[row[lanes[j]]] = src[stride ? lanes[j] : 0];
+      } else if (l.ebytes) {
+        for (int64_t j = 0; j < n; ++j)
+          std::memcpy(out.data.data() + row[lanes[j]] * l.ebytes, l.top.data() + lanes[j] * stride,
+                      l.ebytes);
+      }
     }
   }
 };

@@ -710,6 +710,7 @@ int main(int argc, char** argv) {
   Ctx c;
   c.dir = "programs";
   bool check = false;
+  int reps = 0;
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -720,14 +721,18 @@ int main(int argc, char** argv) {
     } else if (a == "--only" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string s; std::getline(ss, s, ',');) only.push_back(s);
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+      if (reps < 1) fail("--reps needs a positive count");
     } else if (a.starts_with("-")) {
       fail("unknown option " + a +
-           "; usage: autobatch_bench [--quick] [--check] [--only NAME,...] [PROGRAMS_DIR]");
+           "; usage: autobatch_bench [--quick] [--check] [--reps N] [--only NAME,...] "
+           "[PROGRAMS_DIR]");
     } else {
       c.dir = a;
     }
   }
-  c.reps = c.quick ? 1 : 5;
+  c.reps = reps > 0 ? reps : c.quick ? 1 : 5;
   for (const auto& o : only)
     if (std::none_of(row_table().begin(), row_table().end(),
                      [&](const RowSpec& s) { return o == s.name || o == "compile"; }))

@@ -194,6 +194,68 @@ class Gen {
   Function* gather(const Segment& s, const std::string& name) { return emit(s, name, false); }
   Function* dense(const Segment& s, const std::string& name) { return emit(s, name, true); }
 
+  // The dense body on lane 0 alone, in a loop (DenseSoloFn). The slots are
+  // read and written through memory each iteration; LLVM's loop passes keep
+  // them in registers (the alias scopes tell it nothing else touches them).
+  Function* dense_solo(const Segment& s, const std::string& name) {
+    seg_ = &s;
+    dense_ = true;
+    const size_t ns = s.slots.size();
+    Type* i64 = b_.getInt64Ty();
+    Type* ptr = PointerType::get(ctx_, 0);
+    Function* fn = Function::Create(FunctionType::get(i64, {ptr, i64, ptr}, false),
+                                    Function::ExternalLinkage, name, m_);
+    fn->addFnAttr(Attribute::NoUnwind);
+    auto arg = fn->arg_begin();
+    Value* base = &*arg++;
+    Value* limit = &*arg++;
+    Value* active = &*arg++;
+    make_scopes(name, ns);
+
+    BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
+    BasicBlock* loop = BasicBlock::Create(ctx_, "iteration", fn);
+    BasicBlock* left = BasicBlock::Create(ctx_, "left", fn);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
+    b_.SetInsertPoint(entry);
+    load_bases(base);
+    lane_ = b_.getInt64(0);
+    b_.CreateBr(loop);
+
+    b_.SetInsertPoint(loop);
+    PHINode* k = b_.CreatePHI(i64, 2);
+    k->addIncoming(b_.getInt64(0), entry);
+    cur_.assign(ns, nullptr);
+    old_.assign(ns, nullptr);
+    written_.assign(ns, false);
+    bad_ = b_.getFalse();  // no op may fail here
+    for (const FOp& o : s.ops) {
+      cur_[o.outs[0]] = op(o);
+      written_[o.outs[0]] = true;
+    }
+    Value* c = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
+    if (!s.stay_on_true) c = b_.CreateNot(c);
+    for (size_t i = 0; i < ns; ++i) {
+      if (!written_[i] || s.slots[i].kind != SlotKind::Thread) continue;
+      StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
+      tag(st, i);
+    }
+    Value* kn = b_.CreateAdd(k, b_.getInt64(1));
+    BasicBlock* more = BasicBlock::Create(ctx_, "more", fn, left);
+    k->addIncoming(kn, more);
+    b_.CreateCondBr(c, more, left);
+    b_.SetInsertPoint(more);
+    b_.CreateCondBr(b_.CreateICmpSLT(kn, limit), loop, exit);
+
+    b_.SetInsertPoint(left);
+    StoreInst* st = b_.CreateStore(b_.getInt64(0), active);
+    tag(st, ns);
+    b_.CreateBr(exit);
+
+    b_.SetInsertPoint(exit);
+    b_.CreateRet(kn);
+    return fn;
+  }
+
   // The dense body s.copies times per lane (DenseMultiFn): the lane's values
   // stay in registers from one iteration to the next; a lane that leaves is
   // frozen by a select, as in the one-iteration form.
@@ -830,7 +892,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   }
   m->setTargetTriple((*tm)->getTargetTriple().str());
   const std::string prefix = "ab" + std::to_string(module_counter++) + "_";
-  std::vector<std::string> gnames, dnames, mnames;
+  std::vector<std::string> gnames, dnames, mnames, snames;
   {
     Gen g(*ctx, *m);
     for (size_t i = 0; i < gather.size(); ++i) {
@@ -842,6 +904,8 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
       g.dense(dense[i], dnames.back());
       mnames.push_back(dense[i].copies > 1 ? prefix + "m" + std::to_string(i) : "");
       if (!mnames.back().empty()) g.dense_multi(dense[i], mnames.back());
+      snames.push_back(dense[i].copies > 1 ? prefix + "s" + std::to_string(i) : "");
+      if (!snames.back().empty()) g.dense_solo(dense[i], snames.back());
     }
   }
   const std::string cpu = (*tm)->getTargetCPU().str();
@@ -899,7 +963,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   }
   // One lookup for every function: the module is compiled once, as a whole.
   orc::SymbolLookupSet names;
-  for (const auto* list : {&gnames, &dnames, &mnames})
+  for (const auto* list : {&gnames, &dnames, &mnames, &snames})
     for (const auto& n : *list)
       if (!n.empty()) names.add(e.jit->mangleAndIntern(n));
   auto syms = e.jit->getExecutionSession().lookup(
@@ -915,6 +979,8 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
   for (const auto& n : mnames)
     code->dense_multi.push_back(n.empty() ? nullptr : reinterpret_cast<DenseMultiFn>(address(n)));
+  for (const auto& n : snames)
+    code->dense_solo.push_back(n.empty() ? nullptr : reinterpret_cast<DenseSoloFn>(address(n)));
   code->seconds = ms() / 1e3;
   char buf[160];
   std::snprintf(buf, sizeof buf,

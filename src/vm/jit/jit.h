@@ -102,12 +102,20 @@ using DenseFn = int64_t (*)(void* const* base, int64_t n, ActiveWord* active, in
 using DenseMultiFn = int64_t (*)(void* const* base, int64_t n, ActiveWord* active,
                                  int64_t* counts);
 
+// A window of one lane (lane 0 of the dense arrays): up to `limit` (>= 1)
+// iterations of the body, stopping after the one whose branch condition
+// leaves the block; its values stay in registers throughout (no mask, no
+// select), as in code written for one thread. Returns the iterations run;
+// active[0] = 0 if the lane left. No op may fail.
+using DenseSoloFn = int64_t (*)(void* const* base, int64_t limit, ActiveWord* active);
+
 class Code {
  public:
   virtual ~Code() = default;
   std::vector<GatherFn> gather;           // one per requested gather segment
   std::vector<DenseFn> dense;             // one per requested dense segment
   std::vector<DenseMultiFn> dense_multi;  // per dense segment: null unless copies > 1
+  std::vector<DenseSoloFn> dense_solo;    // per dense segment: null unless copies > 1
   double seconds = 0;                     // wall time of code generation and compilation
   std::string detail;                     // where that time went
 };
