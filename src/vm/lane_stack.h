@@ -30,10 +30,12 @@ class LaneStack {
     for (auto& r : rows_) r.reset();
     for (auto& r : row_) r = nullptr;
     ready_ = 0;
-    deep_.assign(lanes, {});
+    deep_.clear();  // made when a lane first goes deeper than kFlat
   }
   // The lane's stack is empty again.
-  void clear(uint32_t lane) { deep_[lane].clear(); }
+  void clear(uint32_t lane) {
+    if (!deep_.empty()) deep_[lane].clear();
+  }
 
   // Where the entry at `level` of `lane` lives, for writing (a push).
   // The hot path is one comparison: levels below ready_ have their row.
@@ -64,12 +66,13 @@ class LaneStack {
   Word* put_slow(uint32_t lane, uint32_t level) {
     if (level < kFlat) {
       if (!row_[level]) {
-        rows_[level] = std::make_unique<Word[]>(lanes_ * words_);
+        rows_[level] = std::make_unique_for_overwrite<Word[]>(lanes_ * words_);  // written before read
         row_[level] = rows_[level].get();
         while (ready_ < kFlat && row_[ready_]) ++ready_;
       }
       return row_[level] + lane * words_;
     }
+    if (deep_.empty()) deep_.resize(lanes_);
     auto& v = deep_[lane];
     size_t at = (level - kFlat) * words_;
     if (v.size() < at + words_) v.resize(at + words_);
