@@ -7,6 +7,8 @@
 // 1. scalar events: one loop per combination of access modes (Pick), the
 //    shape the hot integer loops of branchy programs take;
 // 2. no broadcasting and dense storage: the same loop over n*E elements;
+// 2b. (binary) operands of the result's shape or one scalar per lane, in any
+//    storage: per lane, a plain loop over the event;
 // 3. anything else (NumPy broadcasting, gathered events): per-lane event
 //    pointers with per-element offsets.
 #pragma once
@@ -110,6 +112,47 @@ struct Binary {
     return true;
   }
 
+  // Each operand has the result's shape or is one scalar per lane (a tensor
+  // scaled by a per-thread number): per lane, a plain loop over the event
+  // that the compiler vectorises (no broadcast index per element).
+  static bool lanewise_applies(const KernelCall& c) {
+    const Shape& os = c.outs[0].type->shape;
+    for (int i = 0; i < 2; ++i) {
+      const Shape& s = c.args[i].type->shape;
+      if (!(s == os || s.empty())) return false;
+    }
+    return true;
+  }
+
+  template <bool ScalarA, bool ScalarB>
+  static bool lanewise(const KernelCall& c, KernelError* err) {
+    const ArgView& va = c.args[0];
+    const ArgView& vb = c.args[1];
+    const OutView& vo = c.outs[0];
+    const int64_t E = vo.type->num_elements();
+    for (int64_t j = 0; j < c.n; ++j) {
+      const T* pa = lane_in<T>(va, j, ScalarA ? 1 : E);
+      const T* pb = lane_in<T>(vb, j, ScalarB ? 1 : E);
+      R* po = lane_out<R>(vo, j, E);
+      if constexpr (Op::kChecked) {
+        for (int64_t k = 0; k < E; ++k) {
+          T x = ScalarA ? pa[0] : pa[k], y = ScalarB ? pb[0] : pb[k];
+          if (!Op::ok(x, y)) return fail(err, j, Op::message(x, y));
+          po[k] = Op::apply(x, y);
+        }
+      } else if constexpr (ScalarA) {
+        const T x = pa[0];
+        for (int64_t k = 0; k < E; ++k) po[k] = Op::apply(x, pb[k]);
+      } else if constexpr (ScalarB) {
+        const T y = pb[0];
+        for (int64_t k = 0; k < E; ++k) po[k] = Op::apply(pa[k], y);
+      } else {
+        for (int64_t k = 0; k < E; ++k) po[k] = Op::apply(pa[k], pb[k]);
+      }
+    }
+    return true;
+  }
+
   static bool general(const KernelCall& c, KernelError* err) {
     const ArgView& va = c.args[0];
     const ArgView& vb = c.args[1];
@@ -139,6 +182,11 @@ struct Binary {
     if (is_scalar(c.args[0].type) && is_scalar(c.args[1].type))
       return Pick<Binary>::template run<2>(c, err);
     if (flattenable(c)) return run_flat<Binary, 2>(c, err, c.outs[0].type->num_elements());
+    if (lanewise_applies(c)) {
+      if (is_scalar(c.args[0].type)) return lanewise<true, false>(c, err);
+      if (is_scalar(c.args[1].type)) return lanewise<false, true>(c, err);
+      return lanewise<false, false>(c, err);
+    }
     return general(c, err);
   }
 };

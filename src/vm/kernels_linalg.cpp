@@ -57,11 +57,21 @@ inline void gemv(int64_t M, int64_t N, const float* A, const float* x, float* y)
   cblas_sgemv(CblasRowMajor, CblasNoTrans, bi(M), bi(N), 1.0f, A, bi(N), x, 1, 0.0f, y, 1);
 }
 
-// The n lanes of `v` as one dense [n, E] block: the data itself when Dense,
-// else a copy in scratch `slot`.
+// Gathered lanes whose slots are consecutive (a chunk of threads that have
+// kept together): their rows are already one [n, E] matrix.
+inline bool consecutive(Access a, const uint32_t* index, int64_t n) {
+  if (a != Access::Gather || n == 0) return false;
+  for (int64_t j = 1; j < n; ++j)
+    if (index[j] != index[0] + static_cast<uint32_t>(j)) return false;
+  return true;
+}
+
+// The n lanes of `v` as one dense [n, E] block: the data itself when Dense
+// or consecutive, else a copy in scratch `slot`.
 template <class T>
 const T* dense_lanes(const ArgView& v, int64_t n, int64_t E, int slot) {
   if (v.access == Access::Dense) return static_cast<const T*>(v.data);
+  if (consecutive(v.access, v.index, n)) return lane_in<T>(v, 0, E);
   T* s = scratch<T>(slot, n * E);
   for (int64_t j = 0; j < n; ++j)
     std::memcpy(s + j * E, lane_in<T>(v, j, E), static_cast<size_t>(E) * sizeof(T));
@@ -69,18 +79,19 @@ const T* dense_lanes(const ArgView& v, int64_t n, int64_t E, int slot) {
 }
 
 // Where a [n, E] dense result can be computed: the result itself when it is
-// Dense and aliases no operand, else scratch `slot` (then scatter()).
+// Dense or consecutive and aliases no operand, else scratch `slot` (then
+// scatter()).
 template <class T>
 T* dense_target(const OutView& o, const ArgView* operands, int nops, int64_t n, int64_t E,
                 int slot) {
-  bool direct = o.access == Access::Dense;
+  bool direct = o.access == Access::Dense || consecutive(o.access, o.index, n);
   for (int i = 0; i < nops; ++i) direct = direct && !aliases(o, operands[i]);
-  return direct ? static_cast<T*>(o.data) : scratch<T>(slot, n * E);
+  return direct ? lane_out<T>(o, 0, E) : scratch<T>(slot, n * E);
 }
 
 template <class T>
 void scatter(const OutView& o, const T* src, int64_t n, int64_t E) {
-  if (src == o.data) return;
+  if (n == 0 || src == lane_out<T>(o, 0, E)) return;  // computed in place (dense_target)
   for (int64_t j = 0; j < n; ++j)
     std::memcpy(lane_out<T>(o, j, E), src + j * E, static_cast<size_t>(E) * sizeof(T));
 }
@@ -123,7 +134,22 @@ template <class T>
 bool dot_impl(const KernelCall& c) {
   const ArgView &vx = c.args[0], &vy = c.args[1];
   const int64_t k = vx.type->shape[0];
-  for (int64_t j = 0; j < c.n; ++j) {
+  // Four lanes at a time, each summed in its own order as below: four
+  // independent chains of dependent adds instead of one.
+  int64_t j = 0;
+  for (; j + 4 <= c.n; j += 4) {
+    const T* x[4];
+    const T* y[4];
+    T acc[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; ++i) {
+      x[i] = lane_in<T>(vx, j + i, k);
+      y[i] = lane_in<T>(vy, j + i, k);
+    }
+    for (int64_t p = 0; p < k; ++p)
+      for (int i = 0; i < 4; ++i) acc[i] = mul_add(acc[i], x[i][p], y[i][p]);
+    for (int i = 0; i < 4; ++i) *lane_out<T>(c.outs[0], j + i, 1) = acc[i];
+  }
+  for (; j < c.n; ++j) {
     const T* x = lane_in<T>(vx, j, k);
     const T* y = lane_in<T>(vy, j, k);
     T acc = 0;
