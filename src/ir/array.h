@@ -7,15 +7,18 @@
 #include <cstring>
 #include <memory>
 
+#include "ir/block_pool.h"
 #include "ir/type.h"
 
 namespace ab {
 
-// Frees what Buffer allocated (not what it borrowed).
+// Frees what Buffer allocated (not what it borrowed): large blocks go back
+// to the pool (ir/block_pool.h) for the next run.
 struct BufferFree {
   bool owned = true;
+  size_t bytes = 0;  // as allocated
   void operator()(std::byte* p) const {
-    if (owned) ::operator delete[](p, std::align_val_t{64});
+    if (owned) pool_release(p, bytes);
   }
 };
 
@@ -51,8 +54,8 @@ class Buffer {
       size_ = 0;
     }
     if (bytes == size_) return;
-    data_.reset(bytes ? static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{64}))
-                      : nullptr);
+    data_.reset(bytes ? static_cast<std::byte*>(pool_allocate(bytes)) : nullptr);
+    data_.get_deleter().bytes = bytes;
     if (bytes) std::memset(data_.get(), 0, bytes);
     size_ = bytes;
   }
