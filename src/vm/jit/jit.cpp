@@ -194,23 +194,51 @@ class Gen {
   Function* gather(const Segment& s, const std::string& name) { return emit(s, name, false); }
   Function* dense(const Segment& s, const std::string& name) { return emit(s, name, true); }
 
+  // A function `name` of segment s returning i64, with the segment's alias
+  // scopes; `dense`: lanes are positions in the dense arrays.
+  Function* start_function(const Segment& s, const std::string& name, bool dense,
+                           std::initializer_list<Type*> params) {
+    seg_ = &s;
+    dense_ = dense;
+    Function* fn =
+        Function::Create(FunctionType::get(b_.getInt64Ty(), ArrayRef<Type*>(params.begin(),
+                                                                            params.size()),
+                                           false),
+                         Function::ExternalLinkage, name, m_);
+    fn->addFnAttr(Attribute::NoUnwind);
+    make_scopes(name, s.slots.size());
+    return fn;
+  }
+
+  // The segment's ops once, on the values in cur_ (written_ says which slots
+  // they wrote; bad_ which checks failed).
+  void emit_ops(const Segment& s) {
+    written_.assign(s.slots.size(), false);
+    bad_ = b_.getFalse();
+    for (const FOp& o : s.ops) {
+      cur_[o.outs[0]] = op(o);
+      written_[o.outs[0]] = true;
+    }
+  }
+
+  // i1: the lane stays in the loop block (its branch condition, after the ops).
+  Value* stay_condition(const Segment& s) {
+    Value* c = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
+    return s.stay_on_true ? c : b_.CreateNot(c);
+  }
+
   // The dense body on lane 0 alone, in a loop (DenseSoloFn). The slots are
   // read and written through memory each iteration; LLVM's loop passes keep
   // them in registers (the alias scopes tell it nothing else touches them).
   Function* dense_solo(const Segment& s, const std::string& name) {
-    seg_ = &s;
-    dense_ = true;
     const size_t ns = s.slots.size();
     Type* i64 = b_.getInt64Ty();
     Type* ptr = PointerType::get(ctx_, 0);
-    Function* fn = Function::Create(FunctionType::get(i64, {ptr, i64, ptr}, false),
-                                    Function::ExternalLinkage, name, m_);
-    fn->addFnAttr(Attribute::NoUnwind);
+    Function* fn = start_function(s, name, true, {ptr, i64, ptr});
     auto arg = fn->arg_begin();
     Value* base = &*arg++;
     Value* limit = &*arg++;
     Value* active = &*arg++;
-    make_scopes(name, ns);
 
     BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
     BasicBlock* loop = BasicBlock::Create(ctx_, "iteration", fn);
@@ -226,14 +254,8 @@ class Gen {
     k->addIncoming(b_.getInt64(0), entry);
     cur_.assign(ns, nullptr);
     old_.assign(ns, nullptr);
-    written_.assign(ns, false);
-    bad_ = b_.getFalse();  // no op may fail here
-    for (const FOp& o : s.ops) {
-      cur_[o.outs[0]] = op(o);
-      written_[o.outs[0]] = true;
-    }
-    Value* c = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
-    if (!s.stay_on_true) c = b_.CreateNot(c);
+    emit_ops(s);  // no op may fail here
+    Value* c = stay_condition(s);
     for (size_t i = 0; i < ns; ++i) {
       if (!written_[i] || s.slots[i].kind != SlotKind::Thread) continue;
       StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
@@ -260,21 +282,16 @@ class Gen {
   // stay in registers from one iteration to the next; a lane that leaves is
   // frozen by a select, as in the one-iteration form.
   Function* dense_multi(const Segment& s, const std::string& name) {
-    seg_ = &s;
-    dense_ = true;
     const size_t ns = s.slots.size();
     const int copies = s.copies;
     Type* i64 = b_.getInt64Ty();
     Type* ptr = PointerType::get(ctx_, 0);
-    Function* fn = Function::Create(FunctionType::get(i64, {ptr, i64, ptr, ptr}, false),
-                                    Function::ExternalLinkage, name, m_);
-    fn->addFnAttr(Attribute::NoUnwind);
+    Function* fn = start_function(s, name, true, {ptr, i64, ptr, ptr});
     auto arg = fn->arg_begin();
     Value* base = &*arg++;
     Value* n = &*arg++;
     Value* active = &*arg++;
     Value* counts = &*arg++;
-    make_scopes(name, ns);
 
     BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
     BasicBlock* loop = BasicBlock::Create(ctx_, "lane", fn);
@@ -305,14 +322,8 @@ class Gen {
       // A vector compare's lanes are all ones: subtracting them counts (one instruction).
       cnt_next[k] = b_.CreateSub(cnt[k], b_.CreateSExt(act, i64));
       const std::vector<Value*> prev = cur_;  // the values at this iteration's start
-      written_.assign(ns, false);
-      bad_ = b_.getFalse();  // no op may fail here
-      for (const FOp& o : s.ops) {
-        cur_[o.outs[0]] = op(o);
-        written_[o.outs[0]] = true;
-      }
-      Value* c = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
-      if (!s.stay_on_true) c = b_.CreateNot(c);
+      emit_ops(s);                             // no op may fail here
+      Value* c = stay_condition(s);
       for (size_t i = 0; i < ns; ++i) {
         if (!written_[i] || s.slots[i].kind != SlotKind::Thread) continue;
         Value* o = prev[i] ? prev[i] : old_[i] ? old_[i] : load_slot(static_cast<int32_t>(i));
@@ -650,23 +661,17 @@ class Gen {
   }
 
   Function* emit(const Segment& s, const std::string& name, bool dense) {
-    seg_ = &s;
-    dense_ = dense;
     const size_t ns = s.slots.size();
     Type* i64 = b_.getInt64Ty();
     Type* ptr = PointerType::get(ctx_, 0);
-    FunctionType* ft = dense ? FunctionType::get(i64, {ptr, i64, ptr, ptr}, false)
-                             : FunctionType::get(i64, {ptr, ptr, i64}, false);
-    Function* fn = Function::Create(ft, Function::ExternalLinkage, name, m_);
-    fn->addFnAttr(Attribute::NoUnwind);
+    Function* fn = dense ? start_function(s, name, true, {ptr, i64, ptr, ptr})
+                         : start_function(s, name, false, {ptr, ptr, i64});
     auto arg = fn->arg_begin();
     Value* base = &*arg++;
     Value* idx = dense ? nullptr : &*arg++;
     Value* n = &*arg++;
     Value* active = dense ? &*arg++ : nullptr;
     Value* failed = dense ? &*arg++ : nullptr;
-
-    make_scopes(name, ns);
 
     BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
     BasicBlock* loop = BasicBlock::Create(ctx_, "lane", fn);
@@ -695,18 +700,10 @@ class Gen {
     }
     cur_.assign(ns, nullptr);
     old_.assign(ns, nullptr);
-    written_.assign(ns, false);
-    bad_ = b_.getFalse();
-    for (const FOp& o : s.ops) {
-      Value* r = op(o);
-      cur_[o.outs[0]] = r;
-      written_[o.outs[0]] = true;
-    }
+    emit_ops(s);
     Value* stay = nullptr;
     if (dense) {
-      Value* c = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
-      if (!s.stay_on_true) c = b_.CreateNot(c);
-      stay = b_.CreateAnd(act, c);
+      stay = b_.CreateAnd(act, stay_condition(s));
       bad_ = b_.CreateAnd(bad_, act);
     }
     for (size_t i = 0; i < ns; ++i) {
