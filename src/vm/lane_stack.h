@@ -66,7 +66,8 @@ class LaneStack {
   Word* put_slow(uint32_t lane, uint32_t level) {
     if (level < kFlat) {
       if (!row_[level]) {
-        rows_[level] = std::make_unique_for_overwrite<Word[]>(lanes_ * words_);  // written before read
+        rows_[level] =
+            std::make_unique_for_overwrite<Word[]>(lanes_ * words_);  // written before read
         row_[level] = rows_[level].get();
         while (ready_ < kFlat && row_[ready_]) ++ready_;
       }

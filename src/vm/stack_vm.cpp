@@ -52,7 +52,7 @@ struct Leaf {
   size_t ebytes = 0;
   Buffer top;                   // register/full: one event per lane; shared: one event
   Buffer scratch;               // temporary/null: one event per lane of a chunk
-  PoolVector<uint32_t> depth;  // full: stack depth per thread (the top included)
+  PoolVector<uint32_t> depth;   // full: stack depth per thread (the top included)
   LaneStack<uint64_t> below;    // full: the values below the top, in 8-byte words
   size_t words = 0;             // words per event
   bool full() const { return cls == StorageClass::Full && !shared; }
@@ -246,7 +246,7 @@ class StackVM {
   std::vector<PoolVector<uint32_t>> wait_;
   std::vector<uint64_t> bits_;
   LaneStack<uint32_t> pcs_;         // program counters: where each frame returns
-  PoolVector<uint32_t> pc_depth_;  // per lane: frames, counting the halt at the bottom
+  PoolVector<uint32_t> pc_depth_;   // per lane: frames, counting the halt at the bottom
   static constexpr uint8_t kNoGroup = 0xff;
   std::vector<uint8_t> group_of_;  // per block: kNoGroup (an indirect_goto's scratch)
   PoolVector<int64_t> lane_input_;
@@ -260,7 +260,7 @@ class StackVM {
   bool cancelled_ = false;
   bool tracing_ = false;
   std::vector<uint32_t> trace_threads_, trace_depths_;
-  PoolVector<int64_t> lane_steps_;   // --max-steps: blocks the lane's thread started
+  PoolVector<int64_t> lane_steps_;    // --max-steps: blocks the lane's thread started
   std::vector<RuntimeError> failed_;  // --on-error record: the failed threads
   int64_t fail_pos_ = 0;              // execute's failing lane (an index into its list)
   std::vector<int32_t> full_leaves_, output_leaves_;
@@ -584,7 +584,8 @@ class StackVM {
       if (!leaf.borrowed && leaf.ebytes) {
         std::byte* dst = leaf.top.data();
         if (a.batch == 1)
-          for (size_t t = 0; t < L; ++t) std::memcpy(dst + t * leaf.ebytes, a.data.data(), leaf.ebytes);
+          for (size_t t = 0; t < L; ++t)
+            std::memcpy(dst + t * leaf.ebytes, a.data.data(), leaf.ebytes);
         else
           std::memcpy(dst, a.data.data(), L * leaf.ebytes);
       }

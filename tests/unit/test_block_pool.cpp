@@ -56,9 +56,7 @@ TEST_CASE("block pool: Buffers and pooled vectors start zeroed when their block 
   bool zero = true;
   for (size_t i = 0; i < n; ++i) zero = zero && again.data()[i] == std::byte{0};
   CHECK(zero);
-  {
-    PoolVector<int64_t> v(n / 8, -1);
-  }
+  { PoolVector<int64_t> v(n / 8, -1); }
   PoolVector<int64_t> w(n / 8);
   bool z = true;
   for (int64_t x : w) z = z && x == 0;

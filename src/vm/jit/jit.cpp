@@ -200,11 +200,9 @@ class Gen {
                            std::initializer_list<Type*> params) {
     seg_ = &s;
     dense_ = dense;
-    Function* fn =
-        Function::Create(FunctionType::get(b_.getInt64Ty(), ArrayRef<Type*>(params.begin(),
-                                                                            params.size()),
-                                           false),
-                         Function::ExternalLinkage, name, m_);
+    Function* fn = Function::Create(
+        FunctionType::get(b_.getInt64Ty(), ArrayRef<Type*>(params.begin(), params.size()), false),
+        Function::ExternalLinkage, name, m_);
     fn->addFnAttr(Attribute::NoUnwind);
     make_scopes(name, s.slots.size());
     return fn;
@@ -322,7 +320,7 @@ class Gen {
       // A vector compare's lanes are all ones: subtracting them counts (one instruction).
       cnt_next[k] = b_.CreateSub(cnt[k], b_.CreateSExt(act, i64));
       const std::vector<Value*> prev = cur_;  // the values at this iteration's start
-      emit_ops(s);                             // no op may fail here
+      emit_ops(s);                            // no op may fail here
       Value* c = stay_condition(s);
       for (size_t i = 0; i < ns; ++i) {
         if (!written_[i] || s.slots[i].kind != SlotKind::Thread) continue;

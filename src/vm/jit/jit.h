@@ -99,8 +99,7 @@ using DenseFn = int64_t (*)(void* const* base, int64_t n, ActiveWord* active, in
 // a lane whose branch condition leaves the block in iteration k is frozen
 // from then on. counts[k] (k < copies) = the lanes active entering iteration
 // k. Returns the number of lanes still active. No op may fail.
-using DenseMultiFn = int64_t (*)(void* const* base, int64_t n, ActiveWord* active,
-                                 int64_t* counts);
+using DenseMultiFn = int64_t (*)(void* const* base, int64_t n, ActiveWord* active, int64_t* counts);
 
 // A window of one lane (lane 0 of the dense arrays): up to `limit` (>= 1)
 // iterations of the body, stopping after the one whose branch condition
