@@ -55,6 +55,11 @@ class LaneStack {
       return row_[level] + lane;
     return deep_[lane].data() + (level - kFlat);
   }
+  // For compiled code (vm/jit): the rows of the first kFlat levels (those
+  // below *ready_ptr() exist) and their number.
+  Word* const* rows() const { return row_; }
+  const uint32_t* ready_ptr() const { return &ready_; }
+
   // The entry at `level` of `lane`, written before by put (a pop).
   [[gnu::always_inline]] const Word* get(uint32_t lane, uint32_t level) const {
     if (level < kFlat) [[likely]]

@@ -118,6 +118,11 @@ struct CBlock {
   PrimId cmp = PrimId::Eq;
   Ref cmp_a, cmp_b;
   DenseLoop dense;
+  // The whole block compiled (jit::BlockFn, for blocks that are not loops):
+  // its slots' and stacks' leaves; block_base is bound per run (bind_blocks).
+  jit::BlockFn block_fn = nullptr;
+  std::vector<int32_t> block_slots, block_stacks;
+  std::vector<void*> block_base;
   TermKind term = TermKind::Halt;
   int32_t cond = -1;  // Branch: the condition's leaf (or constant, negative - 2)
   uint32_t t1 = 0, t2 = 0;
@@ -129,6 +134,8 @@ struct Constant {
   TensorType type;
   Buffer data;
 };
+
+static_assert(LaneStack<uint64_t>::kFlat == jit::kFlatLevels);
 
 class StackVM {
  public:
@@ -157,11 +164,11 @@ class StackVM {
     bits_.assign((nb + 63) / 64, 0);
     pcs_.init(static_cast<size_t>(lanes_), 1);
     pc_depth_.assign(static_cast<size_t>(lanes_), 0);
-    group_of_.assign(nb, kNoGroup);
     lane_input_.assign(static_cast<size_t>(lanes_), 0);
     set_shared_inputs();
     if (opt_.max_steps > 0) lane_steps_.assign(static_cast<size_t>(lanes_), 0);
     start_all_lanes();
+    bind_blocks();
     live_ = lanes_;
     peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
     tracing_ = opt_.trace && opt_.trace->on();
@@ -247,8 +254,6 @@ class StackVM {
   std::vector<uint64_t> bits_;
   LaneStack<uint32_t> pcs_;         // program counters: where each frame returns
   PoolVector<uint32_t> pc_depth_;   // per lane: frames, counting the halt at the bottom
-  static constexpr uint8_t kNoGroup = 0xff;
-  std::vector<uint8_t> group_of_;  // per block: kNoGroup (an indirect_goto's scratch)
   PoolVector<int64_t> lane_input_;
   std::vector<int64_t> thread_ids_;  // thread_index's operand: lane -> its thread
   std::vector<Array> outputs_;
@@ -930,8 +935,123 @@ class StackVM {
     return std::nullopt;
   }
 
+  // Each lane of the list pushes a frame returning to `ret` (frames count
+  // the halt at the bottom); returns the deepest depth before the push.
+  uint32_t push_frames(const uint32_t* idx, int64_t n, uint32_t ret) {
+    uint32_t* depth = pc_depth_.data();
+    uint32_t deepest = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      uint32_t t = idx[j];
+      uint32_t d = depth[t];
+      deepest = std::max(deepest, d);
+      *pcs_.put1(t, d) = ret;
+      depth[t] = d + 1;
+    }
+    return deepest;
+  }
+
+  // After block b's push_goto pushed the lanes' frames (`deepest`: the
+  // deepest before): past the bound the depths are put back, so that an
+  // error leaves every stack as it was (an entry written above a lane's
+  // depth is never read); the lanes go on to the callee.
+  std::optional<RuntimeError> called(uint32_t b, uint32_t* idx, int64_t n, uint32_t deepest) {
+    const CBlock& cb = blocks_[b];
+    if (deepest > opt_.max_stack_depth) [[unlikely]] {
+      for (int64_t j = 0; j < n; ++j) --pc_depth_[idx[j]];
+      if (auto e = too_deep(b, idx, n)) return e;
+      // --on-error record: the threads at the bound left; the rest push.
+      deepest = push_frames(idx, n, cb.t1);
+    }
+    // Frames now active, the entry's included.
+    peak_depth_ = std::max(peak_depth_, static_cast<int64_t>(deepest) + 1);
+    append_lanes(cb.t2, idx, n);
+    return std::nullopt;
+  }
+
+  // Lanes idx[j] return to block rets[j] (kHalt: the thread is done). The
+  // lanes of one target join its list together, in their order here: one
+  // branch-free pass per target (a chunk mostly returns to one or two).
+  void returned(const uint32_t* idx, const uint32_t* rets, int64_t n) {
+    uint32_t lanes[kChunk], to[kChunk], go[kChunk];
+    const uint32_t* L = idx;
+    const uint32_t* R = rets;
+    for (int round = 0; n > 0; ++round) {
+      if (round == 8) {  // many targets: the rest lane by lane
+        for (int64_t j = 0; j < n; ++j)
+          if (R[j] == kHalt)
+            halt(L[j]);
+          else
+            push_lane(R[j], L[j]);
+        return;
+      }
+      const uint32_t r0 = R[0];
+      int64_t k = 0, rest = 0;
+      for (int64_t j = 0; j < n; ++j) {  // rest <= j: in place from the second round
+        const uint32_t t = L[j], r = R[j];
+        const bool same = r == r0;
+        go[k] = t;
+        lanes[rest] = t;
+        to[rest] = r;
+        k += same;
+        rest += !same;
+      }
+      if (r0 == kHalt)
+        halt_lanes(go, k);
+      else
+        append_lanes(r0, go, k);
+      L = lanes;
+      R = to;
+      n = rest;
+    }
+  }
+
+  // The threads of these lanes are done.
+  void halt_lanes(const uint32_t* lanes, int64_t n) {
+    if (next_input_ >= n_inputs_) {
+      // No input waits for a lane: their outputs in one pass.
+      store_outputs(lanes, n);
+      live_ -= n;
+    } else {
+      for (int64_t j = 0; j < n; ++j) halt(lanes[j]);
+    }
+  }
+
+  // Block b compiled whole, on the chunk's lanes, up to the first that needs
+  // a new stack row (*done: the lanes it ran, which go on to their blocks).
+  std::optional<RuntimeError> run_block(uint32_t b, uint32_t* idx, int64_t n, int64_t* done) {
+    const CBlock& cb = blocks_[b];
+    uint32_t a[kChunk], c[kChunk];
+    const int64_t r = cb.block_fn(cb.block_base.data(), idx, n, a, c, done);
+    const int64_t m = *done;
+    switch (cb.term) {
+      case TermKind::Goto:
+        append_lanes(cb.t1, idx, m);
+        break;
+      case TermKind::Branch:
+        append_lanes(cb.t1, a, r);
+        append_lanes(cb.t2, c, m - r);
+        break;
+      case TermKind::PushGoto:
+        if (m > 0) return called(b, idx, m, static_cast<uint32_t>(r));
+        break;
+      case TermKind::IndirectGoto:
+        returned(idx, a, m);
+        break;
+      default:
+        break;
+    }
+    return std::nullopt;
+  }
+
   std::optional<RuntimeError> run_chunk(uint32_t b, uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
+    if (cb.block_fn) {
+      int64_t done = 0;
+      auto e = run_block(b, idx, n, &done);
+      if (e || done == n) return e;
+      idx += done;  // the rest, interpreted: a lane needs a new stack row
+      n -= done;
+    }
     if (auto e = run_ops(b, idx, n)) return e;
     switch (cb.term) {
       case TermKind::Goto:
@@ -972,87 +1092,23 @@ class StackVM {
         append_lanes(cb.t2, no, nn);
         break;
       }
-      case TermKind::PushGoto: {
-        // Frames, counting the halt at the bottom. One pass pushes and finds
-        // the deepest; past the bound the depths are put back, so that an
-        // error leaves every stack as it was (an entry written above a
-        // lane's depth is never read).
-        uint32_t* depth = pc_depth_.data();
-        uint32_t deepest = 0;
-        const uint32_t ret = cb.t1;
-        for (int64_t j = 0; j < n; ++j) {
-          uint32_t t = idx[j];
-          uint32_t d = depth[t];
-          deepest = std::max(deepest, d);
-          *pcs_.put1(t, d) = ret;
-          depth[t] = d + 1;
-        }
-        if (deepest > opt_.max_stack_depth) [[unlikely]] {
-          for (int64_t j = 0; j < n; ++j) --depth[idx[j]];
-          if (auto e = too_deep(b, idx, n)) return e;
-          // --on-error record: the threads at the bound left; the rest push.
-          deepest = 0;
-          for (int64_t j = 0; j < n; ++j) {
-            uint32_t t = idx[j];
-            uint32_t d = depth[t];
-            deepest = std::max(deepest, d);
-            *pcs_.put1(t, d) = ret;
-            depth[t] = d + 1;
-          }
-        }
-        // Frames now active, the entry's included.
-        peak_depth_ = std::max(peak_depth_, static_cast<int64_t>(deepest) + 1);
-        append_lanes(cb.t2, idx, n);
-        break;
-      }
+      case TermKind::PushGoto:
+        return called(b, idx, n, push_frames(idx, n, cb.t1));
       case TermKind::IndirectGoto: {
-        // Most lanes of a chunk return to the same few blocks: group them
-        // locally and append each group in bulk.
-        // group_of_[block]: the block's group here, or kNoGroup.
-        constexpr int kGroups = 8;
-        uint32_t target[kGroups];
-        uint32_t lanes[kGroups][kChunk];
-        int64_t count[kGroups];
-        int groups = 0;
+        uint32_t rets[kChunk];
         uint32_t* depth = pc_depth_.data();
-        uint8_t* group_of = group_of_.data();
         for (int64_t j = 0; j < n; ++j) {
           uint32_t t = idx[j];
           uint32_t d = depth[t] - 1;
           depth[t] = d;
-          uint32_t r = *pcs_.get1(t, d);
-          if (r == kHalt) [[unlikely]] {
-            halt(t);
-            continue;
-          }
-          uint8_t g = group_of[r];
-          if (g == kNoGroup) [[unlikely]] {
-            if (groups == kGroups) {
-              push_lane(r, t);
-              continue;
-            }
-            g = static_cast<uint8_t>(groups);
-            group_of[r] = g;
-            target[groups] = r;
-            count[groups++] = 0;
-          }
-          lanes[g][count[g]++] = t;
+          rets[j] = *pcs_.get1(t, d);
         }
-        for (int g = 0; g < groups; ++g) {
-          group_of[target[g]] = kNoGroup;
-          append_lanes(target[g], lanes[g], count[g]);
-        }
+        returned(idx, rets, n);
         break;
       }
       case TermKind::Halt:
       case TermKind::Return:
-        if (next_input_ >= n_inputs_) {
-          // No input waits for a lane: the chunk's outputs in one pass.
-          store_outputs(idx, n);
-          live_ -= n;
-        } else {
-          for (int64_t j = 0; j < n; ++j) halt(idx[j]);
-        }
+        halt_lanes(idx, n);
         break;
     }
     return std::nullopt;
@@ -1453,9 +1509,12 @@ class StackVM {
     return jit::supported(op.prim, ds, leaves_[op.outs[0].leaf].type.dtype);
   }
 
-  // ops [first, last) of block bi as a jit segment; slot_leaf gets each slot's leaf.
+  // ops [first, last) of block bi as a jit segment; slot_leaf gets each slot's
+  // leaf. With stack_leaf, the block form (jit::BlockFn): pops and the pushes
+  // of full variables are ops too, and stack_leaf gets each stack's leaf.
   jit::Segment make_segment(uint32_t bi, size_t first, size_t last, bool dense,
-                            std::vector<int32_t>& slot_leaf) {
+                            std::vector<int32_t>& slot_leaf,
+                            std::vector<int32_t>* stack_leaf = nullptr) {
     const CBlock& cb = blocks_[bi];
     jit::Segment seg;
     std::map<int32_t, int32_t> slot_of;
@@ -1469,7 +1528,7 @@ class StackVM {
                 : l.in_scratch() ? jit::SlotKind::Scratch
                                  : jit::SlotKind::Thread;
       sl.keep = false;
-      if (sl.kind == jit::SlotKind::Scratch && !dense) {
+      if (sl.kind == jit::SlotKind::Scratch && !dense && !stack_leaf) {
         // Kept if anything else in the block (or its branch) reads it.
         sl.keep = cb.term == TermKind::Branch && cb.cond == leaf;
         for (size_t i = 0; i < cb.ops.size() && !sl.keep; ++i)
@@ -1493,9 +1552,29 @@ class StackVM {
       }
       return a;
     };
+    std::map<int32_t, int32_t> stack_of;
+    auto stack_op = [&](jit::FOp::Kind kind, int32_t leaf) {
+      auto it = stack_of.find(leaf);
+      if (it == stack_of.end()) {
+        it = stack_of.emplace(leaf, static_cast<int32_t>(stack_leaf->size())).first;
+        stack_leaf->push_back(leaf);
+      }
+      jit::FOp f;
+      f.kind = kind;
+      f.stack = it->second;
+      f.outs.push_back(slot(leaf));
+      seg.ops.push_back(std::move(f));
+    };
     for (size_t i = first; i < last; ++i) {
       const Op& op = cb.ops[i];
+      if (op.kind == Op::Kind::Pop) {  // the block form only
+        for (int32_t l : op.pops) stack_op(jit::FOp::Kind::Pop, l);
+        continue;
+      }
       if (op.shared) continue;  // dense: run once before the loop
+      if (stack_leaf)
+        for (const auto& o : op.outs)
+          if (leaves_[o.leaf].full() && !o.in_place) stack_op(jit::FOp::Kind::Push, o.leaf);
       if (op.kind == Op::Kind::Copy) {
         for (size_t k = 0; k < op.outs.size(); ++k) {
           jit::FOp f;
@@ -1517,7 +1596,87 @@ class StackVM {
       seg.cond = slot(cb.cond);
       seg.stay_on_true = cb.self == 1;
     }
+    if (stack_leaf) {
+      seg.stacks = static_cast<int32_t>(stack_leaf->size());
+      switch (cb.term) {
+        case TermKind::Branch:
+          seg.exit = jit::Exit::Branch;
+          seg.cond = slot(cb.cond);
+          break;
+        case TermKind::PushGoto:
+          seg.exit = jit::Exit::Call;
+          seg.ret_pc = cb.t1;
+          break;
+        case TermKind::IndirectGoto:
+          seg.exit = jit::Exit::Return;
+          break;
+        default:
+          seg.exit = jit::Exit::Goto;
+          break;
+      }
+    }
     return seg;
+  }
+
+  // A full variable whose stack compiled blocks push and pop: a scalar of at
+  // most one 8-byte word.
+  bool word_stack(int32_t l) const {
+    const Leaf& x = leaves_[l];
+    return x.full() && scalar_leaf(l) && x.words == 1 &&
+           (x.ebytes == 1 || x.ebytes == 4 || x.ebytes == 8);
+  }
+
+  // Whether block bi can be compiled whole (jit::BlockFn): not a loop, ending
+  // in goto, branch, push_goto or indirect_goto, every op compilable and
+  // unable to fail, every pushed or popped variable a word_stack.
+  bool block_form(const CBlock& cb) const {
+    if (cb.self >= 0) return false;
+    switch (cb.term) {
+      case TermKind::Goto:
+        if (cb.ops.empty()) return false;  // nothing to gain
+        break;
+      case TermKind::Branch:
+        if (!scalar_leaf(cb.cond)) return false;
+        break;
+      case TermKind::PushGoto:
+      case TermKind::IndirectGoto:
+        break;
+      default:
+        return false;
+    }
+    for (const auto& op : cb.ops) {
+      if (op.kind == Op::Kind::Pop) {
+        for (int32_t l : op.pops)
+          if (!word_stack(l)) return false;
+        continue;
+      }
+      if (!compilable(op)) return false;
+      for (const auto& o : op.outs)
+        if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf)) return false;
+    }
+    return true;
+  }
+
+  // Compiled blocks: each one's base (jit.h, BlockFn), for this run's arrays.
+  void bind_blocks() {
+    for (CBlock& cb : blocks_) {
+      if (!cb.block_fn) continue;
+      auto& base = cb.block_base;
+      base.clear();
+      for (int32_t l : cb.block_slots) {
+        Leaf& x = leaves_[l];
+        base.push_back(x.in_scratch() ? x.scratch.data() : x.top.data());
+      }
+      for (int32_t l : cb.block_stacks) {
+        Leaf& x = leaves_[l];
+        base.push_back(x.depth.data());
+        base.push_back(const_cast<uint64_t**>(x.below.rows()));
+        base.push_back(const_cast<uint32_t*>(x.below.ready_ptr()));
+      }
+      base.push_back(pc_depth_.data());
+      base.push_back(const_cast<uint32_t**>(pcs_.rows()));
+      base.push_back(const_cast<uint32_t*>(pcs_.ready_ptr()));
+    }
   }
 
   // Plans the compiled segments of every block (runs of compilable ops, cut
@@ -1533,10 +1692,29 @@ class StackVM {
     std::vector<uint32_t> dwhere;
     std::vector<std::vector<int32_t>> gslots, dslots;
     size_t nops = 0, fused = 0;
+    std::vector<jit::Segment> bsegs;
+    std::vector<uint32_t> bwhere;
+    // AUTOBATCH_JIT_BLOCKS=0: no block compiled whole (for experiments).
+    const char* bw = std::getenv("AUTOBATCH_JIT_BLOCKS");
+    const bool blocks_whole = !(bw && *bw == '0');
     for (uint32_t bi = 0; bi < blocks_.size(); ++bi) {
       CBlock& cb = blocks_[bi];
       cb.seg_at.assign(cb.ops.size(), -1);
       nops += cb.ops.size();
+      if (blocks_whole && block_form(cb)) {
+        std::vector<int32_t> sl, st;
+        jit::Segment seg = make_segment(bi, 0, cb.ops.size(), false, sl, &st);
+        bool fails = false;
+        for (const auto& f : seg.ops) fails = fails || jit::may_fail(f, seg.slots);
+        if (!fails) {
+          cb.block_slots = std::move(sl);
+          cb.block_stacks = std::move(st);
+          fused += cb.ops.size();
+          bsegs.push_back(std::move(seg));
+          bwhere.push_back(bi);
+          continue;
+        }
+      }
       size_t i = 0;
       const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
       while (i < end) {
@@ -1602,17 +1780,18 @@ class StackVM {
         }
       }
     }
-    if (gsegs.empty() && dsegs.empty()) {
+    if (gsegs.empty() && dsegs.empty() && bsegs.empty()) {
       jit_log_ = "jit: nothing to compile";
       return;
     }
     std::string err;
-    code_ = jit::compile(gsegs, dsegs, &err, &cached_);
+    code_ = jit::compile(gsegs, dsegs, bsegs, &err, &cached_);
     if (!code_) {
       jit_log_ = "jit: " + err + "; interpreting";
       for (auto& cb : blocks_) cb.seg_at.clear();
       return;
     }
+    for (size_t k = 0; k < bwhere.size(); ++k) blocks_[bwhere[k]].block_fn = code_->block[k];
     for (size_t k = 0; k < gwhere.size(); ++k)
       blocks_[gwhere[k].first].segs[gwhere[k].second].fn = code_->gather[k];
     size_t max_slots = 0;
@@ -1632,11 +1811,11 @@ class StackVM {
       max_slots = std::max(max_slots, d.slot_leaf.size());
     }
     dense_.assign(max_slots, std::vector<uint64_t>(kChunk));
-    char line[200];
+    char line[256];
     std::snprintf(line, sizeof line,
-                  "jit: %zu of %zu instructions fused into %zu segments, %zu loop blocks "
-                  "compiled whole, in %.1f ms (",
-                  fused, nops, gsegs.size(), dsegs.size(), code_->seconds * 1e3);
+                  "jit: %zu of %zu instructions fused into %zu segments and %zu blocks, "
+                  "%zu loop blocks compiled whole, in %.1f ms (",
+                  fused, nops, gsegs.size(), bsegs.size(), dsegs.size(), code_->seconds * 1e3);
     jit_log_ = line + code_->detail + (cached_ ? "; cached)" : ")");
     size_t multi = 0;
     for (const auto& seg : dsegs) multi += seg.copies > 1;

@@ -106,7 +106,7 @@ bool supported(PrimId op, const std::vector<DType>& args, DType out) {
 }
 
 bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
-  if (op.copy) return false;
+  if (op.copy || op.kind != FOp::Kind::Compute) return false;
   if (op.prim == PrimId::Div || op.prim == PrimId::Mod) {
     DType d = op.args[0].slot >= 0 ? slots[op.args[0].slot].dtype : op.args[0].dtype;
     if (!is_int(d)) return false;
@@ -125,7 +125,7 @@ bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
 bool available() { return false; }
 
 std::shared_ptr<const Code> compile(const std::vector<Segment>&, const std::vector<Segment>&,
-                                    std::string* error, bool* cached) {
+                                    const std::vector<Segment>&, std::string* error, bool* cached) {
   *cached = false;
   *error = "this build has no JIT (configure with LLVM 15: llvm-15-dev)";
   return nullptr;
@@ -366,6 +366,161 @@ class Gen {
     return fn;
   }
 
+  // The block form (BlockFn): per lane of the list, the block's ops with the
+  // pushes and pops of full variables where they happen, then its exit.
+  Function* block(const Segment& s, const std::string& name) {
+    const size_t ns = s.slots.size();
+    Type* i64 = b_.getInt64Ty();
+    Type* i32 = b_.getInt32Ty();
+    Type* ptr = PointerType::get(ctx_, 0);
+    Function* fn = start_function(s, name, false, {ptr, ptr, i64, ptr, ptr, ptr});
+    auto arg = fn->arg_begin();
+    Value* base = &*arg++;
+    Value* idx = &*arg++;
+    Value* n = &*arg++;
+    Value* out_a = &*arg++;
+    Value* out_b = &*arg++;
+    Value* done = &*arg++;
+
+    BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
+    BasicBlock* loop = BasicBlock::Create(ctx_, "lane", fn);
+    BasicBlock* body = BasicBlock::Create(ctx_, "body", fn);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
+    b_.SetInsertPoint(entry);
+    load_bases(base);
+    // The stacks, the pc stack last: depth, rows, and the rows there are.
+    const size_t nst = static_cast<size_t>(s.stacks) + 1;
+    const size_t pcs = nst - 1;
+    auto at = [&](size_t i) { return b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, i)); };
+    stacks_.assign(nst, {});
+    for (size_t k = 0; k < nst; ++k) {
+      const size_t e = ns + 3 * k;
+      stacks_[k] = {at(e), at(e + 1), b_.CreateLoad(i32, at(e + 2))};
+    }
+    // Per stack: whether the block touches it, its pushes, and the depth its
+    // pops need on entry (one more than the pushes less the pops before each).
+    std::vector<int32_t> pushes(nst, 0), net(nst, 0), need(nst, 0);
+    std::vector<bool> used(nst, false);
+    for (const FOp& o : s.ops) {
+      if (o.kind == FOp::Kind::Compute) continue;
+      const size_t k = static_cast<size_t>(o.stack);
+      used[k] = true;
+      if (o.kind == FOp::Kind::Push) {
+        ++pushes[k];
+        ++net[k];
+      } else {
+        need[k] = std::max(need[k], 1 - net[k]--);
+      }
+    }
+    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
+
+    b_.SetInsertPoint(loop);
+    PHINode* j = b_.CreatePHI(i64, 2);
+    PHINode* acc = b_.CreatePHI(i64, 2);  // Branch: lanes taken; Call: deepest
+    j->addIncoming(b_.getInt64(0), entry);
+    acc->addIncoming(b_.getInt64(0), entry);
+    lane_ = j;
+    LoadInst* tl = b_.CreateLoad(i32, b_.CreateGEP(i32, idx, j));
+    tag(tl, ns);
+    slot_index_ = b_.CreateZExt(tl, i64);
+    // Before the lane changes anything: its stacks hold what the block pops,
+    // and every level it will touch has its row (a variable stack at depth d
+    // with p pushes here touches levels up to d + p - 2; the pc stack, level
+    // d for a call and d - 1 for a return). If not, the lanes from here on
+    // are the interpreter's, which makes rows, goes deeper than the rows go,
+    // and reports a pop of an empty stack.
+    Value* ok = b_.getTrue();
+    for (size_t k = 0; k < nst; ++k) {
+      const bool pc = k == pcs;
+      if (pc ? (s.exit != Exit::Call && s.exit != Exit::Return) : !used[k]) continue;
+      Value* d = b_.CreateLoad(i32, b_.CreateGEP(i32, stacks_[k].depth, slot_index_));
+      // touched < ready, as d + extra <= ready (all values small: no overflow)
+      int32_t extra = pc ? (s.exit == Exit::Call ? 1 : 0) : pushes[k] - 1;
+      Value* lhs = b_.CreateAdd(b_.CreateZExt(d, i64),
+                                b_.getInt64(static_cast<uint64_t>(static_cast<int64_t>(extra))));
+      ok = b_.CreateAnd(ok, b_.CreateICmpSLE(lhs, b_.CreateZExt(stacks_[k].ready, i64)));
+      if (!pc && need[k] > 0)
+        ok = b_.CreateAnd(ok, b_.CreateICmpUGE(d, b_.getInt32(static_cast<uint32_t>(need[k]))));
+    }
+    b_.CreateCondBr(ok, body, exit);
+
+    b_.SetInsertPoint(body);
+    cur_.assign(ns, nullptr);
+    old_.assign(ns, nullptr);
+    written_.assign(ns, false);
+    bad_ = b_.getFalse();
+    for (const FOp& o : s.ops) {
+      if (o.kind == FOp::Kind::Push) {
+        push(o.stack, o.outs[0]);
+      } else if (o.kind == FOp::Kind::Pop) {
+        pop(o.stack, o.outs[0]);
+      } else {
+        cur_[o.outs[0]] = op(o);
+        written_[o.outs[0]] = true;
+      }
+    }
+    Value* acc_next = acc;
+    switch (s.exit) {
+      case Exit::Goto:
+        break;
+      case Exit::Branch: {
+        Value* c = b_.CreateZExt(b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0)), i64);
+        b_.CreateStore(tl, b_.CreateGEP(i32, out_a, acc));
+        b_.CreateStore(tl, b_.CreateGEP(i32, out_b, b_.CreateSub(j, acc)));
+        acc_next = b_.CreateAdd(acc, c);
+        break;
+      }
+      case Exit::Call: {
+        Value* dp = b_.CreateGEP(i32, stacks_[pcs].depth, slot_index_);
+        Value* d = b_.CreateLoad(i32, dp);
+        Value* d64 = b_.CreateZExt(d, i64);
+        acc_next = b_.CreateSelect(b_.CreateICmpUGT(d64, acc), d64, acc);
+        put_word(pcs, d, b_.getInt32(s.ret_pc), true);
+        b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
+        break;
+      }
+      case Exit::Return: {
+        Value* dp = b_.CreateGEP(i32, stacks_[pcs].depth, slot_index_);
+        Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
+        b_.CreateStore(d, dp);
+        b_.CreateStore(get_word(pcs, d, true), b_.CreateGEP(i32, out_a, j));
+        break;
+      }
+    }
+    for (size_t i = 0; i < ns; ++i) {
+      if (!written_[i] || s.slots[i].kind != SlotKind::Thread) continue;
+      StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
+      tag(st, i);
+    }
+    Value* jn = b_.CreateAdd(j, b_.getInt64(1));
+    BasicBlock* loop_end = b_.GetInsertBlock();
+    j->addIncoming(jn, loop_end);
+    acc->addIncoming(acc_next, loop_end);
+    BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit);
+    MDNode* loop_id = MDNode::getDistinct(
+        ctx_, {nullptr,
+               MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                  ConstantAsMetadata::get(b_.getFalse())}),
+               MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")})});
+    loop_id->replaceOperandWith(0, loop_id);
+    back->setMetadata(LLVMContext::MD_loop, loop_id);
+
+    // From the entry (no lanes), a lane that needs a new row (j lanes done),
+    // or the end of the list.
+    b_.SetInsertPoint(exit);
+    PHINode* r = b_.CreatePHI(i64, 3);
+    r->addIncoming(b_.getInt64(0), entry);
+    r->addIncoming(acc, loop);
+    r->addIncoming(acc_next, loop_end);
+    PHINode* count = b_.CreatePHI(i64, 3);
+    count->addIncoming(b_.getInt64(0), entry);
+    count->addIncoming(j, loop);
+    count->addIncoming(jn, loop_end);
+    b_.CreateStore(count, done);
+    b_.CreateRet(r);
+    return fn;
+  }
+
  private:
   LLVMContext& ctx_;
   Module& m_;
@@ -379,6 +534,98 @@ class Gen {
   std::vector<Value*> old_;     // each Thread slot's value at the lane's start (dense)
   std::vector<bool> written_;
   std::vector<MDNode*> scope_, noalias_;
+
+  // Block form: one stack's pointers (see BlockFn).
+  struct StackPtrs {
+    Value* depth = nullptr;  // uint32_t per lane
+    Value* rows = nullptr;   // Word* per level < kFlatLevels
+    Value* ready = nullptr;  // uint32_t: rows allocated (read once: the code allocates none)
+  };
+  std::vector<StackPtrs> stacks_;
+
+  // The address of this lane's entry at `level` (i32) of stack k: in its
+  // row (the lane's check made sure the row exists).
+  Value* entry_address(size_t k, Value* level, bool pc) {
+    Type* ptr = PointerType::get(ctx_, 0);
+    Value* row = b_.CreateLoad(
+        ptr, b_.CreateGEP(ptr, stacks_[k].rows, b_.CreateZExt(level, b_.getInt64Ty())));
+    return b_.CreateGEP(pc ? b_.getInt32Ty() : b_.getInt64Ty(), row, slot_index_);
+  }
+  void put_word(size_t k, Value* level, Value* w, bool pc) {
+    b_.CreateStore(w, entry_address(k, level, pc));
+  }
+  Value* get_word(size_t k, Value* level, bool pc) {
+    return b_.CreateLoad(pc ? b_.getInt32Ty() : b_.getInt64Ty(), entry_address(k, level, pc));
+  }
+  // A value as the 8-byte word a stack holds (zero-extended), and back.
+  Value* to_word(Value* v, DType d) {
+    Type* i64 = b_.getInt64Ty();
+    switch (d) {
+      case DType::F64:
+        return b_.CreateBitCast(v, i64);
+      case DType::F32:
+        return b_.CreateZExt(b_.CreateBitCast(v, b_.getInt32Ty()), i64);
+      case DType::I64:
+        return v;
+      default:
+        return b_.CreateZExt(v, i64);
+    }
+  }
+  Value* from_word(Value* w, DType d) {
+    switch (d) {
+      case DType::F64:
+        return b_.CreateBitCast(w, b_.getDoubleTy());
+      case DType::F32:
+        return b_.CreateBitCast(b_.CreateTrunc(w, b_.getInt32Ty()), b_.getFloatTy());
+      case DType::I64:
+        return w;
+      default:
+        return b_.CreateTrunc(w, ty(d));
+    }
+  }
+  // The full variable in slot s pushes its top on stack k: one more level;
+  // the old top goes below (a lane's first value has nothing below it).
+  void push(int32_t k, int32_t s) {
+    Type* i32 = b_.getInt32Ty();
+    Value* w = to_word(read(Arg{s}), seg_->slots[s].dtype);
+    Value* dp = b_.CreateGEP(i32, stacks_[k].depth, slot_index_);
+    Value* d = b_.CreateLoad(i32, dp);
+    b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
+    Function* fn = b_.GetInsertBlock()->getParent();
+    BasicBlock* spill = BasicBlock::Create(ctx_, "spill", fn);
+    BasicBlock* done = BasicBlock::Create(ctx_, "pushed", fn);
+    b_.CreateCondBr(b_.CreateICmpNE(d, b_.getInt32(0)), spill, done);
+    b_.SetInsertPoint(spill);
+    put_word(static_cast<size_t>(k), b_.CreateSub(d, b_.getInt32(1)), w, false);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+  // Slot s's full variable pops stack k: the value below becomes the top
+  // (none below: the top keeps its old bits, as in the interpreter).
+  void pop(int32_t k, int32_t s) {
+    Type* i32 = b_.getInt32Ty();
+    Value* old = read(Arg{s});
+    Value* dp = b_.CreateGEP(i32, stacks_[k].depth, slot_index_);
+    Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
+    b_.CreateStore(d, dp);
+    Function* fn = b_.GetInsertBlock()->getParent();
+    BasicBlock* before = b_.GetInsertBlock();
+    BasicBlock* fill = BasicBlock::Create(ctx_, "fill", fn);
+    BasicBlock* done = BasicBlock::Create(ctx_, "popped", fn);
+    b_.CreateCondBr(b_.CreateICmpNE(d, b_.getInt32(0)), fill, done);
+    b_.SetInsertPoint(fill);
+    Value* v = from_word(get_word(static_cast<size_t>(k), b_.CreateSub(d, b_.getInt32(1)), false),
+                         seg_->slots[s].dtype);
+    BasicBlock* fill_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    PHINode* p = b_.CreatePHI(old->getType(), 2);
+    p->addIncoming(old, before);
+    p->addIncoming(v, fill_end);
+    cur_[s] = p;
+    written_[s] = true;
+  }
+
   Value* lane_ = nullptr;        // j
   Value* slot_index_ = nullptr;  // idx[j] (gather)
   Value* bad_ = nullptr;         // i1: a check failed in this lane
@@ -773,10 +1020,11 @@ class Gen {
 std::atomic<uint64_t> module_counter{0};
 
 // What identifies a module: every segment, field by field.
-std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segment>& dense) {
+std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segment>& dense,
+                      const std::vector<Segment>& blocks) {
   std::string k;
   auto num = [&](uint64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  for (const auto* list : {&gather, &dense}) {
+  for (const auto* list : {&gather, &dense, &blocks}) {
     num(list->size());
     for (const Segment& s : *list) {
       num(s.slots.size());
@@ -786,7 +1034,8 @@ std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segm
       num(s.ops.size());
       for (const FOp& o : s.ops) {
         num(static_cast<uint64_t>(o.copy) | static_cast<uint64_t>(o.prim) << 8 |
-            static_cast<uint64_t>(o.cast_to) << 24);
+            static_cast<uint64_t>(o.cast_to) << 24 | static_cast<uint64_t>(o.kind) << 32);
+        num(static_cast<uint64_t>(static_cast<int64_t>(o.stack)));
         num(o.args.size());
         for (const Arg& a : o.args) {
           num(static_cast<uint64_t>(static_cast<int64_t>(a.slot)));
@@ -799,30 +1048,34 @@ std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segm
       num(static_cast<uint64_t>(static_cast<int64_t>(s.cond)));
       num(s.stay_on_true);
       num(static_cast<uint64_t>(static_cast<int64_t>(s.copies)));
+      num(static_cast<uint64_t>(s.exit) | static_cast<uint64_t>(s.ret_pc) << 8);
+      num(static_cast<uint64_t>(s.stacks));
     }
   }
   return k;
 }
 
 std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
-                                           const std::vector<Segment>& dense, std::string* error);
+                                           const std::vector<Segment>& dense,
+                                           const std::vector<Segment>& blocks, std::string* error);
 
 }  // namespace
 
 bool available() { return engine().jit != nullptr; }
 
 std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
-                                    const std::vector<Segment>& dense, std::string* error,
+                                    const std::vector<Segment>& dense,
+                                    const std::vector<Segment>& blocks, std::string* error,
                                     bool* cached) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const Code> > cache;
-  std::string key = cache_key(gather, dense);
+  std::string key = cache_key(gather, dense, blocks);
   // One compilation at a time; a second run of the same program waits for the first's code.
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   *cached = it != cache.end();
   if (*cached) return it->second;
-  std::shared_ptr<const Code> code = compile_module(gather, dense, error);
+  std::shared_ptr<const Code> code = compile_module(gather, dense, blocks, error);
   if (code) cache.emplace(std::move(key), code);
   return code;
 }
@@ -851,7 +1104,8 @@ std::string light_pipeline() {
 }
 
 std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
-                                           const std::vector<Segment>& dense, std::string* error) {
+                                           const std::vector<Segment>& dense,
+                                           const std::vector<Segment>& blocks, std::string* error) {
   auto cpu_ms = [] {
     timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -869,26 +1123,44 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
     return nullptr;
   }
   auto ctx = std::make_unique<LLVMContext>();
+  // Two modules, each with its own code generation: the segments and loop
+  // bodies (m), and the blocks compiled whole (mb). Modules of gather
+  // segments only (no dense loop) get cheap code generation (see
+  // codegen_level); the whole blocks always get the full one, which makes
+  // their loops about twice as fast (fib) and costs little, their code being
+  // short.
   auto m = std::make_unique<Module>("autobatch", *ctx);
-  m->setDataLayout(e.jit->getDataLayout());
-  auto jtmb = orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb) {
-    *error = toString(jtmb.takeError());
-    return nullptr;
-  }
-  // Modules of gather segments only (no dense loop): cheap code generation
-  // (see codegen_level).
+  auto mb = std::make_unique<Module>("autobatch_blocks", *ctx);
   const bool light = dense.empty();
-  jtmb->setCodeGenOptLevel(codegen_level(light));
-  auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    *error = toString(tm.takeError());
-    return nullptr;
+  auto machine = [&](CodeGenOpt::Level level) -> std::unique_ptr<TargetMachine> {
+    auto jtmb = orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) {
+      *error = toString(jtmb.takeError());
+      return nullptr;
+    }
+    jtmb->setCodeGenOptLevel(level);
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) {
+      *error = toString(tm.takeError());
+      return nullptr;
+    }
+    return std::move(*tm);
+  };
+  std::unique_ptr<TargetMachine> tm = machine(codegen_level(light));
+  std::unique_ptr<TargetMachine> tmb = blocks.empty() ? nullptr : machine(CodeGenOpt::Default);
+  if (!tm || (!blocks.empty() && !tmb)) return nullptr;
+  for (Module* x : {m.get(), mb.get()}) {
+    x->setDataLayout(e.jit->getDataLayout());
+    x->setTargetTriple(tm->getTargetTriple().str());
   }
-  m->setTargetTriple((*tm)->getTargetTriple().str());
   const std::string prefix = "ab" + std::to_string(module_counter++) + "_";
-  std::vector<std::string> gnames, dnames, mnames, snames;
+  std::vector<std::string> gnames, dnames, mnames, snames, bnames;
   {
+    Gen gb(*ctx, *mb);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      bnames.push_back(prefix + "b" + std::to_string(i));
+      gb.block(blocks[i], bnames.back());
+    }
     Gen g(*ctx, *m);
     for (size_t i = 0; i < gather.size(); ++i) {
       gnames.push_back(prefix + "g" + std::to_string(i));
@@ -903,62 +1175,75 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
       if (!snames.back().empty()) g.dense_solo(dense[i], snames.back());
     }
   }
-  const std::string cpu = (*tm)->getTargetCPU().str();
-  const std::string features = (*tm)->getTargetFeatureString().str();
-  for (Function& f : *m) {
-    if (f.isDeclaration()) continue;
-    f.addFnAttr("target-cpu", cpu);
-    f.addFnAttr("target-features", features);
-  }
-  std::string verr;
-  raw_string_ostream vs(verr);
-  if (verifyModule(*m, &vs)) {
-    *error = "internal error: generated code does not verify: " + vs.str();
-    return nullptr;
+  const std::string cpu = tm->getTargetCPU().str();
+  const std::string features = tm->getTargetFeatureString().str();
+  for (Module* x : {m.get(), mb.get()})
+    for (Function& f : *x) {
+      if (f.isDeclaration()) continue;
+      f.addFnAttr("target-cpu", cpu);
+      f.addFnAttr("target-features", features);
+    }
+  for (Module* x : {m.get(), mb.get()}) {
+    std::string verr;
+    raw_string_ostream vs(verr);
+    if (verifyModule(*x, &vs)) {
+      *error = "internal error: generated code does not verify: " + vs.str();
+      return nullptr;
+    }
   }
   double t_gen = ms();
-  {
+  // The IR passes: O2 for loop bodies (to vectorise them), else a short pipeline.
+  auto optimise = [&](Module& x, TargetMachine* t, bool short_pipeline) {
     LoopAnalysisManager lam;
     FunctionAnalysisManager fam;
     CGSCCAnalysisManager cgam;
     ModuleAnalysisManager mam;
-    PassBuilder pb(tm->get());
+    PassBuilder pb(t);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    if (light) {
+    if (short_pipeline) {
       ModulePassManager mpm;
       if (auto err = pb.parsePassPipeline(mpm, light_pipeline())) {
         *error = "internal error: " + toString(std::move(err));
-        return nullptr;
+        return false;
       }
-      mpm.run(*m, mam);
+      mpm.run(x, mam);
     } else {
-      pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2).run(*m, mam);
+      pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2).run(x, mam);
     }
-  }
+    return true;
+  };
+  if (!optimise(*m, tm.get(), light)) return nullptr;
+  if (tmb && !optimise(*mb, tmb.get(), true)) return nullptr;
   double t_opt = ms();
-  // AUTOBATCH_JIT_DUMP=1 prints the optimised module (to see what vectorised).
-  if (const char* dump = std::getenv("AUTOBATCH_JIT_DUMP"); dump && *dump == '1')
+  // AUTOBATCH_JIT_DUMP=1 prints the optimised modules (to see what vectorised).
+  if (const char* dump = std::getenv("AUTOBATCH_JIT_DUMP"); dump && *dump == '1') {
     m->print(errs(), nullptr);
-  // Machine code with this module's own target machine (its opt level), then
-  // linked into the session as an object.
-  auto object = orc::SimpleCompiler(**tm)(*m);
-  if (!object) {
-    *error = toString(object.takeError());
-    return nullptr;
+    if (tmb) mb->print(errs(), nullptr);
   }
+  // Machine code with each module's own target machine (its opt level), then
+  // linked into the session as objects.
   auto code = std::make_unique<LlvmCode>();
   code->tracker = e.jit->getMainJITDylib().createResourceTracker();
-  if (auto err = e.jit->addObjectFile(code->tracker, std::move(*object))) {
-    *error = toString(std::move(err));
-    return nullptr;
+  std::vector<std::pair<Module*, TargetMachine*> > units{{m.get(), tm.get()}};
+  if (tmb) units.push_back({mb.get(), tmb.get()});
+  for (auto [x, t] : units) {
+    auto object = orc::SimpleCompiler(*t)(*x);
+    if (!object) {
+      *error = toString(object.takeError());
+      return nullptr;
+    }
+    if (auto err = e.jit->addObjectFile(code->tracker, std::move(*object))) {
+      *error = toString(std::move(err));
+      return nullptr;
+    }
   }
   // One lookup for every function: the module is compiled once, as a whole.
   orc::SymbolLookupSet names;
-  for (const auto* list : {&gnames, &dnames, &mnames, &snames})
+  for (const auto* list : {&gnames, &dnames, &mnames, &snames, &bnames})
     for (const auto& n : *list)
       if (!n.empty()) names.add(e.jit->mangleAndIntern(n));
   auto syms = e.jit->getExecutionSession().lookup(
@@ -971,6 +1256,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
     return (*syms)[e.jit->mangleAndIntern(n)].getAddress();
   };
   for (const auto& n : gnames) code->gather.push_back(reinterpret_cast<GatherFn>(address(n)));
+  for (const auto& n : bnames) code->block.push_back(reinterpret_cast<BlockFn>(address(n)));
   for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
   for (const auto& n : mnames)
     code->dense_multi.push_back(n.empty() ? nullptr : reinterpret_cast<DenseMultiFn>(address(n)));

@@ -60,7 +60,25 @@ struct Arg {
   uint64_t bits = 0;  // the constant's bytes, little-endian
 };
 
+// Block form: how a whole block ends (its terminator).
+enum class Exit : uint8_t {
+  Goto,    // every lane goes on to one block (the VM moves the list)
+  Branch,  // lanes split on the bool slot `cond`
+  Call,    // push_goto: each lane pushes `ret_pc` on its pc stack
+  Return,  // indirect_goto: each lane pops its pc stack
+};
+
+// The VM's per-lane stacks (vm/lane_stack.h) hold their first kFlatLevels
+// levels in rows the compiled code addresses directly.
+constexpr uint32_t kFlatLevels = 32;
+
 struct FOp {
+  // Push and Pop (block form only): the full variable whose top is slot
+  // outs[0] pushes its top onto stack `stack` (the op writing its new top
+  // follows) or pops the stack into its top.
+  enum class Kind : uint8_t { Compute, Push, Pop };
+  Kind kind = Kind::Compute;
+  int32_t stack = -1;
   bool copy = false;  // out[0] = args[0]
   PrimId prim = PrimId::Add;
   DType cast_to = DType::I64;  // Cast only
@@ -78,6 +96,11 @@ struct Segment {
   // many times per lane (values in registers between iterations). Only for
   // bodies where no op may fail.
   int32_t copies = 1;
+  // Block form only: how the block ends, the stacks its Push and Pop ops
+  // use, and (Call) the block the new frame returns to.
+  Exit exit = Exit::Goto;
+  int32_t stacks = 0;
+  uint32_t ret_pc = 0;
 };
 
 // Whether `op` with these operand dtypes (all scalar) can be compiled.
@@ -108,6 +131,22 @@ using DenseMultiFn = int64_t (*)(void* const* base, int64_t n, ActiveWord* activ
 // active[0] = 0 if the lane left. No op may fail.
 using DenseSoloFn = int64_t (*)(void* const* base, int64_t limit, ActiveWord* active);
 
+// Block form: a whole block that is not a loop (its ops, the pushes and pops
+// of full variables, its terminator) as one loop over the chunk's lane list,
+// for recursion, whose blocks are short. Slots as in the gather form; after
+// the slots, base holds three entries per stack k < stacks and then three
+// for the pc stack: the per-lane depth (uint32_t*), the rows of the first
+// kFlatLevels levels (Word* const*: uint64_t words of variables, uint32_t
+// pcs) and the number of rows allocated (const uint32_t*). The code touches
+// rows only: it stops before the first lane that would need a row not yet
+// allocated (*done = the lanes run, in list order; the VM interprets the
+// rest). No op may fail. Returns, by exit, for the lanes run: Branch, the
+// number whose condition holds (listed in out_a, the others in out_b); Call,
+// the deepest pc depth before the push; Return, 0, each lane's return block
+// in out_a[j]; Goto, 0.
+using BlockFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n, uint32_t* out_a,
+                            uint32_t* out_b, int64_t* done);
+
 class Code {
  public:
   virtual ~Code() = default;
@@ -115,6 +154,7 @@ class Code {
   std::vector<DenseFn> dense;             // one per requested dense segment
   std::vector<DenseMultiFn> dense_multi;  // per dense segment: null unless copies > 1
   std::vector<DenseSoloFn> dense_solo;    // per dense segment: null unless copies > 1
+  std::vector<BlockFn> block;             // one per requested block
   double seconds = 0;                     // wall time of code generation and compilation
   std::string detail;                     // where that time went
 };
@@ -125,7 +165,8 @@ class Code {
 // program run again (benchmarks, a batch sharded over threads) compiles once
 // (*cached tells; `seconds` is then the first compilation's).
 std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
-                                    const std::vector<Segment>& dense, std::string* error,
+                                    const std::vector<Segment>& dense,
+                                    const std::vector<Segment>& blocks, std::string* error,
                                     bool* cached);
 
 }  // namespace ab::jit
