@@ -985,6 +985,15 @@ class StackVM {
         return;
       }
       const uint32_t r0 = R[0];
+      bool one = true;  // every lane goes back to r0 (often, after a first split)
+      for (int64_t j = 0; j < n; ++j) one &= R[j] == r0;
+      if (one) {
+        if (r0 == kHalt)
+          halt_lanes(L, n);
+        else
+          append_lanes(r0, L, n);
+        return;
+      }
       int64_t k = 0, rest = 0;
       for (int64_t j = 0; j < n; ++j) {  // rest <= j: in place from the second round
         const uint32_t t = L[j], r = R[j];
