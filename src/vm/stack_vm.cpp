@@ -1703,9 +1703,15 @@ class StackVM {
     size_t nops = 0, fused = 0;
     std::vector<jit::Segment> bsegs;
     std::vector<uint32_t> bwhere;
-    // AUTOBATCH_JIT_BLOCKS=0: no block compiled whole (for experiments).
+    // Blocks compile whole in programs with calls, whose blocks run once per
+    // call (recursion: many times per thread); elsewhere they run about once
+    // per thread and would not repay their compilation (some 10 ms: they get
+    // full code generation). AUTOBATCH_JIT_BLOCKS=0: never (for experiments).
     const char* bw = std::getenv("AUTOBATCH_JIT_BLOCKS");
-    const bool blocks_whole = !(bw && *bw == '0');
+    bool blocks_whole = !(bw && *bw == '0');
+    bool calls = false;
+    for (const auto& cb : blocks_) calls = calls || cb.term == TermKind::PushGoto;
+    blocks_whole = blocks_whole && calls;
     for (uint32_t bi = 0; bi < blocks_.size(); ++bi) {
       CBlock& cb = blocks_[bi];
       cb.seg_at.assign(cb.ops.size(), -1);
