@@ -228,7 +228,7 @@ class ProgramInterpreter {
           next = labels_.at(t.target.name);
           break;
         case TermKind::PushGoto:
-          if (static_cast<int64_t>(pcs.size()) > opt_.max_stack_depth)
+          if (static_cast<int64_t>(pcs.size()) >= opt_.max_stack_depth)
             return error(t.loc,
                          stack_depth_message(opt_.max_stack_depth, owner_function(t.target2.name)));
           pcs.push_back(labels_.at(t.target.name));

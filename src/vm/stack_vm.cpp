@@ -951,12 +951,13 @@ class StackVM {
   }
 
   // After block b's push_goto pushed the lanes' frames (`deepest`: the
-  // deepest before): past the bound the depths are put back, so that an
-  // error leaves every stack as it was (an entry written above a lane's
-  // depth is never read); the lanes go on to the callee.
+  // deepest before): past the bound (a lane with as many frames as the bound
+  // allows cannot call) the depths are put back, so that an error leaves
+  // every stack as it was (an entry written above a lane's depth is never
+  // read); the lanes go on to the callee.
   std::optional<RuntimeError> called(uint32_t b, uint32_t* idx, int64_t n, uint32_t deepest) {
     const CBlock& cb = blocks_[b];
-    if (deepest > opt_.max_stack_depth) [[unlikely]] {
+    if (deepest >= opt_.max_stack_depth) [[unlikely]] {
       for (int64_t j = 0; j < n; ++j) --pc_depth_[idx[j]];
       if (auto e = too_deep(b, idx, n)) return e;
       // --on-error record: the threads at the bound left; the rest push.
@@ -1129,7 +1130,7 @@ class StackVM {
     const CBlock& cb = blocks_[b];
     auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
     for (int64_t j = 0; j < n;) {
-      if (pc_depth_[idx[j]] <= opt_.max_stack_depth) {
+      if (pc_depth_[idx[j]] < opt_.max_stack_depth) {
         ++j;
         continue;
       }

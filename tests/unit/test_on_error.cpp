@@ -283,19 +283,68 @@ func down(n: i64) -> i64 {
 )";
   const std::vector<int64_t> n = {5, 60, 10, 100, 3};
   const Program p = compiled(text, false);
+  // Bound 20: the threads reach it in the stack VM's compiled call block
+  // (its code reads the first 32 levels in place), which hands the chunk
+  // back; bound 50: in the interpreter, past those levels.
+  for (int bound : {50, 20}) {
+    for (const char* vm : {"stack", "stackless", "reference"}) {
+      CAPTURE(bound);
+      CAPTURE(vm);
+      RunOptions o;
+      o.vm = vm;
+      o.max_stack_depth = bound;
+      o.on_error = OnError::Record;
+      RunResult r = p.run({ArrayView::of(n.data(), 5)}, o);
+      REQUIRE_FALSE(r.runtime_error);
+      REQUIRE(r.errors.size() == 2);
+      CHECK(r.errors[0].thread == 1);
+      CHECK(r.errors[1].thread == 3);
+      CHECK(r.errors[0].error.message.find("stack depth limit of " + std::to_string(bound)) == 0);
+      CHECK(i64s(r.outputs[0]) == std::vector<int64_t>{5, 0, 10, 0, 3});
+    }
+  }
+}
+
+TEST_CASE("on-error record: a thread at --max-stack-depth fails, one a frame short in its step goes on") {
+  // Thread 1 enters `down` through `wrap`, one frame deeper than thread 0,
+  // and the schedule runs their calls in the same steps: thread 1 exceeds
+  // the bound in the step where thread 0 makes its last call, which must
+  // push exactly one frame (the stack VM pushes the step's frames, then
+  // takes them back when one is over the bound).
+  const char* text = R"(# entry: main
+func down(n: i64) -> i64 {
+  if n <= 0 {
+    return 0
+  }
+  return down(n - 1) + 1
+}
+func wrap(n: i64) -> i64 {
+  return down(n) + 100
+}
+func main(n: i64, extra: i64) -> i64 {
+  if extra > 0 {
+    return wrap(n)
+  }
+  return down(n)
+}
+)";
+  const std::vector<int64_t> n = {18, 30, 5}, extra = {0, 1, 1};
+  const Program p = compiled(text, false);
   for (const char* vm : {"stack", "stackless", "reference"}) {
-    CAPTURE(vm);
-    RunOptions o;
-    o.vm = vm;
-    o.max_stack_depth = 50;
-    o.on_error = OnError::Record;
-    RunResult r = p.run({ArrayView::of(n.data(), 5)}, o);
-    REQUIRE_FALSE(r.runtime_error);
-    REQUIRE(r.errors.size() == 2);
-    CHECK(r.errors[0].thread == 1);
-    CHECK(r.errors[1].thread == 3);
-    CHECK(r.errors[0].error.message.find("stack depth limit of 50") == 0);
-    CHECK(i64s(r.outputs[0]) == std::vector<int64_t>{5, 0, 10, 0, 3});
+    for (bool jit : {true, false}) {
+      CAPTURE(vm);
+      CAPTURE(jit);
+      RunOptions o;
+      o.vm = vm;
+      o.jit = jit;
+      o.max_stack_depth = 20;
+      o.on_error = OnError::Record;
+      RunResult r = p.run({ArrayView::of(n.data(), 3), ArrayView::of(extra.data(), 3)}, o);
+      REQUIRE_FALSE(r.runtime_error);
+      REQUIRE(r.errors.size() == 1);
+      CHECK(r.errors[0].thread == 1);
+      CHECK(i64s(r.outputs[0]) == std::vector<int64_t>{18, 0, 105});
+    }
   }
 }
 
