@@ -305,7 +305,7 @@ func down(n: i64) -> i64 {
   }
 }
 
-TEST_CASE("on-error record: a thread at --max-stack-depth fails, one a frame short in its step goes on") {
+TEST_CASE("on-error record: at --max-stack-depth one thread fails, one a frame short goes on") {
   // Thread 1 enters `down` through `wrap`, one frame deeper than thread 0,
   // and the schedule runs their calls in the same steps: thread 1 exceeds
   // the bound in the step where thread 0 makes its last call, which must
