@@ -1689,9 +1689,10 @@ class StackVM {
     }
   }
 
-  // Plans the compiled segments of every block (runs of compilable ops, cut
-  // where a full variable would be pushed twice) and the dense bodies of
-  // loop blocks, compiles them all as one module, and keeps the code.
+  // Plans the blocks compiled whole (block_form, in programs with calls), the
+  // compiled segments of the other blocks (runs of compilable ops, cut where
+  // a full variable would be pushed twice) and the dense bodies of loop
+  // blocks, compiles them all, and keeps the code.
   void build_jit() {
     if (!jit::available()) {
       jit_log_ = "jit: off (this build has no JIT)";

@@ -344,11 +344,7 @@ class Gen {
     j->addIncoming(jn, loop_end);
     count->addIncoming(count_next, loop_end);
     for (int k = 0; k < copies; ++k) cnt[k]->addIncoming(cnt_next[k], loop_end);
-    BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit);
-    MDNode* loop_id = MDNode::getDistinct(
-        ctx_, {nullptr, MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")})});
-    loop_id->replaceOperandWith(0, loop_id);
-    back->setMetadata(LLVMContext::MD_loop, loop_id);
+    mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit), true);
 
     b_.SetInsertPoint(exit);
     PHINode* c = b_.CreatePHI(i64, 2);
@@ -496,14 +492,7 @@ class Gen {
     BasicBlock* loop_end = b_.GetInsertBlock();
     j->addIncoming(jn, loop_end);
     acc->addIncoming(acc_next, loop_end);
-    BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit);
-    MDNode* loop_id = MDNode::getDistinct(
-        ctx_, {nullptr,
-               MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-                                  ConstantAsMetadata::get(b_.getFalse())}),
-               MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")})});
-    loop_id->replaceOperandWith(0, loop_id);
-    back->setMetadata(LLVMContext::MD_loop, loop_id);
+    mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit), false);
 
     // From the entry (no lanes), a lane that needs a new row (j lanes done),
     // or the end of the list.
@@ -875,6 +864,19 @@ class Gen {
     }
   }
 
+  // The loop whose back edge is `back` is never unrolled, and vectorised only
+  // if `vectorise` (otherwise LLVM is told not to).
+  void mark_loop(BranchInst* back, bool vectorise) {
+    std::vector<Metadata*> ops{nullptr};
+    if (!vectorise)
+      ops.push_back(MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                       ConstantAsMetadata::get(b_.getFalse())}));
+    ops.push_back(MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")}));
+    MDNode* loop_id = MDNode::getDistinct(ctx_, ops);
+    loop_id->replaceOperandWith(0, loop_id);
+    back->setMetadata(LLVMContext::MD_loop, loop_id);
+  }
+
   // Alias scopes: one per slot, then the lane list / active mask.
   void make_scopes(const std::string& name, size_t ns) {
     MDBuilder md(ctx_);
@@ -975,26 +977,9 @@ class Gen {
     j->addIncoming(jn, loop_end);
     bad_acc->addIncoming(bad_next, loop_end);
     if (count) count->addIncoming(count_next, loop_end);
-    BranchInst* back = b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit);
     // The gather form cannot use SIMD (no scatter on AVX2): keep it a plain
     // loop, which also keeps compile time low. The dense form vectorises.
-    {
-      std::vector<Metadata*> ops{nullptr};
-      auto flag = [&](const char* k, Metadata* v) {
-        ops.push_back(MDNode::get(ctx_, {MDString::get(ctx_, k), v}));
-      };
-      if (!dense) {
-        flag("llvm.loop.vectorize.enable", ConstantAsMetadata::get(b_.getFalse()));
-        flag("llvm.loop.unroll.disable", nullptr);
-        ops.back() = MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")});
-      } else {
-        flag("llvm.loop.unroll.disable", nullptr);
-        ops.back() = MDNode::get(ctx_, {MDString::get(ctx_, "llvm.loop.unroll.disable")});
-      }
-      MDNode* loop_id = MDNode::getDistinct(ctx_, ops);
-      loop_id->replaceOperandWith(0, loop_id);
-      back->setMetadata(LLVMContext::MD_loop, loop_id);
-    }
+    mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit), dense);
 
     b_.SetInsertPoint(exit);
     PHINode* bad_out = b_.CreatePHI(b_.getInt8Ty(), 2);

@@ -15,6 +15,8 @@
 //   stays in the block. This is the body of a persistent loop (a block that
 //   branches back to itself); with masks instead of branches and no
 //   aliasing between slots, LLVM vectorises it (AVX2 where the host has it).
+// A third form takes a whole block that is not a loop, pushes, pops and
+// terminator included (BlockFn, below): recursion's short blocks.
 //
 // Arithmetic is exactly that of the kernels (src/vm/kernels_*.cpp): integers
 // wrap, div/mod floor as Python does, float math calls the same C library
