@@ -12,6 +12,7 @@
 #include "ir/printer.h"
 #include "passes/sharing.h"
 #include "support/log.h"
+#include "vm/coalesce.h"
 #include "vm/jit/jit.h"
 #include "vm/kernel.h"
 #include "vm/lane_stack.h"
@@ -366,8 +367,10 @@ class StackVM {
     for (size_t s = 0; s < p_.vars.size(); ++s)
       slots_leaf_count_[p_.vars[s].name.name] = slots.leaf_count[s];
     const std::set<std::string> written = written_vars();
+    const std::map<std::string, std::string> alias = storage_aliases(slots);
     for (size_t s = 0; s < p_.vars.size(); ++s) {
       const VarDecl& v = p_.vars[s];
+      if (alias.count(v.name.name)) continue;
       std::vector<int32_t> ids;
       for (uint32_t j = 0; j < slots.leaf_count[s]; ++j) {
         const TensorType& tt = slots.leaf_types[slots.first_leaf[s] + j];
@@ -403,6 +406,43 @@ class StackVM {
       }
       var_leaves_[v.name.name] = std::move(ids);
     }
+    for (const auto& [v, rep] : alias) var_leaves_[v] = var_leaves_.at(rep);
+    if (!alias.empty() && log_enabled(LogLevel::Debug)) {
+      std::string names;
+      for (const auto& [v, rep] : alias) names += " " + v + "->" + rep;
+      log_debug("stack VM: " + std::to_string(alias.size()) + " variables share storage:" + names);
+    }
+  }
+
+  // Register variables joined by copies that can share one storage
+  // (vm/coalesce.h): each thread's own, neither an input nor an output, with
+  // the same leaves.
+  std::map<std::string, std::string> storage_aliases(const Slots& slots) const {
+    // AUTOBATCH_COALESCE=0: every variable its own storage (for experiments).
+    const char* env = std::getenv("AUTOBATCH_COALESCE");
+    if (env && std::string(env) == "0") return {};
+    std::set<std::string> ends;
+    for (const auto& i : p_.inputs) ends.insert(i.name);
+    for (const auto& o : p_.outputs) ends.insert(o.name);
+    std::map<std::string, const VarDecl*> decl;
+    for (const auto& v : p_.vars) decl[v.name.name] = &v;
+    auto eligible = [&](const std::string& v) {
+      auto it = decl.find(v);
+      if (it == decl.end() || ends.count(v) || !slots.index.count(v)) return false;
+      auto sh = shared_var_.find(v);
+      return it->second->storage == StorageClass::Register &&
+             (sh == shared_var_.end() || !sh->second);
+    };
+    auto compatible = [&](const std::string& a, const std::string& b) {
+      uint32_t sa = slots.at(a), sb = slots.at(b);
+      if (slots.leaf_count[sa] != slots.leaf_count[sb]) return false;
+      for (uint32_t j = 0; j < slots.leaf_count[sa]; ++j)
+        if (!(slots.leaf_types[slots.first_leaf[sa] + j] ==
+              slots.leaf_types[slots.first_leaf[sb] + j]))
+          return false;
+      return true;
+    };
+    return coalesce_copies(p_, eligible, compatible);
   }
 
   void flatten(const Pattern& p, std::vector<Out>& out) const {
@@ -452,6 +492,7 @@ class StackVM {
           op.attrs = resolve_attrs(in);
         }
         if (in.kind == InstrKind::Prim) ++cb.prims;
+        if (in.kind == InstrKind::Copy && same_storage(op)) continue;  // coalesced: no work
         op.shared = !op.outs.empty();
         for (const auto& o : op.outs) op.shared = op.shared && leaves_[o.leaf].shared;
         cb.ops.push_back(std::move(op));
@@ -475,6 +516,17 @@ class StackVM {
       }
       blocks_.push_back(std::move(cb));
     }
+  }
+
+  // A copy whose every value already lies where it goes (its variables share
+  // storage). Not a copy into a full variable: that pushes (`x = x` saves x).
+  bool same_storage(const Op& op) const {
+    if (op.args.size() != op.outs.size()) return false;
+    for (size_t k = 0; k < op.args.size(); ++k)
+      if (op.args[k].leaf < 0 || op.args[k].leaf != op.outs[k].leaf ||
+          leaves_[op.outs[k].leaf].full())
+        return false;
+    return true;
   }
 
   // Whether r is an i64 scalar read from each thread's own variable or a
@@ -1741,17 +1793,19 @@ class StackVM {
         }
         Seg s;
         s.first = i;
-        std::set<int32_t> pushed;
+        // The segment's pushes happen before it runs (s.spills), so a full
+        // variable it pushes must not be written earlier in it: the push
+        // would save the value from before that write.
+        std::set<int32_t> written;
         for (; i < end && compilable(cb.ops[i]); ++i) {
-          bool twice = false;
+          bool early = false;
           for (const auto& o : cb.ops[i].outs)
-            if (leaves_[o.leaf].full() && !o.in_place && pushed.count(o.leaf)) twice = true;
-          if (twice) break;
-          for (const auto& o : cb.ops[i].outs)
-            if (leaves_[o.leaf].full() && !o.in_place) {
-              pushed.insert(o.leaf);
-              s.spills.push_back(o.leaf);
-            }
+            if (leaves_[o.leaf].full() && !o.in_place && written.count(o.leaf)) early = true;
+          if (early) break;
+          for (const auto& o : cb.ops[i].outs) {
+            written.insert(o.leaf);
+            if (leaves_[o.leaf].full() && !o.in_place) s.spills.push_back(o.leaf);
+          }
         }
         s.last = i;
         // One instruction alone gains nothing over its kernel: not worth compiling.
