@@ -14,6 +14,23 @@
 #pragma once
 #include "vm/kernel_impl.h"
 
+// The build targets baseline x86-64 (SSE2: two doubles per instruction).
+// The elementwise loops also get a copy compiled for AVX2 (four), chosen
+// once at load time on CPUs that have it (function multiversioning, GCC and
+// clang). The results are the same bits: IEEE operations round alike in
+// both, and neither copy contracts a * b + c into an FMA. Not in sanitized
+// builds, whose instrumentation may run before the load-time choice can.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AB_SANITIZED 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(AB_SANITIZED)
+#define AB_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define AB_AVX2_CLONES
+#endif
+
 namespace ab::kern {
 
 // Path 2 applies: every result and operand dense with the result's shape,
@@ -46,7 +63,7 @@ struct Unary {
   using R = typename Op::R;
 
   template <Access A, Access O>
-  static bool scalar(const KernelCall& c, KernelError* err) {
+  AB_AVX2_CLONES static bool scalar(const KernelCall& c, KernelError* err) {
     Load<A, T> a(c.args[0]);
     Store<O, R> o(c.outs[0]);
     const int64_t n = c.n;
@@ -94,7 +111,7 @@ struct Binary {
   using R = typename Op::R;
 
   template <Access A, Access B, Access O>
-  static bool scalar(const KernelCall& c, KernelError* err) {
+  AB_AVX2_CLONES static bool scalar(const KernelCall& c, KernelError* err) {
     Load<A, T> a(c.args[0]);
     Load<B, T> b(c.args[1]);
     Store<O, R> o(c.outs[0]);
@@ -125,7 +142,7 @@ struct Binary {
   }
 
   template <bool ScalarA, bool ScalarB>
-  static bool lanewise(const KernelCall& c, KernelError* err) {
+  AB_AVX2_CLONES static bool lanewise(const KernelCall& c, KernelError* err) {
     const ArgView& va = c.args[0];
     const ArgView& vb = c.args[1];
     const OutView& vo = c.outs[0];
