@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "passes/liveness.h"
+
 namespace ab {
 namespace {
 
@@ -52,76 +54,54 @@ std::map<std::string, std::string> coalesce_copies(
   };
   for (const auto& v : p.vars) var(v.name.name);
 
+  // What each instruction and terminator reads and writes (passes/liveness:
+  // the same definitions every liveness computation uses).
   const size_t nb = p.blocks.size();
   std::vector<std::vector<Access>> acc(nb);
-  std::vector<std::vector<size_t>> term_reads(nb);
+  std::vector<std::vector<size_t>> term_uses(nb);
+  auto ids = [&](const VarSet& s, std::vector<size_t>& out) {
+    for (const auto& n : s) out.push_back(var(n));
+  };
   for (size_t b = 0; b < nb; ++b) {
     for (const Instr& in : p.blocks[b].instrs) {
       Access a;
       a.pop = in.kind == InstrKind::Pop;
       if (!a.pop) {
-        for (const auto& o : in.args)
-          if (o.is_var) a.reads.push_back(var(o.name));
-        std::vector<const Pattern*> outs;
-        in.out.names(outs);
-        for (const Pattern* o : outs) a.writes.push_back(var(o->name));
+        VarSet r, w;
+        instr_reads(in, r);
+        instr_writes(in, w);
+        ids(r, a.reads);
+        ids(w, a.writes);
         a.copy = in.kind == InstrKind::Copy && !in.out.is_tuple && a.reads.size() == 1 &&
-                 in.args.size() == 1 && a.writes.size() == 1;
+                 a.writes.size() == 1;
       }
       acc[b].push_back(std::move(a));
     }
-    const Terminator& t = p.blocks[b].term;
-    if (t.kind == TermKind::Branch) term_reads[b].push_back(var(t.cond.name));
-    for (const auto& v : t.values)
-      if (v.is_var) term_reads[b].push_back(var(v.name));
-    if (t.kind == TermKind::Halt)
-      for (const auto& o : p.outputs) term_reads[b].push_back(var(o.name));
+    VarSet t;
+    term_reads(p.blocks[b].term, t);
+    if (p.blocks[b].term.kind == TermKind::Halt)
+      for (const auto& o : p.outputs) t.insert(o.name);
+    ids(t, term_uses[b]);
   }
   const size_t nv = names.size();
 
-  // The control flow: a call goes into its callee, and every return may go
-  // to every return label.
-  std::map<std::string, size_t> label;
-  for (size_t b = 0; b < nb; ++b) label.emplace(p.blocks[b].label.name, b);
-  auto at = [&](const NameRef& l) {
-    auto it = label.find(l.name);
-    return it == label.end() ? nb : it->second;
-  };
+  // The control flow: a call goes into its callee (not to its return label
+  // directly), and every return may go to every return label.
+  std::vector<std::vector<size_t>> succ = all_successors(p.blocks);
   std::vector<size_t> returns;
-  for (const Block& blk : p.blocks)
-    if (blk.term.kind == TermKind::PushGoto && at(blk.term.target) < nb)
-      returns.push_back(at(blk.term.target));
-  std::vector<std::vector<size_t>> succ(nb);
-  for (size_t b = 0; b < nb; ++b) {
-    const Terminator& t = p.blocks[b].term;
-    auto add = [&](const NameRef& l) {
-      if (at(l) < nb) succ[b].push_back(at(l));
-    };
-    switch (t.kind) {
-      case TermKind::Branch:
-        add(t.target);
-        add(t.target2);
-        break;
-      case TermKind::PushGoto:  // the return label is reached through the callee's return
-        add(t.target2);
-        break;
-      case TermKind::Goto:
-        add(t.target);
-        break;
-      case TermKind::IndirectGoto:
-        succ[b] = returns;
-        break;
-      case TermKind::Return:
-      case TermKind::Halt:
-        break;
+  for (size_t b = 0; b < nb; ++b)
+    if (p.blocks[b].term.kind == TermKind::PushGoto && succ[b].size() == 2) {  // return, callee
+      returns.push_back(succ[b].front());
+      succ[b] = {succ[b].back()};
     }
-  }
+  for (size_t b = 0; b < nb; ++b)
+    if (p.blocks[b].term.kind == TermKind::IndirectGoto) succ[b] = returns;
 
   // Live variables: a backward fixpoint, block by block.
   auto live_out_of = [&](size_t b, const std::vector<VarBits>& live_in) {
     VarBits out(nv);
     for (size_t s : succ[b]) out.merge(live_in[s]);
-    for (size_t v : term_reads[b]) out.set(v);  // read before leaving: live at the block's end
+    for (size_t v : term_uses[b]) out.set(v);  // read before leaving: live at the block's end
     return out;
   };
   auto step_back = [](const Access& a, VarBits& live) {

@@ -424,13 +424,12 @@ class StackVM {
     std::set<std::string> ends;
     for (const auto& i : p_.inputs) ends.insert(i.name);
     for (const auto& o : p_.outputs) ends.insert(o.name);
-    std::map<std::string, const VarDecl*> decl;
-    for (const auto& v : p_.vars) decl[v.name.name] = &v;
+    // Slot s of a declared variable is declaration s (compile_slots).
     auto eligible = [&](const std::string& v) {
-      auto it = decl.find(v);
-      if (it == decl.end() || ends.count(v) || !slots.index.count(v)) return false;
+      auto it = slots.index.find(v);
+      if (it == slots.index.end() || it->second >= p_.vars.size() || ends.count(v)) return false;
       auto sh = shared_var_.find(v);
-      return it->second->storage == StorageClass::Register &&
+      return p_.vars[it->second].storage == StorageClass::Register &&
              (sh == shared_var_.end() || !sh->second);
     };
     auto compatible = [&](const std::string& a, const std::string& b) {
