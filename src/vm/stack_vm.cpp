@@ -29,6 +29,9 @@ constexpr uint32_t kHalt = UINT32_MAX;
 // most (the VM looks at cancel and progress in between).
 constexpr int64_t kSoloBurst = int64_t{1} << 20;
 constexpr int32_t kMaxCopies = 8;  // iterations per call of a compiled loop body, at most
+// Blocks a lane runs per call of the chain, at most (the VM looks at cancel
+// and progress in between): a chunk's call stays within some milliseconds.
+constexpr int64_t kChainBudget = int64_t{1} << 14;
 
 // Iterations per call of a compiled loop body of `ops` instructions that
 // cannot fail: enough to amortise the lanes' loads and stores, few enough to
@@ -122,6 +125,7 @@ struct CBlock {
   // The whole block compiled (jit::BlockFn, for blocks that are not loops):
   // its slots' and stacks' leaves; block_base is bound per run (bind_blocks).
   jit::BlockFn block_fn = nullptr;
+  bool chained = false;  // compiled whole into the chain instead (jit::ChainFn)
   std::vector<int32_t> block_slots, block_stacks;
   std::vector<void*> block_base;
   TermKind term = TermKind::Halt;
@@ -173,6 +177,11 @@ class StackVM {
     live_ = lanes_;
     peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
     tracing_ = opt_.trace && opt_.trace->on();
+    // Chained blocks run threads on alone: not under the seed's order
+    // (min-pc), nor where every block run is counted per thread or traced.
+    // (build_jit chose by the same options, and compiled the chain or the
+    // blocks one by one.)
+    chain_on_ = code_ && code_->chain;
     check_at_ = next_check(opt_, 0);
     if (tracing_) {
       // Threads are numbered by input, also under --lanes.
@@ -225,6 +234,12 @@ class StackVM {
       if (res.error) break;
     }
     res.steps = step_;
+    if (chain_calls_ > 0)
+      res.log += "; chain: " + std::to_string(chain_calls_) + " calls, " +
+                 std::to_string(chain_runs_) + " blocks run by threads alone, " +
+                 std::to_string(chain_stuck_) + " blocks left to the interpreter, " +
+                 std::to_string(chain_spent_) + " threads paused after " +
+                 std::to_string(kChainBudget) + " blocks";
     res.cancelled = cancelled_;
     res.finished = next_input_ - live_;
     if (opt_.stats)
@@ -280,6 +295,12 @@ class StackVM {
   std::vector<std::vector<uint64_t>> dense_;   // a dense loop's Thread slots
   std::vector<std::vector<uint64_t>> backup_;  // the same at the iteration's start
   std::vector<void*> dense_base_;
+  // The chain (jit::ChainFn): its blocks (those compiled whole, in the order
+  // compiled), their bases for this run, and whether this run uses it.
+  std::vector<uint32_t> chain_blocks_;
+  std::vector<void* const*> chain_bases_;
+  bool chain_on_ = false;
+  int64_t chain_calls_ = 0, chain_runs_ = 0, chain_stuck_ = 0, chain_spent_ = 0;  // for the log
   uint32_t ids_[kChunk];
   jit::ActiveWord active_[kChunk];
   jit::ActiveWord active_backup_[kChunk];
@@ -1104,8 +1125,50 @@ class StackVM {
     return std::nullopt;
   }
 
+  // The chain from block b: each lane runs on through the blocks compiled
+  // whole (jit::ChainFn) and then joins the list of the block it reached;
+  // a lane stuck at a block (it needs a new stack row, or would fail) has
+  // that block interpreted for it at once, with the others stuck there.
+  std::optional<RuntimeError> run_chain(uint32_t b, uint32_t* idx, int64_t n) {
+    uint32_t out[kChunk], stuck[kChunk], at[kChunk];
+    const int64_t limits[2] = {kChainBudget, opt_.max_stack_depth};
+    chain_runs_ += code_->chain(chain_bases_.data(), idx, n, b, out, limits);
+    ++chain_calls_;
+    int64_t m = 0, ns = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const uint32_t r = out[j];
+      if (r != kHalt && (r & jit::kChainStuck)) {
+        ++chain_stuck_;
+        stuck[ns] = idx[j];
+        at[ns++] = r & ~jit::kChainStuck;
+      } else {
+        chain_spent_ += r != kHalt && blocks_[r].chained;  // stopped by its budget
+        idx[m] = idx[j];
+        out[m++] = r;
+      }
+    }
+    returned(idx, out, m);
+    while (ns > 0) {  // by block, in the order first met
+      const uint32_t x = at[0];
+      uint32_t here[kChunk];
+      int64_t k = 0, rest = 0;
+      for (int64_t j = 0; j < ns; ++j) {
+        if (at[j] == x) {
+          here[k++] = stuck[j];
+        } else {
+          stuck[rest] = stuck[j];
+          at[rest++] = at[j];
+        }
+      }
+      ns = rest;
+      if (auto e = interpret(x, here, k)) return e;
+    }
+    return std::nullopt;
+  }
+
   std::optional<RuntimeError> run_chunk(uint32_t b, uint32_t* idx, int64_t n) {
     CBlock& cb = blocks_[b];
+    if (cb.chained) return run_chain(b, idx, n);
     if (cb.block_fn) {
       int64_t done = 0;
       auto e = run_block(b, idx, n, &done);
@@ -1113,6 +1176,13 @@ class StackVM {
       idx += done;  // the rest, interpreted: a lane needs a new stack row
       n -= done;
     }
+    return interpret(b, idx, n);
+  }
+
+  // Block b on the chunk's lanes by the interpreter: its ops, then its
+  // terminator moves each lane on.
+  std::optional<RuntimeError> interpret(uint32_t b, uint32_t* idx, int64_t n) {
+    CBlock& cb = blocks_[b];
     if (auto e = run_ops(b, idx, n)) return e;
     switch (cb.term) {
       case TermKind::Goto:
@@ -1659,6 +1729,9 @@ class StackVM {
     }
     if (stack_leaf) {
       seg.stacks = static_cast<int32_t>(stack_leaf->size());
+      seg.pc = bi;
+      seg.target = cb.t1;
+      seg.target2 = cb.t2;
       switch (cb.term) {
         case TermKind::Branch:
           seg.exit = jit::Exit::Branch;
@@ -1667,6 +1740,7 @@ class StackVM {
         case TermKind::PushGoto:
           seg.exit = jit::Exit::Call;
           seg.ret_pc = cb.t1;
+          seg.target = cb.t2;
           break;
         case TermKind::IndirectGoto:
           seg.exit = jit::Exit::Return;
@@ -1721,7 +1795,7 @@ class StackVM {
   // Compiled blocks: each one's base (jit.h, BlockFn), for this run's arrays.
   void bind_blocks() {
     for (CBlock& cb : blocks_) {
-      if (!cb.block_fn) continue;
+      if (!cb.block_fn && !cb.chained) continue;
       auto& base = cb.block_base;
       base.clear();
       for (int32_t l : cb.block_slots) {
@@ -1738,6 +1812,8 @@ class StackVM {
       base.push_back(const_cast<uint32_t**>(pcs_.rows()));
       base.push_back(const_cast<uint32_t*>(pcs_.ready_ptr()));
     }
+    chain_bases_.clear();
+    for (uint32_t b : chain_blocks_) chain_bases_.push_back(blocks_[b].block_base.data());
   }
 
   // Plans the blocks compiled whole (block_form, in programs with calls), the
@@ -1775,6 +1851,8 @@ class StackVM {
         bool fails = false;
         for (const auto& f : seg.ops) fails = fails || jit::may_fail(f, seg.slots);
         if (!fails) {
+          seg.slot_var = sl;
+          seg.stack_var = st;
           cb.block_slots = std::move(sl);
           cb.block_stacks = std::move(st);
           fused += cb.ops.size();
@@ -1854,14 +1932,32 @@ class StackVM {
       jit_log_ = "jit: nothing to compile";
       return;
     }
+    // The blocks compiled whole are chained (jit::ChainFn: threads run on
+    // alone through them) under the persistent schedule, except where each
+    // block run is counted per thread (--max-steps), traced or counted
+    // (--stats); there, and with AUTOBATCH_JIT_CHAIN=0 (for experiments),
+    // each is compiled on its own (jit::BlockFn).
+    const char* cv = std::getenv("AUTOBATCH_JIT_CHAIN");
+    const bool chain = !bsegs.empty() && !(cv && *cv == '0') && opt_.persistent &&
+                       !(opt_.trace && opt_.trace->on()) && !opt_.stats && opt_.max_steps == 0;
+    std::vector<uint32_t> return_to;  // the blocks calls return to
+    for (const auto& cb : blocks_)
+      if (cb.term == TermKind::PushGoto) return_to.push_back(cb.t1);
+    std::sort(return_to.begin(), return_to.end());
+    return_to.erase(std::unique(return_to.begin(), return_to.end()), return_to.end());
     std::string err;
-    code_ = jit::compile(gsegs, dsegs, bsegs, &err, &cached_);
+    code_ = jit::compile(gsegs, dsegs, bsegs, chain ? &return_to : nullptr, &err, &cached_);
     if (!code_) {
       jit_log_ = "jit: " + err + "; interpreting";
       for (auto& cb : blocks_) cb.seg_at.clear();
       return;
     }
-    for (size_t k = 0; k < bwhere.size(); ++k) blocks_[bwhere[k]].block_fn = code_->block[k];
+    if (code_->chain) {
+      chain_blocks_ = bwhere;
+      for (uint32_t b : bwhere) blocks_[b].chained = true;
+    } else {
+      for (size_t k = 0; k < bwhere.size(); ++k) blocks_[bwhere[k]].block_fn = code_->block[k];
+    }
     for (size_t k = 0; k < gwhere.size(); ++k)
       blocks_[gwhere[k].first].segs[gwhere[k].second].fn = code_->gather[k];
     size_t max_slots = 0;
@@ -1891,6 +1987,8 @@ class StackVM {
     for (const auto& seg : dsegs) multi += seg.copies > 1;
     if (multi)
       jit_log_ += "; " + std::to_string(multi) + " loop blocks run several iterations per call";
+    if (code_->chain)
+      jit_log_ += "; the " + std::to_string(bwhere.size()) + " blocks compiled whole are chained";
   }
 
   // A thread is done: its outputs go to its input's row; in refill mode the

@@ -584,3 +584,137 @@ recur:
   o.lanes = 5;
   same_bits(want, stack(p, o));
 }
+
+// The chain (jit::ChainFn): under the persistent schedule, a thread runs on
+// alone through the blocks compiled whole. Here `half` divides by a
+// per-thread value, so its first block is interpreted: its call to `inc`
+// comes from outside the chain and `inc` returns there. The loop of `main`
+// runs up to 12000 iterations of about six blocks, calling `half` every
+// 5000: past a chain call's budget of blocks per thread, so a thread
+// pauses and comes back.
+// Every mode, the lanes mode and the runs that do not chain (--stats,
+// --max-steps, min-pc) give the reference's outputs; one thread dividing
+// by zero is named as the reference names it.
+TEST_CASE("jit: the chain of blocks compiled whole: budget, returns in and out of it, errors") {
+  const char* text = R"(func inc(a: i64) -> i64 {
+  return a + 1
+}
+
+func half(a: i64, d: i64) -> i64 {
+  q = a / d
+  return inc(q) % 1000003
+}
+
+func main(n: i64, d: i64) -> i64 {
+  s = 0
+  i = 0
+  while i < n {
+    s = (s + inc(i)) % 1000000007
+    if i % 5000 == 4999 {
+      s = half(s, d) + i
+    }
+    i = i + 1
+  }
+  return s
+}
+)";
+  std::string n, d;
+  for (int i = 0; i < 40; ++i) {
+    const char* sep = i ? ", " : "";
+    n += sep + std::to_string(i == 3 ? 12000 : (i * 37) % 300);
+    d += sep + std::to_string(1 + i % 3);
+  }
+  Prog p = load(text, "{\"n\": [" + n + "], \"d\": [" + d + "]}", "main");
+  RunResult want = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult got = stack(p, options(m));
+    same_bits(want, got);
+    const bool chained = got.log.find("are chained") != std::string::npos;
+    CHECK(chained == (m.jit && m.persistent && jit::available()));
+    if (chained) {
+      // Thread 3 runs 5000 iterations of some six blocks in the chain
+      // before its first division: more than one call's budget.
+      CHECK(got.log.find("chain: ") != std::string::npos);
+      CHECK(got.log.find(", 0 threads paused") == std::string::npos);
+    }
+  }
+  RunOptions o = options(kModes[0]);
+  o.lanes = 7;
+  same_bits(want, stack(p, o));
+  Stats stats;
+  o = options(kModes[0]);
+  o.stats = &stats;
+  RunResult r = stack(p, o);
+  same_bits(want, r);
+  CHECK(r.log.find("are chained") == std::string::npos);
+  CHECK(stats.steps == r.steps);
+  o = options(kModes[0]);
+  o.max_steps = 1000000;
+  r = stack(p, o);
+  same_bits(want, r);
+  CHECK(r.log.find("are chained") == std::string::npos);
+
+  // Thread 5 divides by zero (in the interpreted block, after 4999
+  // iterations in the chain).
+  std::string n0, d0;
+  for (int i = 0; i < 40; ++i) {
+    const char* sep = i ? ", " : "";
+    n0 += sep + std::to_string(i == 5 ? 6000 : (i * 37) % 300);
+    d0 += sep + std::string(i == 5 ? "0" : "2");
+  }
+  Prog q = load(text, "{\"n\": [" + n0 + "], \"d\": [" + d0 + "]}", "main");
+  RunResult bad = reference(q);
+  REQUIRE(bad.error);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult got = stack(q, options(m));
+    REQUIRE(got.error);
+    CHECK(got.error->thread == bad.error->thread);
+    CHECK(got.error->message == bad.error->message);
+  }
+}
+
+// The stack bound inside the chain: a call by a thread that already has as
+// many frames as the bound allows stops the chain there (its rows exist:
+// the bound is below the 32 levels compiled code addresses), and the
+// interpreter reports it, as in every other mode; with --on-error record
+// the other threads finish.
+TEST_CASE("jit: the stack bound reached inside the chain is reported as in every mode") {
+  const char* text = R"(func down(n: i64) -> i64 {
+  if n <= 0 {
+    return 0
+  }
+  return down(n - 1) + 2
+}
+)";
+  Prog p = load(text, R"({"n": [5, 12, 30, 19, 40, 3, 18, 25]})");
+  RunOptions base = options(kModes[3]);  // interpreted, min-pc
+  base.max_stack_depth = 20;
+  RunResult want = stack(p, base);
+  REQUIRE(want.error);
+  base.record_errors = true;
+  RunResult want_rec = stack(p, base);
+  REQUIRE_FALSE(want_rec.error);
+  REQUIRE(want_rec.failed.size() >= 2);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunOptions o = options(m);
+    o.max_stack_depth = 20;
+    RunResult got = stack(p, o);
+    REQUIRE(got.error);
+    CHECK(got.error->thread == want.error->thread);
+    CHECK(got.error->message == want.error->message);
+    o.record_errors = true;
+    RunResult rec = stack(p, o);
+    same_bits(want_rec, rec);
+    REQUIRE(rec.failed.size() == want_rec.failed.size());
+    for (size_t k = 0; k < rec.failed.size(); ++k) {
+      CHECK(rec.failed[k].thread == want_rec.failed[k].thread);
+      CHECK(rec.failed[k].message == want_rec.failed[k].message);
+    }
+  }
+}

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
 #endif
 
 namespace ab::jit {
@@ -125,7 +126,8 @@ bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
 bool available() { return false; }
 
 std::shared_ptr<const Code> compile(const std::vector<Segment>&, const std::vector<Segment>&,
-                                    const std::vector<Segment>&, std::string* error, bool* cached) {
+                                    const std::vector<Segment>&, const std::vector<uint32_t>*,
+                                    std::string* error, bool* cached) {
   *cached = false;
   *error = "this build has no JIT (configure with LLVM 15: llvm-15-dev)";
   return nullptr;
@@ -365,7 +367,6 @@ class Gen {
   // The block form (BlockFn): per lane of the list, the block's ops with the
   // pushes and pops of full variables where they happen, then its exit.
   Function* block(const Segment& s, const std::string& name) {
-    const size_t ns = s.slots.size();
     Type* i64 = b_.getInt64Ty();
     Type* i32 = b_.getInt32Ty();
     Type* ptr = PointerType::get(ctx_, 0);
@@ -383,31 +384,7 @@ class Gen {
     BasicBlock* body = BasicBlock::Create(ctx_, "body", fn);
     BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
     b_.SetInsertPoint(entry);
-    load_bases(base);
-    // The stacks, the pc stack last: depth, rows, and the rows there are.
-    const size_t nst = static_cast<size_t>(s.stacks) + 1;
-    const size_t pcs = nst - 1;
-    auto at = [&](size_t i) { return b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, i)); };
-    stacks_.assign(nst, {});
-    for (size_t k = 0; k < nst; ++k) {
-      const size_t e = ns + 3 * k;
-      stacks_[k] = {at(e), at(e + 1), b_.CreateLoad(i32, at(e + 2))};
-    }
-    // Per stack: whether the block touches it, its pushes, and the depth its
-    // pops need on entry (one more than the pushes less the pops before each).
-    std::vector<int32_t> pushes(nst, 0), net(nst, 0), need(nst, 0);
-    std::vector<bool> used(nst, false);
-    for (const FOp& o : s.ops) {
-      if (o.kind == FOp::Kind::Compute) continue;
-      const size_t k = static_cast<size_t>(o.stack);
-      used[k] = true;
-      if (o.kind == FOp::Kind::Push) {
-        ++pushes[k];
-        ++net[k];
-      } else {
-        need[k] = std::max(need[k], 1 - net[k]--);
-      }
-    }
+    BlockCtx c = block_context(s, base);
     b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
 
     b_.SetInsertPoint(loop);
@@ -417,77 +394,34 @@ class Gen {
     acc->addIncoming(b_.getInt64(0), entry);
     lane_ = j;
     LoadInst* tl = b_.CreateLoad(i32, b_.CreateGEP(i32, idx, j));
-    tag(tl, ns);
+    tag(tl, s.slots.size());
     slot_index_ = b_.CreateZExt(tl, i64);
-    // Before the lane changes anything: its stacks hold what the block pops,
-    // and every level it will touch has its row (a variable stack at depth d
-    // with p pushes here touches levels up to d + p - 2; the pc stack, level
-    // d for a call and d - 1 for a return). If not, the lanes from here on
-    // are the interpreter's, which makes rows, goes deeper than the rows go,
-    // and reports a pop of an empty stack.
-    Value* ok = b_.getTrue();
-    for (size_t k = 0; k < nst; ++k) {
-      const bool pc = k == pcs;
-      if (pc ? (s.exit != Exit::Call && s.exit != Exit::Return) : !used[k]) continue;
-      Value* d = b_.CreateLoad(i32, b_.CreateGEP(i32, stacks_[k].depth, slot_index_));
-      // touched < ready, as d + extra <= ready (all values small: no overflow)
-      int32_t extra = pc ? (s.exit == Exit::Call ? 1 : 0) : pushes[k] - 1;
-      Value* lhs = b_.CreateAdd(b_.CreateZExt(d, i64),
-                                b_.getInt64(static_cast<uint64_t>(static_cast<int64_t>(extra))));
-      ok = b_.CreateAnd(ok, b_.CreateICmpSLE(lhs, b_.CreateZExt(stacks_[k].ready, i64)));
-      if (!pc && need[k] > 0)
-        ok = b_.CreateAnd(ok, b_.CreateICmpUGE(d, b_.getInt32(static_cast<uint32_t>(need[k]))));
-    }
-    b_.CreateCondBr(ok, body, exit);
+    b_.CreateCondBr(block_check(c, nullptr), body, exit);
 
     b_.SetInsertPoint(body);
-    cur_.assign(ns, nullptr);
-    old_.assign(ns, nullptr);
-    written_.assign(ns, false);
-    bad_ = b_.getFalse();
-    for (const FOp& o : s.ops) {
-      if (o.kind == FOp::Kind::Push) {
-        push(o.stack, o.outs[0]);
-      } else if (o.kind == FOp::Kind::Pop) {
-        pop(o.stack, o.outs[0]);
-      } else {
-        cur_[o.outs[0]] = op(o);
-        written_[o.outs[0]] = true;
-      }
-    }
+    block_ops(c);
+    const size_t pcs = c.stacks.size() - 1;
     Value* acc_next = acc;
     switch (s.exit) {
       case Exit::Goto:
         break;
       case Exit::Branch: {
-        Value* c = b_.CreateZExt(b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0)), i64);
+        Value* cv = b_.CreateZExt(b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0)), i64);
         b_.CreateStore(tl, b_.CreateGEP(i32, out_a, acc));
         b_.CreateStore(tl, b_.CreateGEP(i32, out_b, b_.CreateSub(j, acc)));
-        acc_next = b_.CreateAdd(acc, c);
+        acc_next = b_.CreateAdd(acc, cv);
         break;
       }
       case Exit::Call: {
-        Value* dp = b_.CreateGEP(i32, stacks_[pcs].depth, slot_index_);
-        Value* d = b_.CreateLoad(i32, dp);
-        Value* d64 = b_.CreateZExt(d, i64);
+        Value* d64 = b_.CreateZExt(push_frame(pcs, s.ret_pc), i64);
         acc_next = b_.CreateSelect(b_.CreateICmpUGT(d64, acc), d64, acc);
-        put_word(pcs, d, b_.getInt32(s.ret_pc), true);
-        b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
         break;
       }
-      case Exit::Return: {
-        Value* dp = b_.CreateGEP(i32, stacks_[pcs].depth, slot_index_);
-        Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
-        b_.CreateStore(d, dp);
-        b_.CreateStore(get_word(pcs, d, true), b_.CreateGEP(i32, out_a, j));
+      case Exit::Return:
+        b_.CreateStore(pop_frame(pcs), b_.CreateGEP(i32, out_a, j));
         break;
-      }
     }
-    for (size_t i = 0; i < ns; ++i) {
-      if (!written_[i] || s.slots[i].kind != SlotKind::Thread) continue;
-      StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
-      tag(st, i);
-    }
+    store_written();
     Value* jn = b_.CreateAdd(j, b_.getInt64(1));
     BasicBlock* loop_end = b_.GetInsertBlock();
     j->addIncoming(jn, loop_end);
@@ -508,6 +442,273 @@ class Gen {
     b_.CreateStore(count, done);
     b_.CreateRet(r);
     return fn;
+  }
+
+  // The chain (ChainFn): every block of `blocks` in one function. A lane
+  // goes from block to block as code written for one thread does: a goto,
+  // branch or call jumps straight to its target's code, and each return
+  // has its own switch over the blocks calls return to (so the CPU
+  // predicts each jump on its own). Every block's code starts by counting
+  // the lane's budget and checking its stacks.
+  Function* chain(const std::vector<Segment>& blocks, const std::vector<uint32_t>& return_to,
+                 const std::string& name) {
+    Type* i64 = b_.getInt64Ty();
+    Type* i32 = b_.getInt32Ty();
+    Type* ptr = PointerType::get(ctx_, 0);
+    Function* fn = Function::Create(FunctionType::get(i64, {ptr, ptr, i64, i64, ptr, ptr}, false),
+                                    Function::ExternalLinkage, name, m_);
+    fn->addFnAttr(Attribute::NoUnwind);
+    auto arg = fn->arg_begin();
+    Value* bases = &*arg++;
+    Value* idx = &*arg++;
+    Value* n = &*arg++;
+    Value* start = &*arg++;
+    Value* out = &*arg++;
+    Value* limits = &*arg++;
+
+    BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
+    BasicBlock* lane = BasicBlock::Create(ctx_, "lane", fn);
+    BasicBlock* stop = BasicBlock::Create(ctx_, "stop", fn);
+    BasicBlock* next = BasicBlock::Create(ctx_, "next", fn);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
+    b_.SetInsertPoint(entry);
+    Value* budget = b_.CreateLoad(i64, limits);
+    Value* max_frames = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, limits, 1));
+    Value* start_pc = b_.CreateTrunc(start, i32);
+    std::vector<BlockCtx> ctx;
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      seg_ = &blocks[k];
+      dense_ = false;
+      make_scopes(name + "." + std::to_string(k), blocks[k].slots.size());
+      Value* base = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, bases, k));
+      ctx.push_back(block_context(blocks[k], base));
+    }
+    // One home per variable (each Thread slot's and each stack's depth, by
+    // the variable it is), loaded when a lane starts and stored when it
+    // leaves: from block to block its values stay in registers.
+    struct Home {
+      Value* at = nullptr;   // the alloca
+      Value* mem = nullptr;  // the VM's per-lane array
+      Type* type = nullptr;
+      bool written = false;  // stored back (a variable no block writes may be a read-only input)
+    };
+    std::map<int32_t, Home> tops, depths;  // by variable; depths[-1]: the pc stack
+    std::map<int32_t, StackPtrs> stack_of;  // by variable: one set of pointers for every block
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const Segment& s = blocks[k];
+      BlockCtx& c = ctx[k];
+      for (size_t st = 0; st < c.stacks.size(); ++st) {
+        const bool pc = st + 1 == c.stacks.size();
+        if (!pc && st >= s.stack_var.size()) continue;
+        c.stacks[st] = stack_of.emplace(pc ? -1 : s.stack_var[st], c.stacks[st]).first->second;
+      }
+      c.slot_home.assign(s.slots.size(), nullptr);
+      c.depth_home.assign(c.stacks.size(), nullptr);
+      for (size_t i = 0; i < s.slots.size(); ++i) {
+        if (s.slots[i].kind != SlotKind::Thread || i >= s.slot_var.size()) continue;
+        Home& h = tops[s.slot_var[i]];
+        if (!h.at) {
+          h.type = ty(s.slots[i].dtype);
+          h.at = b_.CreateAlloca(h.type);
+          h.mem = c.ptr[i];
+        }
+        c.slot_home[i] = h.at;
+      }
+      for (const FOp& o : s.ops)
+        if (o.kind != FOp::Kind::Push && static_cast<size_t>(o.outs[0]) < s.slot_var.size() &&
+            s.slots[o.outs[0]].kind == SlotKind::Thread)
+          tops[s.slot_var[o.outs[0]]].written = true;
+      for (size_t st = 0; st < c.stacks.size(); ++st) {
+        const bool pc = st + 1 == c.stacks.size();
+        if (!pc && st >= s.stack_var.size()) continue;
+        Home& h = depths[pc ? -1 : s.stack_var[st]];
+        if (!h.at) {
+          h.type = i32;
+          h.at = b_.CreateAlloca(i32);
+          h.mem = c.stacks[st].depth;
+          h.written = true;
+        }
+        c.depth_home[st] = h.at;
+      }
+    }
+    auto homes = [&](bool load) {
+      for (auto* m : {&tops, &depths})
+        for (auto& [v, h] : *m) {
+          Value* mem = b_.CreateGEP(h.type, h.mem, slot_index_);
+          if (load)
+            b_.CreateStore(b_.CreateLoad(h.type, mem), h.at);
+          else if (h.written)
+            b_.CreateStore(b_.CreateLoad(h.type, h.at), mem);
+        }
+    };
+    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), lane, exit);
+
+    // Per block: its entry (the budget: a lane that has used it stops
+    // there), its check and its body.
+    std::map<uint32_t, size_t> at;  // pc -> k
+    std::vector<BasicBlock*> enter(blocks.size()), check(blocks.size());
+    std::vector<PHINode*> runs(blocks.size());
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      at[blocks[k].pc] = k;
+      enter[k] = BasicBlock::Create(ctx_, "enter", fn, stop);
+      check[k] = BasicBlock::Create(ctx_, "check", fn, stop);
+      b_.SetInsertPoint(enter[k]);
+      runs[k] = b_.CreatePHI(i64, 2);
+    }
+    b_.SetInsertPoint(stop);
+    PHINode* stop_pc = b_.CreatePHI(i32, 4);
+    PHINode* stop_runs = b_.CreatePHI(i64, 4);
+    // An edge to block `pc` with the lane's runs so far: its code, or stop.
+    auto edge = [&](Value* pc, Value* r) {
+      BasicBlock* e = BasicBlock::Create(ctx_, "edge", fn, stop);
+      IRBuilder<> eb(e);
+      auto* c = dyn_cast<ConstantInt>(pc);
+      auto it = c ? at.find(static_cast<uint32_t>(c->getZExtValue())) : at.end();
+      if (it != at.end()) {
+        eb.CreateBr(enter[it->second]);
+        runs[it->second]->addIncoming(r, e);
+      } else {
+        eb.CreateBr(stop);
+        stop_pc->addIncoming(pc, e);
+        stop_runs->addIncoming(r, e);
+      }
+      return e;
+    };
+
+    b_.SetInsertPoint(lane);
+    PHINode* j = b_.CreatePHI(i64, 2);
+    PHINode* total = b_.CreatePHI(i64, 2);
+    j->addIncoming(b_.getInt64(0), entry);
+    total->addIncoming(b_.getInt64(0), entry);
+    lane_ = j;
+    slot_index_ = b_.CreateZExt(b_.CreateLoad(i32, b_.CreateGEP(i32, idx, j)), i64);
+    homes(true);
+    {
+      BasicBlock* other = BasicBlock::Create(ctx_, "edge", fn, stop);
+      SwitchInst* first = b_.CreateSwitch(start_pc, other, static_cast<unsigned>(blocks.size()));
+      for (size_t k = 0; k < blocks.size(); ++k)
+        first->addCase(b_.getInt32(blocks[k].pc), edge(b_.getInt32(blocks[k].pc), b_.getInt64(0)));
+      IRBuilder<> eb(other);
+      eb.CreateBr(stop);
+      stop_pc->addIncoming(start_pc, other);
+      stop_runs->addIncoming(b_.getInt64(0), other);
+    }
+
+    // The blocks calls return to, in the chain.
+    std::set<uint32_t> returns_to;
+    for (uint32_t r : return_to)
+      if (at.count(r)) returns_to.insert(r);
+
+    // The blocks whose entry looks at the budget: those calls go to and
+    // those a goto or branch reaches from a block not before them. Every
+    // endless path goes through one of them again and again: without calls
+    // a thread returns finitely often, and without returns and such jumps
+    // its pc only grows.
+    std::set<uint32_t> counted;
+    for (const Segment& s : blocks) {
+      if (s.exit == Exit::Call) counted.insert(s.target);
+      if ((s.exit == Exit::Goto || s.exit == Exit::Branch) && s.target <= s.pc)
+        counted.insert(s.target);
+      if (s.exit == Exit::Branch && s.target2 <= s.pc) counted.insert(s.target2);
+    }
+
+    std::vector<std::pair<BasicBlock*, Value*>> stuck;  // (from, its pc | kChainStuck)
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const Segment& s = blocks[k];
+      restore(ctx[k]);
+      b_.SetInsertPoint(enter[k]);
+      if (counted.count(s.pc))
+        b_.CreateCondBr(b_.CreateICmpSLT(runs[k], budget), check[k],
+                        edge_to_stop(stop, stop_pc, stop_runs, s.pc, runs[k], fn));
+      else
+        b_.CreateBr(check[k]);
+      BasicBlock* body = BasicBlock::Create(ctx_, "body", fn, stop);
+      b_.SetInsertPoint(check[k]);
+      b_.CreateCondBr(block_check(ctx[k], max_frames), body, next);
+      stuck.push_back({check[k], b_.getInt32(s.pc | kChainStuck)});
+      b_.SetInsertPoint(body);
+      block_ops(ctx[k]);
+      const size_t pcs = ctx[k].stacks.size() - 1;
+      Value* r1 = b_.CreateAdd(runs[k], b_.getInt64(1));
+      Value* cond = nullptr;
+      Value* popped = nullptr;
+      switch (s.exit) {
+        case Exit::Goto:
+          break;
+        case Exit::Branch:
+          cond = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
+          break;
+        case Exit::Call:
+          push_frame(pcs, s.ret_pc);
+          break;
+        case Exit::Return:
+          popped = pop_frame(pcs);
+          break;
+      }
+      store_written();
+      switch (s.exit) {
+        case Exit::Goto:
+          b_.CreateBr(edge(b_.getInt32(s.target), r1));
+          break;
+        case Exit::Call:
+          b_.CreateBr(edge(b_.getInt32(s.target), r1));
+          break;
+        case Exit::Branch:
+          b_.CreateCondBr(cond, edge(b_.getInt32(s.target), r1), edge(b_.getInt32(s.target2), r1));
+          break;
+        case Exit::Return: {
+          SwitchInst* back = b_.CreateSwitch(popped, edge(popped, r1),
+                                             static_cast<unsigned>(returns_to.size()));
+          for (uint32_t t : returns_to) back->addCase(b_.getInt32(t), edge(b_.getInt32(t), r1));
+          break;
+        }
+      }
+    }
+
+    // Leaves the chain at stop_pc (a block outside it, halt, or out of budget).
+    b_.SetInsertPoint(stop);
+    b_.CreateStore(stop_pc, b_.CreateGEP(i32, out, j));
+    b_.CreateBr(next);
+
+    // A lane's last block: out[j] written by `stop` or here (stuck).
+    b_.SetInsertPoint(next);
+    PHINode* why = b_.CreatePHI(i32, 1 + stuck.size());
+    why->addIncoming(b_.getInt32(0), stop);
+    for (auto& [from, v] : stuck) why->addIncoming(v, from);
+    PHINode* ran = b_.CreatePHI(i64, 1 + stuck.size());
+    ran->addIncoming(stop_runs, stop);
+    for (size_t k = 0; k < stuck.size(); ++k) ran->addIncoming(runs[k], stuck[k].first);
+    BasicBlock* mark = BasicBlock::Create(ctx_, "stuck", fn);
+    BasicBlock* go = BasicBlock::Create(ctx_, "go", fn);
+    b_.CreateCondBr(b_.CreateICmpNE(why, b_.getInt32(0)), mark, go);
+    b_.SetInsertPoint(mark);
+    b_.CreateStore(why, b_.CreateGEP(i32, out, j));
+    b_.CreateBr(go);
+    b_.SetInsertPoint(go);
+    homes(false);
+    Value* jn = b_.CreateAdd(j, b_.getInt64(1));
+    Value* tn = b_.CreateAdd(total, ran);
+    j->addIncoming(jn, go);
+    total->addIncoming(tn, go);
+    mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), lane, exit), false);
+
+    b_.SetInsertPoint(exit);
+    PHINode* r = b_.CreatePHI(i64, 2);
+    r->addIncoming(b_.getInt64(0), entry);
+    r->addIncoming(tn, go);
+    b_.CreateRet(r);
+    return fn;
+  }
+
+  // An edge into `stop` for a lane whose budget ran out at block pc.
+  BasicBlock* edge_to_stop(BasicBlock* stop, PHINode* stop_pc, PHINode* stop_runs, uint32_t pc,
+                           Value* r, Function* fn) {
+    BasicBlock* e = BasicBlock::Create(ctx_, "spent", fn, stop);
+    IRBuilder<> eb(e);
+    eb.CreateBr(stop);
+    stop_pc->addIncoming(b_.getInt32(pc), e);
+    stop_runs->addIncoming(r, e);
+    return e;
   }
 
  private:
@@ -531,6 +732,7 @@ class Gen {
     Value* ready = nullptr;  // uint32_t: rows allocated (read once: the code allocates none)
   };
   std::vector<StackPtrs> stacks_;
+  std::vector<Value*> slot_home_, depth_home_;  // the chain's (BlockCtx)
 
   // The address of this lane's entry at `level` (i32) of stack k: in its
   // row (the lane's check made sure the row exists).
@@ -577,7 +779,7 @@ class Gen {
   void push(int32_t k, int32_t s) {
     Type* i32 = b_.getInt32Ty();
     Value* w = to_word(read(Arg{s}), seg_->slots[s].dtype);
-    Value* dp = b_.CreateGEP(i32, stacks_[k].depth, slot_index_);
+    Value* dp = depth_address(static_cast<size_t>(k));
     Value* d = b_.CreateLoad(i32, dp);
     b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
     Function* fn = b_.GetInsertBlock()->getParent();
@@ -594,7 +796,7 @@ class Gen {
   void pop(int32_t k, int32_t s) {
     Type* i32 = b_.getInt32Ty();
     Value* old = read(Arg{s});
-    Value* dp = b_.CreateGEP(i32, stacks_[k].depth, slot_index_);
+    Value* dp = depth_address(static_cast<size_t>(k));
     Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
     b_.CreateStore(d, dp);
     Function* fn = b_.GetInsertBlock()->getParent();
@@ -613,6 +815,157 @@ class Gen {
     p->addIncoming(v, fill_end);
     cur_[s] = p;
     written_[s] = true;
+  }
+
+  // One block of the block form, as set up in a function's entry: its
+  // segment, slots' pointers, alias scopes and stacks, and what its check
+  // needs per stack (the pc stack last).
+  struct BlockCtx {
+    const Segment* seg = nullptr;
+    std::vector<Value*> ptr, shared;
+    std::vector<MDNode*> scope, noalias;
+    std::vector<StackPtrs> stacks;
+    std::vector<int32_t> pushes, need;
+    std::vector<bool> used;
+    // The chain: per Thread slot and per stack, the variable's home (an
+    // alloca that LLVM keeps in a register), else null.
+    std::vector<Value*> slot_home, depth_home;
+  };
+
+  // Loads block s's slots and stacks from `base` (see BlockFn) at the
+  // insertion point; the block's alias scopes are the current ones.
+  BlockCtx block_context(const Segment& s, Value* base) {
+    seg_ = &s;
+    const size_t ns = s.slots.size();
+    Type* i32 = b_.getInt32Ty();
+    Type* ptr = PointerType::get(ctx_, 0);
+    load_bases(base);
+    const size_t nst = static_cast<size_t>(s.stacks) + 1;
+    auto at = [&](size_t i) { return b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, i)); };
+    BlockCtx c;
+    c.seg = &s;
+    c.stacks.assign(nst, {});
+    for (size_t k = 0; k < nst; ++k) {
+      const size_t e = ns + 3 * k;
+      c.stacks[k] = {at(e), at(e + 1), b_.CreateLoad(i32, at(e + 2))};
+    }
+    // Per stack: whether the block touches it, its pushes, and the depth its
+    // pops need on entry (one more than the pushes less the pops before each).
+    std::vector<int32_t> net(nst, 0);
+    c.pushes.assign(nst, 0);
+    c.need.assign(nst, 0);
+    c.used.assign(nst, false);
+    for (const FOp& o : s.ops) {
+      if (o.kind == FOp::Kind::Compute) continue;
+      const size_t k = static_cast<size_t>(o.stack);
+      c.used[k] = true;
+      if (o.kind == FOp::Kind::Push) {
+        ++c.pushes[k];
+        ++net[k];
+      } else {
+        c.need[k] = std::max(c.need[k], 1 - net[k]--);
+      }
+    }
+    c.ptr = ptr_;
+    c.shared = shared_;
+    c.scope = scope_;
+    c.noalias = noalias_;
+    stacks_ = c.stacks;
+    slot_home_.clear();
+    depth_home_.clear();
+    return c;
+  }
+
+  // Makes block c the one the code being generated works on.
+  void restore(const BlockCtx& c) {
+    seg_ = c.seg;
+    dense_ = false;
+    ptr_ = c.ptr;
+    shared_ = c.shared;
+    scope_ = c.scope;
+    noalias_ = c.noalias;
+    stacks_ = c.stacks;
+    slot_home_ = c.slot_home;
+    depth_home_ = c.depth_home;
+  }
+
+  // i1, before the lane changes anything: its stacks hold what the block
+  // pops, and every level it will touch has its row (a variable stack at
+  // depth d with p pushes here touches levels up to d + p - 2; the pc
+  // stack, level d for a call and d - 1 for a return); with max_frames
+  // (i64), a call also needs fewer frames than that. If not, the lane is
+  // the interpreter's, which makes rows, goes deeper than the rows go, and
+  // reports a pop of an empty stack or the stack bound.
+  Value* block_check(const BlockCtx& c, Value* max_frames) {
+    const Segment& s = *c.seg;
+    Type* i64 = b_.getInt64Ty();
+    Type* i32 = b_.getInt32Ty();
+    const size_t nst = c.stacks.size();
+    const size_t pcs = nst - 1;
+    Value* ok = b_.getTrue();
+    for (size_t k = 0; k < nst; ++k) {
+      const bool pc = k == pcs;
+      if (pc ? (s.exit != Exit::Call && s.exit != Exit::Return) : !c.used[k]) continue;
+      Value* d = b_.CreateLoad(i32, depth_address(k));
+      // touched < ready, as d + extra <= ready (all values small: no overflow)
+      int32_t extra = pc ? (s.exit == Exit::Call ? 1 : 0) : c.pushes[k] - 1;
+      Value* lhs = b_.CreateAdd(b_.CreateZExt(d, i64),
+                                b_.getInt64(static_cast<uint64_t>(static_cast<int64_t>(extra))));
+      ok = b_.CreateAnd(ok, b_.CreateICmpSLE(lhs, b_.CreateZExt(c.stacks[k].ready, i64)));
+      if (!pc && c.need[k] > 0)
+        ok = b_.CreateAnd(ok, b_.CreateICmpUGE(d, b_.getInt32(static_cast<uint32_t>(c.need[k]))));
+      if (pc && max_frames && s.exit == Exit::Call)
+        ok = b_.CreateAnd(ok, b_.CreateICmpSLT(b_.CreateZExt(d, i64), max_frames));
+    }
+    return ok;
+  }
+
+  // Block c's ops on this lane, with its pushes and pops.
+  void block_ops(const BlockCtx& c) {
+    const size_t ns = c.seg->slots.size();
+    cur_.assign(ns, nullptr);
+    old_.assign(ns, nullptr);
+    written_.assign(ns, false);
+    bad_ = b_.getFalse();
+    for (const FOp& o : c.seg->ops) {
+      if (o.kind == FOp::Kind::Push) {
+        push(o.stack, o.outs[0]);
+      } else if (o.kind == FOp::Kind::Pop) {
+        pop(o.stack, o.outs[0]);
+      } else {
+        cur_[o.outs[0]] = op(o);
+        written_[o.outs[0]] = true;
+      }
+    }
+  }
+
+  // A call's new frame on the pc stack (stack pcs), returning to ret_pc;
+  // returns the depth before it (i32).
+  Value* push_frame(size_t pcs, uint32_t ret_pc) {
+    Type* i32 = b_.getInt32Ty();
+    Value* dp = depth_address(pcs);
+    Value* d = b_.CreateLoad(i32, dp);
+    put_word(pcs, d, b_.getInt32(ret_pc), true);
+    b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
+    return d;
+  }
+
+  // A return: pops the pc stack; returns the block to go back to (i32).
+  Value* pop_frame(size_t pcs) {
+    Type* i32 = b_.getInt32Ty();
+    Value* dp = depth_address(pcs);
+    Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
+    b_.CreateStore(d, dp);
+    return get_word(pcs, d, true);
+  }
+
+  // The Thread slots the block wrote, back to memory.
+  void store_written() {
+    for (size_t i = 0; i < written_.size(); ++i) {
+      if (!written_[i] || seg_->slots[i].kind != SlotKind::Thread) continue;
+      StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
+      tag(st, i);
+    }
   }
 
   Value* lane_ = nullptr;        // j
@@ -659,7 +1012,15 @@ class Gen {
     in->setMetadata(LLVMContext::MD_noalias, noalias_[scope]);
   }
 
+  // Where this lane's depth of stack k is: its home in the chain, else
+  // the VM's per-lane array.
+  Value* depth_address(size_t k) {
+    if (k < depth_home_.size() && depth_home_[k]) return depth_home_[k];
+    return b_.CreateGEP(b_.getInt32Ty(), stacks_[k].depth, slot_index_);
+  }
+
   Value* address(int32_t s) {
+    if (static_cast<size_t>(s) < slot_home_.size() && slot_home_[s]) return slot_home_[s];
     const Slot& sl = seg_->slots[s];
     Value* i = (!dense_ && sl.kind == SlotKind::Thread) ? slot_index_ : lane_;
     return b_.CreateGEP(ty(sl.dtype), ptr_[s], i);
@@ -1006,8 +1367,12 @@ std::atomic<uint64_t> module_counter{0};
 
 // What identifies a module: every segment, field by field.
 std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segment>& dense,
-                      const std::vector<Segment>& blocks) {
-  std::string k;
+                      const std::vector<Segment>& blocks, const std::vector<uint32_t>* chain) {
+  std::string k(1, chain ? 'c' : '-');
+  if (chain) {
+    k.append(reinterpret_cast<const char*>(chain->data()), chain->size() * sizeof(uint32_t));
+    k.push_back(';');
+  }
   auto num = [&](uint64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
   for (const auto* list : {&gather, &dense, &blocks}) {
     num(list->size());
@@ -1035,6 +1400,12 @@ std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segm
       num(static_cast<uint64_t>(static_cast<int64_t>(s.copies)));
       num(static_cast<uint64_t>(s.exit) | static_cast<uint64_t>(s.ret_pc) << 8);
       num(static_cast<uint64_t>(s.stacks));
+      num(static_cast<uint64_t>(s.pc) | static_cast<uint64_t>(s.target) << 32);
+      num(static_cast<uint64_t>(s.target2));
+      for (const auto* v : {&s.slot_var, &s.stack_var}) {
+        num(v->size());
+        for (int32_t x : *v) num(static_cast<uint64_t>(static_cast<int64_t>(x)));
+      }
     }
   }
   return k;
@@ -1042,7 +1413,8 @@ std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segm
 
 std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
                                            const std::vector<Segment>& dense,
-                                           const std::vector<Segment>& blocks, std::string* error);
+                                           const std::vector<Segment>& blocks,
+                                           const std::vector<uint32_t>* chain, std::string* error);
 
 }  // namespace
 
@@ -1050,17 +1422,18 @@ bool available() { return engine().jit != nullptr; }
 
 std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
                                     const std::vector<Segment>& dense,
-                                    const std::vector<Segment>& blocks, std::string* error,
+                                    const std::vector<Segment>& blocks,
+                                    const std::vector<uint32_t>* chain, std::string* error,
                                     bool* cached) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const Code> > cache;
-  std::string key = cache_key(gather, dense, blocks);
+  std::string key = cache_key(gather, dense, blocks, chain);
   // One compilation at a time; a second run of the same program waits for the first's code.
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   *cached = it != cache.end();
   if (*cached) return it->second;
-  std::shared_ptr<const Code> code = compile_module(gather, dense, blocks, error);
+  std::shared_ptr<const Code> code = compile_module(gather, dense, blocks, chain, error);
   if (code) cache.emplace(std::move(key), code);
   return code;
 }
@@ -1090,7 +1463,8 @@ std::string light_pipeline() {
 
 std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
                                            const std::vector<Segment>& dense,
-                                           const std::vector<Segment>& blocks, std::string* error) {
+                                           const std::vector<Segment>& blocks,
+                                           const std::vector<uint32_t>* chain, std::string* error) {
   auto cpu_ms = [] {
     timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -1140,11 +1514,16 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   }
   const std::string prefix = "ab" + std::to_string(module_counter++) + "_";
   std::vector<std::string> gnames, dnames, mnames, snames, bnames;
+  std::string cname;
   {
     Gen gb(*ctx, *mb);
-    for (size_t i = 0; i < blocks.size(); ++i) {
+    for (size_t i = 0; i < blocks.size() && !chain; ++i) {
       bnames.push_back(prefix + "b" + std::to_string(i));
       gb.block(blocks[i], bnames.back());
+    }
+    if (chain && !blocks.empty()) {
+      cname = prefix + "chain";
+      gb.chain(blocks, *chain, cname);
     }
     Gen g(*ctx, *m);
     for (size_t i = 0; i < gather.size(); ++i) {
@@ -1231,6 +1610,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   for (const auto* list : {&gnames, &dnames, &mnames, &snames, &bnames})
     for (const auto& n : *list)
       if (!n.empty()) names.add(e.jit->mangleAndIntern(n));
+  if (!cname.empty()) names.add(e.jit->mangleAndIntern(cname));
   auto syms = e.jit->getExecutionSession().lookup(
       orc::makeJITDylibSearchOrder(&e.jit->getMainJITDylib()), std::move(names));
   if (!syms) {
@@ -1242,6 +1622,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   };
   for (const auto& n : gnames) code->gather.push_back(reinterpret_cast<GatherFn>(address(n)));
   for (const auto& n : bnames) code->block.push_back(reinterpret_cast<BlockFn>(address(n)));
+  if (!cname.empty()) code->chain = reinterpret_cast<ChainFn>(address(cname));
   for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
   for (const auto& n : mnames)
     code->dense_multi.push_back(n.empty() ? nullptr : reinterpret_cast<DenseMultiFn>(address(n)));

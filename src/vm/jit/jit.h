@@ -103,6 +103,15 @@ struct Segment {
   Exit exit = Exit::Goto;
   int32_t stacks = 0;
   uint32_t ret_pc = 0;
+  // Block form, for the chain (ChainFn): the block's own index (its pc) and
+  // where it goes: Goto, `target`; Branch, `target` if the condition holds,
+  // else `target2`; Call, the callee `target`.
+  uint32_t pc = 0;
+  uint32_t target = 0, target2 = 0;
+  // Block form, for the chain: which variable each slot and each stack is
+  // (the same number in every block for the same storage), so that the
+  // chain keeps one value per variable in registers from block to block.
+  std::vector<int32_t> slot_var, stack_var;
 };
 
 // Whether `op` with these operand dtypes (all scalar) can be compiled.
@@ -149,6 +158,21 @@ using DenseSoloFn = int64_t (*)(void* const* base, int64_t limit, ActiveWord* ac
 using BlockFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n, uint32_t* out_a,
                             uint32_t* out_b, int64_t* done);
 
+// The chain (persistent schedule, programs with calls): every block compiled
+// whole, in one function. Each lane of the list starts at block `start` and
+// runs on, block after block, as code written for one thread would, until
+// it reaches a block that is not in the chain (out_pc[j] = that block's
+// index; the halt mark UINT32_MAX when its last frame returned), has run limits[0] blocks
+// (out_pc[j] = the next block), or fails a block's check before changing
+// anything in it (out_pc[j] = that block | kChainStuck: it needs a row not
+// yet allocated, would pop an empty stack, or, calling, already has
+// limits[1] frames; the VM interprets that block for it). bases[k]: the
+// base (BlockFn) of the k-th block given to compile(). Returns the blocks
+// run, over all lanes.
+constexpr uint32_t kChainStuck = 0x80000000u;
+using ChainFn = int64_t (*)(void* const* const* bases, const uint32_t* idx, int64_t n,
+                            int64_t start, uint32_t* out_pc, const int64_t* limits);
+
 class Code {
  public:
   virtual ~Code() = default;
@@ -157,6 +181,7 @@ class Code {
   std::vector<DenseMultiFn> dense_multi;  // per dense segment: null unless copies > 1
   std::vector<DenseSoloFn> dense_solo;    // per dense segment: null unless copies > 1
   std::vector<BlockFn> block;             // one per requested block
+  ChainFn chain = nullptr;                // the requested blocks chained (if asked for)
   double seconds = 0;                     // wall time of code generation and compilation
   std::string detail;                     // where that time went
 };
@@ -165,10 +190,13 @@ class Code {
 // AVX2 where the host has it). Null and *error set if LLVM fails (the VM then
 // interprets). The code is cached for the process, keyed by the segments: a
 // program run again (benchmarks, a batch sharded over threads) compiles once
-// (*cached tells; `seconds` is then the first compilation's).
+// (*cached tells; `seconds` is then the first compilation's). With `chain`
+// (the blocks that calls return to, in the whole program), `blocks` become
+// one ChainFn instead of a BlockFn each (Code::block stays empty).
 std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
                                     const std::vector<Segment>& dense,
-                                    const std::vector<Segment>& blocks, std::string* error,
+                                    const std::vector<Segment>& blocks,
+                                    const std::vector<uint32_t>* chain, std::string* error,
                                     bool* cached);
 
 }  // namespace ab::jit
