@@ -531,6 +531,9 @@ class Gen {
         c.depth_home[st] = h.at;
       }
     }
+    // A call needs fewer frames than the pc stack's rows and the bound.
+    Value* pc_rows = b_.CreateZExt(stack_of.at(-1).ready, i64);
+    Value* call_limit = b_.CreateSelect(b_.CreateICmpSLT(pc_rows, max_frames), pc_rows, max_frames);
     auto homes = [&](bool load) {
       for (auto* m : {&tops, &depths})
         for (auto& [v, h] : *m) {
@@ -624,7 +627,7 @@ class Gen {
         b_.CreateBr(check[k]);
       BasicBlock* body = BasicBlock::Create(ctx_, "body", fn, stop);
       b_.SetInsertPoint(check[k]);
-      b_.CreateCondBr(block_check(ctx[k], max_frames), body, next);
+      b_.CreateCondBr(block_check(ctx[k], call_limit), body, next);
       stuck.push_back({check[k], b_.getInt32(s.pc | kChainStuck)});
       b_.SetInsertPoint(body);
       block_ops(ctx[k]);
@@ -892,11 +895,12 @@ class Gen {
   // i1, before the lane changes anything: its stacks hold what the block
   // pops, and every level it will touch has its row (a variable stack at
   // depth d with p pushes here touches levels up to d + p - 2; the pc
-  // stack, level d for a call and d - 1 for a return); with max_frames
-  // (i64), a call also needs fewer frames than that. If not, the lane is
-  // the interpreter's, which makes rows, goes deeper than the rows go, and
+  // stack, level d for a call and d - 1 for a return); with call_limit
+  // (i64: the smaller of the pc stack's rows and the frames allowed), a
+  // call needs fewer frames than that instead. If not, the lane is the
+  // interpreter's, which makes rows, goes deeper than the rows go, and
   // reports a pop of an empty stack or the stack bound.
-  Value* block_check(const BlockCtx& c, Value* max_frames) {
+  Value* block_check(const BlockCtx& c, Value* call_limit) {
     const Segment& s = *c.seg;
     Type* i64 = b_.getInt64Ty();
     Type* i32 = b_.getInt32Ty();
@@ -907,6 +911,10 @@ class Gen {
       const bool pc = k == pcs;
       if (pc ? (s.exit != Exit::Call && s.exit != Exit::Return) : !c.used[k]) continue;
       Value* d = b_.CreateLoad(i32, depth_address(k));
+      if (pc && call_limit && s.exit == Exit::Call) {
+        ok = b_.CreateAnd(ok, b_.CreateICmpSLT(b_.CreateZExt(d, i64), call_limit));
+        continue;
+      }
       // touched < ready, as d + extra <= ready (all values small: no overflow)
       int32_t extra = pc ? (s.exit == Exit::Call ? 1 : 0) : c.pushes[k] - 1;
       Value* lhs = b_.CreateAdd(b_.CreateZExt(d, i64),
@@ -914,8 +922,6 @@ class Gen {
       ok = b_.CreateAnd(ok, b_.CreateICmpSLE(lhs, b_.CreateZExt(c.stacks[k].ready, i64)));
       if (!pc && c.need[k] > 0)
         ok = b_.CreateAnd(ok, b_.CreateICmpUGE(d, b_.getInt32(static_cast<uint32_t>(c.need[k]))));
-      if (pc && max_frames && s.exit == Exit::Call)
-        ok = b_.CreateAnd(ok, b_.CreateICmpSLT(b_.CreateZExt(d, i64), max_frames));
     }
     return ok;
   }
