@@ -615,7 +615,7 @@ class Gen {
       if (s.exit == Exit::Branch && s.target2 <= s.pc) counted.insert(s.target2);
     }
 
-    std::vector<std::pair<BasicBlock*, Value*>> stuck;  // (from, its pc | kChainStuck)
+    std::vector<std::pair<BasicBlock*, Value*>> stuck;  // (a stuck block, the lane's runs)
     for (size_t k = 0; k < blocks.size(); ++k) {
       const Segment& s = blocks[k];
       restore(ctx[k]);
@@ -627,8 +627,15 @@ class Gen {
         b_.CreateBr(check[k]);
       BasicBlock* body = BasicBlock::Create(ctx_, "body", fn, stop);
       b_.SetInsertPoint(check[k]);
-      b_.CreateCondBr(block_check(ctx[k], call_limit), body, next);
-      stuck.push_back({check[k], b_.getInt32(s.pc | kChainStuck)});
+      // Stuck: out[j] says so here, off the path the lane takes on.
+      BasicBlock* stuck_k = BasicBlock::Create(ctx_, "stuck", fn, stop);
+      b_.CreateCondBr(block_check(ctx[k], call_limit), body, stuck_k);
+      {
+        IRBuilder<> sb(stuck_k);
+        sb.CreateStore(sb.getInt32(s.pc | kChainStuck), sb.CreateGEP(i32, out, j));
+        sb.CreateBr(next);
+      }
+      stuck.push_back({stuck_k, runs[k]});
       b_.SetInsertPoint(body);
       block_ops(ctx[k]);
       const size_t pcs = ctx[k].stacks.size() - 1;
@@ -673,21 +680,13 @@ class Gen {
     b_.CreateStore(stop_pc, b_.CreateGEP(i32, out, j));
     b_.CreateBr(next);
 
-    // A lane's last block: out[j] written by `stop` or here (stuck).
+    // A lane's end (out[j] written by `stop` or a stuck block): its homes
+    // back to the VM's arrays.
     b_.SetInsertPoint(next);
-    PHINode* why = b_.CreatePHI(i32, 1 + stuck.size());
-    why->addIncoming(b_.getInt32(0), stop);
-    for (auto& [from, v] : stuck) why->addIncoming(v, from);
     PHINode* ran = b_.CreatePHI(i64, 1 + stuck.size());
     ran->addIncoming(stop_runs, stop);
-    for (size_t k = 0; k < stuck.size(); ++k) ran->addIncoming(runs[k], stuck[k].first);
-    BasicBlock* mark = BasicBlock::Create(ctx_, "stuck", fn);
-    BasicBlock* go = BasicBlock::Create(ctx_, "go", fn);
-    b_.CreateCondBr(b_.CreateICmpNE(why, b_.getInt32(0)), mark, go);
-    b_.SetInsertPoint(mark);
-    b_.CreateStore(why, b_.CreateGEP(i32, out, j));
-    b_.CreateBr(go);
-    b_.SetInsertPoint(go);
+    for (auto& [from, r] : stuck) ran->addIncoming(r, from);
+    BasicBlock* go = next;
     homes(false);
     Value* jn = b_.CreateAdd(j, b_.getInt64(1));
     Value* tn = b_.CreateAdd(total, ran);
