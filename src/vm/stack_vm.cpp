@@ -32,6 +32,7 @@ constexpr int32_t kMaxCopies = 8;  // iterations per call of a compiled loop bod
 // Blocks a lane runs per call of the chain, at most (the VM looks at cancel
 // and progress in between): a chunk's call stays within some milliseconds.
 constexpr int64_t kChainBudget = int64_t{1} << 14;
+constexpr int64_t kChainPoll = int64_t{1} << 22;  // blocks run in the chain between polls
 
 // Iterations per call of a compiled loop body of `ops` instructions that
 // cannot fail: enough to amortise the lanes' loads and stores, few enough to
@@ -301,6 +302,7 @@ class StackVM {
   std::vector<void* const*> chain_bases_;
   bool chain_on_ = false;
   int64_t chain_calls_ = 0, chain_runs_ = 0, chain_stuck_ = 0, chain_spent_ = 0;  // for the log
+  int64_t chain_poll_at_ = kChainPoll;  // chain_runs_ at which run_chain polls
   uint32_t ids_[kChunk];
   jit::ActiveWord active_[kChunk];
   jit::ActiveWord active_backup_[kChunk];
@@ -1134,6 +1136,14 @@ class StackVM {
     const int64_t limits[2] = {kChainBudget, opt_.max_stack_depth};
     chain_runs_ += code_->chain(chain_bases_.data(), idx, n, b, out, limits);
     ++chain_calls_;
+    // One step may hold many chain calls (a list of many chunks, each
+    // running whole recursions): the cancel flag is also looked at every
+    // kChainPoll blocks run in the chain, some milliseconds (progress stays
+    // per step).
+    if (opt_.cancel && chain_runs_ >= chain_poll_at_) {
+      chain_poll_at_ = chain_runs_ + kChainPoll;
+      if (auto e = cancelled(b, idx[0])) return e;
+    }
     int64_t m = 0, ns = 0;
     for (int64_t j = 0; j < n; ++j) {
       const uint32_t r = out[j];
@@ -1306,15 +1316,18 @@ class StackVM {
 
   // The cancel flag and the progress callback (RunOptions).
   std::optional<RuntimeError> checkpoint(uint32_t b, uint32_t lane) {
-    const SourceLoc& loc = p_.blocks[b].label.loc;
-    const int64_t finished = next_input_ - live_;
-    if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
-      cancelled_ = true;
-      return error_at(b, loc, lane, interrupted_message(step_ - 1, finished, n_inputs_));
-    }
-    if (opt_.progress) opt_.progress(step_ - 1, finished);
+    if (auto e = cancelled(b, lane)) return e;
+    if (opt_.progress) opt_.progress(step_ - 1, next_input_ - live_);
     check_at_ = next_check(opt_, step_);
     return std::nullopt;
+  }
+
+  // The cancel flag: if set, the run stops with the interrupted error.
+  std::optional<RuntimeError> cancelled(uint32_t b, uint32_t lane) {
+    if (!opt_.cancel || !opt_.cancel->load(std::memory_order_relaxed)) return std::nullopt;
+    cancelled_ = true;
+    return error_at(b, p_.blocks[b].label.loc, lane,
+                    interrupted_message(step_ - 1, next_input_ - live_, n_inputs_));
   }
 
   // The step's threads by input (a lane runs several under --lanes) and

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -717,4 +718,29 @@ TEST_CASE("jit: the stack bound reached inside the chain is reported as in every
       CHECK(rec.failed[k].message == want_rec.failed[k].message);
     }
   }
+}
+
+// A step of the chain can hold whole recursions of many threads: the cancel
+// flag is looked at within it (every few million blocks), not only every
+// kPollSteps steps, of which such a run has few.
+TEST_CASE("jit: the chain looks at the cancel flag within a step") {
+  if (!jit::available()) return;
+  const char* text = R"(func fib(n: i64) -> i64 {
+  if n <= 1 {
+    return 1
+  }
+  return fib(n - 1) + fib(n - 2)
+}
+)";
+  std::string n;
+  for (int i = 0; i < 512; ++i) n += std::string(i ? ", " : "") + "22";
+  Prog p = load(text, "{\"n\": [" + n + "]}");
+  std::atomic<bool> stop{true};
+  RunOptions o = options(kModes[0]);
+  o.cancel = &stop;
+  RunResult r = stack(p, o);
+  REQUIRE(r.error);
+  CHECK(r.cancelled);
+  CHECK(r.steps < kPollSteps);
+  CHECK(r.error->message.find("interrupted") != std::string::npos);
 }
