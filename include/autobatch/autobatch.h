@@ -446,7 +446,10 @@ struct RunOptions {
   // 0: this run's batch.
   int64_t total_batch = 0;
   // Called between steps (about every 256 steps, from the thread running the
-  // first shard) with how far the run got; keep it cheap.
+  // first shard) with how far the run got; keep it cheap. A step of chained
+  // blocks (recursion, README "Execution") can run long: within it the call
+  // comes every few million blocks, with the same step count (steps never
+  // decrease) and more threads finished.
   std::function<void(const Progress&)> progress;
   // When *cancel becomes true (a signal handler may set it) the run stops
   // within a few steps: RunResult::cancelled, and runtime_error says how far

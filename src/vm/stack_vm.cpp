@@ -1137,12 +1137,13 @@ class StackVM {
     chain_runs_ += code_->chain(chain_bases_.data(), idx, n, b, out, limits);
     ++chain_calls_;
     // One step may hold many chain calls (a list of many chunks, each
-    // running whole recursions): the cancel flag is also looked at every
-    // kChainPoll blocks run in the chain, some milliseconds (progress stays
-    // per step).
-    if (opt_.cancel && chain_runs_ >= chain_poll_at_) {
+    // running whole recursions): the cancel flag and the progress callback
+    // are also looked at every kChainPoll blocks run in the chain, some
+    // milliseconds (progress then hears the same step again, with more
+    // threads finished).
+    if (opt_.polled() && chain_runs_ >= chain_poll_at_) {
       chain_poll_at_ = chain_runs_ + kChainPoll;
-      if (auto e = cancelled(b, idx[0])) return e;
+      if (auto e = checkpoint(b, idx[0])) return e;
     }
     int64_t m = 0, ns = 0;
     for (int64_t j = 0; j < n; ++j) {

@@ -721,9 +721,9 @@ TEST_CASE("jit: the stack bound reached inside the chain is reported as in every
 }
 
 // A step of the chain can hold whole recursions of many threads: the cancel
-// flag is looked at within it (every few million blocks), not only every
-// kPollSteps steps, of which such a run has few.
-TEST_CASE("jit: the chain looks at the cancel flag within a step") {
+// flag and the progress callback are looked at within it (every few million
+// blocks), not only every kPollSteps steps, of which such a run has few.
+TEST_CASE("jit: the chain looks at the cancel flag and calls progress within a step") {
   if (!jit::available()) return;
   const char* text = R"(func fib(n: i64) -> i64 {
   if n <= 1 {
@@ -743,4 +743,22 @@ TEST_CASE("jit: the chain looks at the cancel flag within a step") {
   CHECK(r.cancelled);
   CHECK(r.steps < kPollSteps);
   CHECK(r.error->message.find("interrupted") != std::string::npos);
+
+  // Progress, likewise: heard within the steps, never going back.
+  int64_t calls = 0, last_steps = -1, last_finished = -1;
+  bool monotone = true;
+  o = options(kModes[0]);
+  o.progress = [&](int64_t s, int64_t f) {
+    monotone = monotone && s >= last_steps && f >= last_finished;
+    last_steps = s;
+    last_finished = f;
+    ++calls;
+  };
+  r = stack(p, o);
+  REQUIRE_FALSE(r.error);
+  CHECK(r.steps < kPollSteps);
+  CHECK(calls >= 5);  // some 88 million blocks: about 21 polls
+  CHECK(monotone);
+  REQUIRE(r.outputs.size() == 1);
+  for (int64_t t = 0; t < 512; ++t) CHECK(r.outputs[0].as<int64_t>()[t] == 28657);
 }
