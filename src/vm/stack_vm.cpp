@@ -178,11 +178,6 @@ class StackVM {
     live_ = lanes_;
     peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
     tracing_ = opt_.trace && opt_.trace->on();
-    // Chained blocks run threads on alone: not under the seed's order
-    // (min-pc), nor where every block run is counted per thread or traced.
-    // (build_jit chose by the same options, and compiled the chain or the
-    // blocks one by one.)
-    chain_on_ = code_ && code_->chain;
     check_at_ = next_check(opt_, 0);
     if (tracing_) {
       // Threads are numbered by input, also under --lanes.
@@ -297,10 +292,10 @@ class StackVM {
   std::vector<std::vector<uint64_t>> backup_;  // the same at the iteration's start
   std::vector<void*> dense_base_;
   // The chain (jit::ChainFn): its blocks (those compiled whole, in the order
-  // compiled), their bases for this run, and whether this run uses it.
+  // compiled) and their bases for this run. Whether a run chains is
+  // build_jit's choice (CBlock::chained).
   std::vector<uint32_t> chain_blocks_;
   std::vector<void* const*> chain_bases_;
-  bool chain_on_ = false;
   int64_t chain_calls_ = 0, chain_runs_ = 0, chain_stuck_ = 0, chain_spent_ = 0;  // for the log
   int64_t chain_poll_at_ = kChainPoll;  // chain_runs_ at which run_chain polls
   uint32_t ids_[kChunk];

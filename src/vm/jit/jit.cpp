@@ -658,9 +658,7 @@ class Gen {
       store_written();
       switch (s.exit) {
         case Exit::Goto:
-          b_.CreateBr(edge(b_.getInt32(s.target), r1));
-          break;
-        case Exit::Call:
+        case Exit::Call:  // (the frame is pushed above)
           b_.CreateBr(edge(b_.getInt32(s.target), r1));
           break;
         case Exit::Branch:
