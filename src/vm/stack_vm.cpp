@@ -29,10 +29,12 @@ constexpr uint32_t kHalt = UINT32_MAX;
 // most (the VM looks at cancel and progress in between).
 constexpr int64_t kSoloBurst = int64_t{1} << 20;
 constexpr int32_t kMaxCopies = 8;  // iterations per call of a compiled loop body, at most
-// Blocks a lane runs per call of the chain, at most (the VM looks at cancel
-// and progress in between): a chunk's call stays within some milliseconds.
-constexpr int64_t kChainBudget = int64_t{1} << 14;
-constexpr int64_t kChainPoll = int64_t{1} << 22;  // blocks run in the chain between polls
+// A lane's budget per call of the chain (the VM looks at cancel and progress
+// in between): the blocks a call or a backward jump leads to that it may
+// enter, some thousands of calls or loop iterations, so that a chunk's call
+// stays within some milliseconds.
+constexpr int64_t kChainBudget = int64_t{1} << 12;
+constexpr int64_t kChainPoll = int64_t{1} << 20;  // budget used in the chain between polls
 
 // Iterations per call of a compiled loop body of `ops` instructions that
 // cannot fail: enough to amortise the lanes' loads and stores, few enough to
@@ -232,10 +234,10 @@ class StackVM {
     res.steps = step_;
     if (chain_calls_ > 0)
       res.log += "; chain: " + std::to_string(chain_calls_) + " calls, " +
-                 std::to_string(chain_runs_) + " blocks run by threads alone, " +
+                 std::to_string(chain_runs_) + " calls and loop iterations run by threads alone, " +
                  std::to_string(chain_stuck_) + " blocks left to the interpreter, " +
                  std::to_string(chain_spent_) + " threads paused after " +
-                 std::to_string(kChainBudget) + " blocks";
+                 std::to_string(kChainBudget) + " calls and loop iterations";
     res.cancelled = cancelled_;
     res.finished = next_input_ - live_;
     if (opt_.stats)
@@ -1133,7 +1135,7 @@ class StackVM {
     ++chain_calls_;
     // One step may hold many chain calls (a list of many chunks, each
     // running whole recursions): the cancel flag and the progress callback
-    // are also looked at every kChainPoll blocks run in the chain, some
+    // are also looked at every kChainPoll of budget used in the chain, some
     // milliseconds (progress then hears the same step again, with more
     // threads finished).
     if (opt_.polled() && chain_runs_ >= chain_poll_at_) {

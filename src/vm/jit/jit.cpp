@@ -455,22 +455,29 @@ class Gen {
     Type* i64 = b_.getInt64Ty();
     Type* i32 = b_.getInt32Ty();
     Type* ptr = PointerType::get(ctx_, 0);
-    Function* fn = Function::Create(FunctionType::get(i64, {ptr, ptr, i64, i64, ptr, ptr}, false),
-                                    Function::ExternalLinkage, name, m_);
+    // The function for one lane (its slot index, its first block, where its
+    // out_pc goes), called per lane of the list by the ChainFn below: kept
+    // apart so that the list's loop takes no registers from the lane's values.
+    Function* fn =
+        Function::Create(FunctionType::get(i64, {ptr, i64, i64, ptr, ptr}, false),
+                         Function::InternalLinkage, name + ".lane", m_);
     fn->addFnAttr(Attribute::NoUnwind);
+    fn->addFnAttr(Attribute::NoInline);
+    Function* outer = Function::Create(
+        FunctionType::get(i64, {ptr, ptr, i64, i64, ptr, ptr}, false), Function::ExternalLinkage,
+        name, m_);
+    outer->addFnAttr(Attribute::NoUnwind);
     auto arg = fn->arg_begin();
     Value* bases = &*arg++;
-    Value* idx = &*arg++;
-    Value* n = &*arg++;
+    slot_index_ = &*arg++;
     Value* start = &*arg++;
     Value* out = &*arg++;
     Value* limits = &*arg++;
+    lane_ = b_.getInt64(0);  // (a whole block writes its temporaries before reading them)
 
     BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
-    BasicBlock* lane = BasicBlock::Create(ctx_, "lane", fn);
     BasicBlock* stop = BasicBlock::Create(ctx_, "stop", fn);
     BasicBlock* next = BasicBlock::Create(ctx_, "next", fn);
-    BasicBlock* exit = BasicBlock::Create(ctx_, "exit", fn);
     b_.SetInsertPoint(entry);
     Value* budget = b_.CreateLoad(i64, limits);
     Value* max_frames = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, limits, 1));
@@ -493,6 +500,13 @@ class Gen {
       bool written = false;  // stored back (a variable no block writes may be a read-only input)
     };
     std::map<int32_t, Home> tops, depths;  // by variable; depths[-1]: the pc stack
+    // Each stack's entries, while the lane is in the chain: a local array
+    // (kFlatLevels words; entry i+off is row level i, off = 1 for a
+    // variable's stack, whose push at depth 0 writes a dummy entry 0, and 0
+    // for the pc stack), copied in when the lane starts and back when it
+    // leaves. A push or pop is then one access at a fixed offset from the
+    // frame, with no row table and no lane index.
+    std::map<int32_t, Value*> bufs;
     std::map<int32_t, StackPtrs> stack_of;  // by variable: one set of pointers for every block
     for (size_t k = 0; k < blocks.size(); ++k) {
       const Segment& s = blocks[k];
@@ -504,6 +518,7 @@ class Gen {
       }
       c.slot_home.assign(s.slots.size(), nullptr);
       c.depth_home.assign(c.stacks.size(), nullptr);
+      c.buf_home.assign(c.stacks.size(), nullptr);
       for (size_t i = 0; i < s.slots.size(); ++i) {
         if (s.slots[i].kind != SlotKind::Thread || i >= s.slot_var.size()) continue;
         Home& h = tops[s.slot_var[i]];
@@ -521,14 +536,17 @@ class Gen {
       for (size_t st = 0; st < c.stacks.size(); ++st) {
         const bool pc = st + 1 == c.stacks.size();
         if (!pc && st >= s.stack_var.size()) continue;
-        Home& h = depths[pc ? -1 : s.stack_var[st]];
+        const int32_t var = pc ? -1 : s.stack_var[st];
+        Home& h = depths[var];
         if (!h.at) {
           h.type = i32;
           h.at = b_.CreateAlloca(i32);
           h.mem = c.stacks[st].depth;
           h.written = true;
+          bufs[var] = b_.CreateAlloca(ArrayType::get(pc ? i32 : i64, kFlatLevels + 1));
         }
         c.depth_home[st] = h.at;
+        c.buf_home[st] = bufs[var];
       }
     }
     // A call needs fewer frames than the pc stack's rows and the bound.
@@ -544,10 +562,10 @@ class Gen {
             b_.CreateStore(b_.CreateLoad(h.type, h.at), mem);
         }
     };
-    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), lane, exit);
 
-    // Per block: its entry (the budget: a lane that has used it stops
-    // there), its check and its body.
+    // Per block: its entry (the budget, counted down at the blocks calls
+    // and backward jumps lead to: a lane that has used it stops there), its
+    // check and its body.
     std::map<uint32_t, size_t> at;  // pc -> k
     std::vector<BasicBlock*> enter(blocks.size()), check(blocks.size());
     std::vector<PHINode*> runs(blocks.size());
@@ -578,23 +596,36 @@ class Gen {
       return e;
     };
 
-    b_.SetInsertPoint(lane);
-    PHINode* j = b_.CreatePHI(i64, 2);
-    PHINode* total = b_.CreatePHI(i64, 2);
-    j->addIncoming(b_.getInt64(0), entry);
-    total->addIncoming(b_.getInt64(0), entry);
-    lane_ = j;
-    slot_index_ = b_.CreateZExt(b_.CreateLoad(i32, b_.CreateGEP(i32, idx, j)), i64);
+    b_.SetInsertPoint(entry);
     homes(true);
+    // A lane whose stacks go deeper than the rows the code addresses is
+    // the interpreter's (stuck at its first block); else its entries are
+    // copied to the local arrays.
+    BasicBlock* too_deep = BasicBlock::Create(ctx_, "too_deep", fn);
+    {
+      Value* fits = b_.getTrue();
+      for (auto& [v, buf] : bufs) {
+        Value* d = b_.CreateLoad(i32, depths.at(v).at);
+        fits = b_.CreateAnd(fits, b_.CreateICmpULE(d, b_.getInt32(kFlatLevels + (v < 0 ? 0 : 1))));
+      }
+      BasicBlock* copy = BasicBlock::Create(ctx_, "copy_in", fn, stop);
+      b_.CreateCondBr(fits, copy, too_deep);
+      b_.SetInsertPoint(too_deep);
+      b_.CreateStore(b_.CreateOr(start_pc, b_.getInt32(kChainStuck)), out);
+      b_.CreateRet(b_.getInt64(0));
+      b_.SetInsertPoint(copy);
+      for (auto& [v, buf] : bufs)
+        copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i32, depths.at(v).at), v < 0, true);
+    }
     {
       BasicBlock* other = BasicBlock::Create(ctx_, "edge", fn, stop);
       SwitchInst* first = b_.CreateSwitch(start_pc, other, static_cast<unsigned>(blocks.size()));
       for (size_t k = 0; k < blocks.size(); ++k)
-        first->addCase(b_.getInt32(blocks[k].pc), edge(b_.getInt32(blocks[k].pc), b_.getInt64(0)));
+        first->addCase(b_.getInt32(blocks[k].pc), edge(b_.getInt32(blocks[k].pc), budget));
       IRBuilder<> eb(other);
       eb.CreateBr(stop);
       stop_pc->addIncoming(start_pc, other);
-      stop_runs->addIncoming(b_.getInt64(0), other);
+      stop_runs->addIncoming(budget, other);
     }
 
     // The blocks calls return to, in the chain.
@@ -621,7 +652,7 @@ class Gen {
       restore(ctx[k]);
       b_.SetInsertPoint(enter[k]);
       if (counted.count(s.pc))
-        b_.CreateCondBr(b_.CreateICmpSLT(runs[k], budget), check[k],
+        b_.CreateCondBr(b_.CreateICmpNE(runs[k], b_.getInt64(0)), check[k],
                         edge_to_stop(stop, stop_pc, stop_runs, s.pc, runs[k], fn));
       else
         b_.CreateBr(check[k]);
@@ -632,14 +663,14 @@ class Gen {
       b_.CreateCondBr(block_check(ctx[k], call_limit), body, stuck_k);
       {
         IRBuilder<> sb(stuck_k);
-        sb.CreateStore(sb.getInt32(s.pc | kChainStuck), sb.CreateGEP(i32, out, j));
+        sb.CreateStore(sb.getInt32(s.pc | kChainStuck), out);
         sb.CreateBr(next);
       }
       stuck.push_back({stuck_k, runs[k]});
       b_.SetInsertPoint(body);
       block_ops(ctx[k]);
       const size_t pcs = ctx[k].stacks.size() - 1;
-      Value* r1 = b_.CreateAdd(runs[k], b_.getInt64(1));
+      Value* r1 = counted.count(s.pc) ? b_.CreateSub(runs[k], b_.getInt64(1)) : runs[k];
       Value* cond = nullptr;
       Value* popped = nullptr;
       switch (s.exit) {
@@ -675,7 +706,7 @@ class Gen {
 
     // Leaves the chain at stop_pc (a block outside it, halt, or out of budget).
     b_.SetInsertPoint(stop);
-    b_.CreateStore(stop_pc, b_.CreateGEP(i32, out, j));
+    b_.CreateStore(stop_pc, out);
     b_.CreateBr(next);
 
     // A lane's end (out[j] written by `stop` or a stuck block): its homes
@@ -684,20 +715,78 @@ class Gen {
     PHINode* ran = b_.CreatePHI(i64, 1 + stuck.size());
     ran->addIncoming(stop_runs, stop);
     for (auto& [from, r] : stuck) ran->addIncoming(r, from);
-    BasicBlock* go = next;
+    Value* used = b_.CreateSub(budget, ran);
     homes(false);
-    Value* jn = b_.CreateAdd(j, b_.getInt64(1));
-    Value* tn = b_.CreateAdd(total, ran);
-    j->addIncoming(jn, go);
-    total->addIncoming(tn, go);
-    mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), lane, exit), false);
+    for (auto& [v, buf] : bufs)
+      copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i32, depths.at(v).at), v < 0, false);
+    b_.CreateRet(used);
 
-    b_.SetInsertPoint(exit);
-    PHINode* r = b_.CreatePHI(i64, 2);
-    r->addIncoming(b_.getInt64(0), entry);
-    r->addIncoming(tn, go);
-    b_.CreateRet(r);
-    return fn;
+    // The ChainFn: the lane function per lane of the list.
+    {
+      auto oa = outer->arg_begin();
+      Value* o_bases = &*oa++;
+      Value* o_idx = &*oa++;
+      Value* o_n = &*oa++;
+      Value* o_start = &*oa++;
+      Value* o_out = &*oa++;
+      Value* o_limits = &*oa++;
+      BasicBlock* o_entry = BasicBlock::Create(ctx_, "entry", outer);
+      BasicBlock* o_lane = BasicBlock::Create(ctx_, "lane", outer);
+      BasicBlock* o_exit = BasicBlock::Create(ctx_, "exit", outer);
+      b_.SetInsertPoint(o_entry);
+      b_.CreateCondBr(b_.CreateICmpSGT(o_n, b_.getInt64(0)), o_lane, o_exit);
+      b_.SetInsertPoint(o_lane);
+      PHINode* j = b_.CreatePHI(i64, 2);
+      PHINode* total = b_.CreatePHI(i64, 2);
+      j->addIncoming(b_.getInt64(0), o_entry);
+      total->addIncoming(b_.getInt64(0), o_entry);
+      Value* slot = b_.CreateZExt(b_.CreateLoad(i32, b_.CreateGEP(i32, o_idx, j)), i64);
+      Value* ran_j = b_.CreateCall(fn, {o_bases, slot, o_start, b_.CreateGEP(i32, o_out, j), o_limits});
+      Value* jn = b_.CreateAdd(j, b_.getInt64(1));
+      Value* tn = b_.CreateAdd(total, ran_j);
+      j->addIncoming(jn, o_lane);
+      total->addIncoming(tn, o_lane);
+      mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, o_n), o_lane, o_exit), false);
+      b_.SetInsertPoint(o_exit);
+      PHINode* r = b_.CreatePHI(i64, 2);
+      r->addIncoming(b_.getInt64(0), o_entry);
+      r->addIncoming(tn, o_lane);
+      b_.CreateRet(r);
+    }
+    return outer;
+  }
+
+  // Copies this lane's entries of a stack at depth d (i32) between its rows
+  // and the chain's local array `buf` (in: to the array). The pc stack's
+  // levels are 0 .. d-1 at entries 0 .. d-1; a variable's, 0 .. d-2 at
+  // entries 1 .. d-1 (its top is not on the stack).
+  void copy_rows(Value* buf, Value* rows, Value* d, bool pc, bool in) {
+    Type* i64 = b_.getInt64Ty();
+    Type* w = pc ? b_.getInt32Ty() : i64;
+    Type* ptr = PointerType::get(ctx_, 0);
+    Function* fn = b_.GetInsertBlock()->getParent();
+    BasicBlock* before = b_.GetInsertBlock();
+    BasicBlock* loop = BasicBlock::Create(ctx_, in ? "copy_in" : "copy_out", fn);
+    BasicBlock* done = BasicBlock::Create(ctx_, "copied", fn);
+    const int64_t off = pc ? 0 : 1;
+    Value* count = b_.CreateSub(b_.CreateZExt(d, i64), b_.getInt64(static_cast<uint64_t>(off)));
+    b_.CreateCondBr(b_.CreateICmpSGT(count, b_.getInt64(0)), loop, done);
+    b_.SetInsertPoint(loop);
+    PHINode* level = b_.CreatePHI(i64, 2);
+    level->addIncoming(b_.getInt64(0), before);
+    Value* row = b_.CreateLoad(ptr, b_.CreateGEP(ptr, rows, level));
+    Value* mem = b_.CreateGEP(w, row, slot_index_);
+    Value* local = b_.CreateInBoundsGEP(
+        ArrayType::get(w, kFlatLevels + 1), buf,
+        {b_.getInt64(0), b_.CreateAdd(level, b_.getInt64(static_cast<uint64_t>(off)))});
+    if (in)
+      b_.CreateStore(b_.CreateLoad(w, mem), local);
+    else
+      b_.CreateStore(b_.CreateLoad(w, local), mem);
+    Value* next = b_.CreateAdd(level, b_.getInt64(1));
+    level->addIncoming(next, loop);
+    mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(next, count), loop, done), false);
+    b_.SetInsertPoint(done);
   }
 
   // An edge into `stop` for a lane whose budget ran out at block pc.
@@ -732,7 +821,7 @@ class Gen {
     Value* ready = nullptr;  // uint32_t: rows allocated (read once: the code allocates none)
   };
   std::vector<StackPtrs> stacks_;
-  std::vector<Value*> slot_home_, depth_home_;  // the chain's (BlockCtx)
+  std::vector<Value*> slot_home_, depth_home_, buf_home_;  // the chain's (BlockCtx)
 
   // The address of this lane's entry at `level` (i32) of stack k: in its
   // row (the lane's check made sure the row exists).
@@ -782,6 +871,10 @@ class Gen {
     Value* dp = depth_address(static_cast<size_t>(k));
     Value* d = b_.CreateLoad(i32, dp);
     b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
+    if (Value* buf = local_stack(static_cast<size_t>(k))) {  // entry d is level d - 1
+      b_.CreateStore(w, local_entry(buf, d, false));
+      return;
+    }
     Function* fn = b_.GetInsertBlock()->getParent();
     BasicBlock* spill = BasicBlock::Create(ctx_, "spill", fn);
     BasicBlock* done = BasicBlock::Create(ctx_, "pushed", fn);
@@ -799,6 +892,13 @@ class Gen {
     Value* dp = depth_address(static_cast<size_t>(k));
     Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
     b_.CreateStore(d, dp);
+    if (Value* buf = local_stack(static_cast<size_t>(k))) {  // entry 0 exists: no branch
+      Value* v = from_word(b_.CreateLoad(b_.getInt64Ty(), local_entry(buf, d, false)),
+                           seg_->slots[s].dtype);
+      cur_[s] = b_.CreateSelect(b_.CreateICmpNE(d, b_.getInt32(0)), v, old);
+      written_[s] = true;
+      return;
+    }
     Function* fn = b_.GetInsertBlock()->getParent();
     BasicBlock* before = b_.GetInsertBlock();
     BasicBlock* fill = BasicBlock::Create(ctx_, "fill", fn);
@@ -829,7 +929,7 @@ class Gen {
     std::vector<bool> used;
     // The chain: per Thread slot and per stack, the variable's home (an
     // alloca that LLVM keeps in a register), else null.
-    std::vector<Value*> slot_home, depth_home;
+    std::vector<Value*> slot_home, depth_home, buf_home;
   };
 
   // Loads block s's slots and stacks from `base` (see BlockFn) at the
@@ -873,6 +973,7 @@ class Gen {
     stacks_ = c.stacks;
     slot_home_.clear();
     depth_home_.clear();
+    buf_home_.clear();
     return c;
   }
 
@@ -887,6 +988,7 @@ class Gen {
     stacks_ = c.stacks;
     slot_home_ = c.slot_home;
     depth_home_ = c.depth_home;
+    buf_home_ = c.buf_home;
   }
 
   // i1, before the lane changes anything: its stacks hold what the block
@@ -907,16 +1009,21 @@ class Gen {
     for (size_t k = 0; k < nst; ++k) {
       const bool pc = k == pcs;
       if (pc ? (s.exit != Exit::Call && s.exit != Exit::Return) : !c.used[k]) continue;
+      if (pc && s.exit == Exit::Return && local_stack(k)) continue;  // the array holds it
       Value* d = b_.CreateLoad(i32, depth_address(k));
       if (pc && call_limit && s.exit == Exit::Call) {
         ok = b_.CreateAnd(ok, b_.CreateICmpSLT(b_.CreateZExt(d, i64), call_limit));
         continue;
       }
-      // touched < ready, as d + extra <= ready (all values small: no overflow)
+      // touched < ready, as d + extra <= ready (all values small: no
+      // overflow). In the chain's local arrays a pop touches no row: only
+      // the levels pushed must have rows, for when the lane leaves.
       int32_t extra = pc ? (s.exit == Exit::Call ? 1 : 0) : c.pushes[k] - 1;
-      Value* lhs = b_.CreateAdd(b_.CreateZExt(d, i64),
-                                b_.getInt64(static_cast<uint64_t>(static_cast<int64_t>(extra))));
-      ok = b_.CreateAnd(ok, b_.CreateICmpSLE(lhs, b_.CreateZExt(c.stacks[k].ready, i64)));
+      if (pc || c.pushes[k] > 0 || !local_stack(k)) {
+        Value* lhs = b_.CreateAdd(b_.CreateZExt(d, i64),
+                                  b_.getInt64(static_cast<uint64_t>(static_cast<int64_t>(extra))));
+        ok = b_.CreateAnd(ok, b_.CreateICmpSLE(lhs, b_.CreateZExt(c.stacks[k].ready, i64)));
+      }
       if (!pc && c.need[k] > 0)
         ok = b_.CreateAnd(ok, b_.CreateICmpUGE(d, b_.getInt32(static_cast<uint32_t>(c.need[k]))));
     }
@@ -948,7 +1055,10 @@ class Gen {
     Type* i32 = b_.getInt32Ty();
     Value* dp = depth_address(pcs);
     Value* d = b_.CreateLoad(i32, dp);
-    put_word(pcs, d, b_.getInt32(ret_pc), true);
+    if (Value* buf = local_stack(pcs))
+      b_.CreateStore(b_.getInt32(ret_pc), local_entry(buf, d, true));
+    else
+      put_word(pcs, d, b_.getInt32(ret_pc), true);
     b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
     return d;
   }
@@ -959,6 +1069,7 @@ class Gen {
     Value* dp = depth_address(pcs);
     Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
     b_.CreateStore(d, dp);
+    if (Value* buf = local_stack(pcs)) return b_.CreateLoad(i32, local_entry(buf, d, true));
     return get_word(pcs, d, true);
   }
 
@@ -1013,6 +1124,17 @@ class Gen {
   void tag(Instruction* in, size_t scope) {
     in->setMetadata(LLVMContext::MD_alias_scope, scope_[scope]);
     in->setMetadata(LLVMContext::MD_noalias, noalias_[scope]);
+  }
+
+  // The chain's local array for stack k (null outside the chain), and
+  // its entry i (i32).
+  Value* local_stack(size_t k) const {
+    return k < buf_home_.size() ? buf_home_[k] : nullptr;
+  }
+  Value* local_entry(Value* buf, Value* i, bool pc) {
+    Type* w = pc ? b_.getInt32Ty() : b_.getInt64Ty();
+    return b_.CreateInBoundsGEP(ArrayType::get(w, kFlatLevels + 1), buf,
+                                {b_.getInt64(0), b_.CreateZExt(i, b_.getInt64Ty())});
   }
 
   // Where this lane's depth of stack k is: its home in the chain, else

@@ -162,13 +162,17 @@ using BlockFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n, u
 // whole, in one function. Each lane of the list starts at block `start` and
 // runs on, block after block, as code written for one thread would, until
 // it reaches a block that is not in the chain (out_pc[j] = that block's
-// index; the halt mark UINT32_MAX when its last frame returned), has run limits[0] blocks
-// (out_pc[j] = the next block), or fails a block's check before changing
-// anything in it (out_pc[j] = that block | kChainStuck: it needs a row not
-// yet allocated, would pop an empty stack, or, calling, already has
-// limits[1] frames; the VM interprets that block for it). bases[k]: the
-// base (BlockFn) of the k-th block given to compile(). Returns the blocks
-// run, over all lanes.
+// index; the halt mark UINT32_MAX when its last frame returned), has
+// entered limits[0] blocks that a call or a backward jump leads to (the
+// budget: every endless path passes such blocks; out_pc[j] = the next
+// block), or fails a block's check before changing anything in it
+// (out_pc[j] = that block | kChainStuck: it needs a row not yet allocated,
+// would pop an empty stack, or, calling, already has limits[1] frames; the
+// VM interprets that block for it). A lane whose stacks go deeper than
+// kFlatLevels when it starts is stuck at `start`. While in the chain, a
+// lane's stack entries live in local arrays, copied from and back to the
+// rows when it starts and leaves. bases[k]: the base (BlockFn) of the k-th
+// block given to compile(). Returns the budget used, over all lanes.
 constexpr uint32_t kChainStuck = 0x80000000u;
 using ChainFn = int64_t (*)(void* const* const* bases, const uint32_t* idx, int64_t n,
                             int64_t start, uint32_t* out_pc, const int64_t* limits);
