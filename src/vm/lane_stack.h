@@ -6,7 +6,8 @@
 // update and one access to the entry.
 //
 // The first kFlat levels are stored depth-major: level d of every lane is one
-// contiguous row, allocated the first time any lane reaches it, so the
+// contiguous row, allocated (with the rows up to twice as deep as those
+// made so far) the first time any lane reaches it, so the
 // threads of a step touch neighbouring memory instead of one heap block each.
 // Deeper levels (rare: deep recursion) go to per-lane vectors, so memory
 // stays proportional to what each thread really uses. A push checks one
@@ -55,6 +56,12 @@ class LaneStack {
       return row_[level] + lane;
     return deep_[lane].data() + (level - kFlat);
   }
+  // Makes all kFlat rows now (for the JIT's chain, which stops a thread
+  // before a level without its row). Rows of many lanes are mapped pages,
+  // so only those a thread writes take memory.
+  void make_flat_rows() {
+    if (ready_ < kFlat) put_slow(0, kFlat - 1);
+  }
   // For compiled code (vm/jit): the rows of the first kFlat levels (those
   // below *ready_ptr() exist) and their number.
   Word* const* rows() const { return row_; }
@@ -71,9 +78,16 @@ class LaneStack {
   Word* put_slow(uint32_t lane, uint32_t level) {
     if (level < kFlat) {
       if (!row_[level]) {
-        rows_[level] =
-            std::make_unique_for_overwrite<Word[]>(lanes_ * words_);  // written before read
-        row_[level] = rows_[level].get();
+        // The rows up to twice those made so far (at least to this level):
+        // a thread going deeper finds its rows made, and compiled code,
+        // which stops before a level without its row, stops a few times
+        // per stack instead of once per level.
+        const uint32_t upto = std::min<uint32_t>(kFlat, std::max<uint32_t>(level + 1, 2 * ready_));
+        for (uint32_t d = ready_; d < upto; ++d) {
+          if (row_[d]) continue;
+          rows_[d] = std::make_unique_for_overwrite<Word[]>(lanes_ * words_);  // written before read
+          row_[d] = rows_[d].get();
+        }
         while (ready_ < kFlat && row_[ready_]) ++ready_;
       }
       return row_[level] + lane * words_;

@@ -1824,7 +1824,14 @@ class StackVM {
       base.push_back(const_cast<uint32_t*>(pcs_.ready_ptr()));
     }
     chain_bases_.clear();
-    for (uint32_t b : chain_blocks_) chain_bases_.push_back(blocks_[b].block_base.data());
+    for (uint32_t b : chain_blocks_) {
+      chain_bases_.push_back(blocks_[b].block_base.data());
+      // Every row the chain can use, made now: a thread in the chain stops
+      // before a level without its row, and each stop costs a block
+      // interpreted and a step.
+      for (int32_t l : blocks_[b].block_stacks) leaves_[l].below.make_flat_rows();
+      pcs_.make_flat_rows();
+    }
   }
 
   // Plans the blocks compiled whole (block_form, in programs with calls), the

@@ -757,8 +757,47 @@ TEST_CASE("jit: the chain looks at the cancel flag and calls progress within a s
   r = stack(p, o);
   REQUIRE_FALSE(r.error);
   CHECK(r.steps < kPollSteps);
-  CHECK(calls >= 5);  // some 88 million blocks: about 21 polls
+  CHECK(calls >= 5);  // some 29 million calls, a poll every 2^20: about 28 polls
   CHECK(monotone);
   REQUIRE(r.outputs.size() == 1);
   for (int64_t t = 0; t < 512; ++t) CHECK(r.outputs[0].as<int64_t>()[t] == 28657);
+}
+
+// The chain keeps a thread's stack entries in local arrays and copies them
+// back to the stacks' rows when the thread leaves; the rows of the first
+// 32 levels are made before it runs. A thread within 32 levels never stops
+// for a row (no block is left to the interpreter), and one that enters
+// deeper than that (its entries are not all in rows) is interpreted until
+// it is back within them; both give the reference's outputs. (Threads the
+// budget pauses mid-recursion, and their copies out and back in: the fib of
+// the test above, whose outputs are checked.)
+TEST_CASE("jit: the chain's local stacks: rows made up front, threads deeper than the rows") {
+  if (!jit::available()) return;
+  const char* text = R"(func depth(n: i64, x: f64) -> f64 {
+  if n <= 0 {
+    return x
+  }
+  y = depth(n - 1, x * 0.5 + 1.0)
+  if n % 3 == 0 {
+    return y + depth(n / 3, y)
+  }
+  return y - x
+}
+)";
+  auto run = [&](int lo, int span, const char* want_log, bool want) {
+    std::string n, x;
+    for (int i = 0; i < 300; ++i) {
+      n += std::string(i ? ", " : "") + std::to_string(lo + (i * 7) % span);
+      x += std::string(i ? ", " : "") + std::to_string(0.25 * i - 3);
+    }
+    Prog p = load(text, "{\"n\": [" + n + "], \"x\": [" + x + "]}");
+    RunResult ref = reference(p);
+    RunResult got = stack(p, options(kModes[0]));
+    same_bits(ref, got);
+    INFO(got.log);
+    CHECK(got.log.find("chain: ") != std::string::npos);
+    CHECK((got.log.find(want_log) != std::string::npos) == want);
+  };
+  run(0, 29, ", 0 blocks left to the interpreter", true);
+  run(30, 15, ", 0 blocks left to the interpreter", false);
 }

@@ -497,6 +497,7 @@ class Gen {
       Value* at = nullptr;   // the alloca
       Value* mem = nullptr;  // the VM's per-lane array
       Type* type = nullptr;
+      Type* reg = nullptr;  // the alloca's type, if wider (a depth: i64, so no index widens it)
       bool written = false;  // stored back (a variable no block writes may be a read-only input)
     };
     std::map<int32_t, Home> tops, depths;  // by variable; depths[-1]: the pc stack
@@ -540,7 +541,8 @@ class Gen {
         Home& h = depths[var];
         if (!h.at) {
           h.type = i32;
-          h.at = b_.CreateAlloca(i32);
+          h.reg = i64;
+          h.at = b_.CreateAlloca(i64);
           h.mem = c.stacks[st].depth;
           h.written = true;
           bufs[var] = b_.CreateAlloca(ArrayType::get(pc ? i32 : i64, kFlatLevels + 1));
@@ -556,10 +558,13 @@ class Gen {
       for (auto* m : {&tops, &depths})
         for (auto& [v, h] : *m) {
           Value* mem = b_.CreateGEP(h.type, h.mem, slot_index_);
-          if (load)
-            b_.CreateStore(b_.CreateLoad(h.type, mem), h.at);
-          else if (h.written)
-            b_.CreateStore(b_.CreateLoad(h.type, h.at), mem);
+          if (load) {
+            Value* v = b_.CreateLoad(h.type, mem);
+            b_.CreateStore(h.reg ? b_.CreateZExt(v, h.reg) : v, h.at);
+          } else if (h.written) {
+            Value* v = b_.CreateLoad(h.reg ? h.reg : h.type, h.at);
+            b_.CreateStore(h.reg ? b_.CreateTrunc(v, h.type) : v, mem);
+          }
         }
     };
 
@@ -605,8 +610,8 @@ class Gen {
     {
       Value* fits = b_.getTrue();
       for (auto& [v, buf] : bufs) {
-        Value* d = b_.CreateLoad(i32, depths.at(v).at);
-        fits = b_.CreateAnd(fits, b_.CreateICmpULE(d, b_.getInt32(kFlatLevels + (v < 0 ? 0 : 1))));
+        Value* d = b_.CreateLoad(i64, depths.at(v).at);
+        fits = b_.CreateAnd(fits, b_.CreateICmpULE(d, b_.getInt64(kFlatLevels + (v < 0 ? 0 : 1))));
       }
       BasicBlock* copy = BasicBlock::Create(ctx_, "copy_in", fn, stop);
       b_.CreateCondBr(fits, copy, too_deep);
@@ -615,7 +620,7 @@ class Gen {
       b_.CreateRet(b_.getInt64(0));
       b_.SetInsertPoint(copy);
       for (auto& [v, buf] : bufs)
-        copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i32, depths.at(v).at), v < 0, true);
+        copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i64, depths.at(v).at), v < 0, true);
     }
     {
       BasicBlock* other = BasicBlock::Create(ctx_, "edge", fn, stop);
@@ -718,7 +723,7 @@ class Gen {
     Value* used = b_.CreateSub(budget, ran);
     homes(false);
     for (auto& [v, buf] : bufs)
-      copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i32, depths.at(v).at), v < 0, false);
+      copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i64, depths.at(v).at), v < 0, false);
     b_.CreateRet(used);
 
     // The ChainFn: the lane function per lane of the list.
@@ -866,11 +871,9 @@ class Gen {
   // The full variable in slot s pushes its top on stack k: one more level;
   // the old top goes below (a lane's first value has nothing below it).
   void push(int32_t k, int32_t s) {
-    Type* i32 = b_.getInt32Ty();
     Value* w = to_word(read(Arg{s}), seg_->slots[s].dtype);
-    Value* dp = depth_address(static_cast<size_t>(k));
-    Value* d = b_.CreateLoad(i32, dp);
-    b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
+    Value* d = load_depth(static_cast<size_t>(k));
+    store_depth(static_cast<size_t>(k), b_.CreateAdd(d, b_.getInt64(1)));
     if (Value* buf = local_stack(static_cast<size_t>(k))) {  // entry d is level d - 1
       b_.CreateStore(w, local_entry(buf, d, false));
       return;
@@ -878,24 +881,22 @@ class Gen {
     Function* fn = b_.GetInsertBlock()->getParent();
     BasicBlock* spill = BasicBlock::Create(ctx_, "spill", fn);
     BasicBlock* done = BasicBlock::Create(ctx_, "pushed", fn);
-    b_.CreateCondBr(b_.CreateICmpNE(d, b_.getInt32(0)), spill, done);
+    b_.CreateCondBr(b_.CreateICmpNE(d, b_.getInt64(0)), spill, done);
     b_.SetInsertPoint(spill);
-    put_word(static_cast<size_t>(k), b_.CreateSub(d, b_.getInt32(1)), w, false);
+    put_word(static_cast<size_t>(k), b_.CreateSub(d, b_.getInt64(1)), w, false);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   }
   // Slot s's full variable pops stack k: the value below becomes the top
   // (none below: the top keeps its old bits, as in the interpreter).
   void pop(int32_t k, int32_t s) {
-    Type* i32 = b_.getInt32Ty();
     Value* old = read(Arg{s});
-    Value* dp = depth_address(static_cast<size_t>(k));
-    Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
-    b_.CreateStore(d, dp);
+    Value* d = b_.CreateSub(load_depth(static_cast<size_t>(k)), b_.getInt64(1));
+    store_depth(static_cast<size_t>(k), d);
     if (Value* buf = local_stack(static_cast<size_t>(k))) {  // entry 0 exists: no branch
       Value* v = from_word(b_.CreateLoad(b_.getInt64Ty(), local_entry(buf, d, false)),
                            seg_->slots[s].dtype);
-      cur_[s] = b_.CreateSelect(b_.CreateICmpNE(d, b_.getInt32(0)), v, old);
+      cur_[s] = b_.CreateSelect(b_.CreateICmpNE(d, b_.getInt64(0)), v, old);
       written_[s] = true;
       return;
     }
@@ -903,9 +904,9 @@ class Gen {
     BasicBlock* before = b_.GetInsertBlock();
     BasicBlock* fill = BasicBlock::Create(ctx_, "fill", fn);
     BasicBlock* done = BasicBlock::Create(ctx_, "popped", fn);
-    b_.CreateCondBr(b_.CreateICmpNE(d, b_.getInt32(0)), fill, done);
+    b_.CreateCondBr(b_.CreateICmpNE(d, b_.getInt64(0)), fill, done);
     b_.SetInsertPoint(fill);
-    Value* v = from_word(get_word(static_cast<size_t>(k), b_.CreateSub(d, b_.getInt32(1)), false),
+    Value* v = from_word(get_word(static_cast<size_t>(k), b_.CreateSub(d, b_.getInt64(1)), false),
                          seg_->slots[s].dtype);
     BasicBlock* fill_end = b_.GetInsertBlock();
     b_.CreateBr(done);
@@ -1002,7 +1003,6 @@ class Gen {
   Value* block_check(const BlockCtx& c, Value* call_limit) {
     const Segment& s = *c.seg;
     Type* i64 = b_.getInt64Ty();
-    Type* i32 = b_.getInt32Ty();
     const size_t nst = c.stacks.size();
     const size_t pcs = nst - 1;
     Value* ok = b_.getTrue();
@@ -1010,9 +1010,9 @@ class Gen {
       const bool pc = k == pcs;
       if (pc ? (s.exit != Exit::Call && s.exit != Exit::Return) : !c.used[k]) continue;
       if (pc && s.exit == Exit::Return && local_stack(k)) continue;  // the array holds it
-      Value* d = b_.CreateLoad(i32, depth_address(k));
+      Value* d = load_depth(k);
       if (pc && call_limit && s.exit == Exit::Call) {
-        ok = b_.CreateAnd(ok, b_.CreateICmpSLT(b_.CreateZExt(d, i64), call_limit));
+        ok = b_.CreateAnd(ok, b_.CreateICmpSLT(d, call_limit));
         continue;
       }
       // touched < ready, as d + extra <= ready (all values small: no
@@ -1020,12 +1020,12 @@ class Gen {
       // the levels pushed must have rows, for when the lane leaves.
       int32_t extra = pc ? (s.exit == Exit::Call ? 1 : 0) : c.pushes[k] - 1;
       if (pc || c.pushes[k] > 0 || !local_stack(k)) {
-        Value* lhs = b_.CreateAdd(b_.CreateZExt(d, i64),
-                                  b_.getInt64(static_cast<uint64_t>(static_cast<int64_t>(extra))));
+        Value* lhs =
+            b_.CreateAdd(d, b_.getInt64(static_cast<uint64_t>(static_cast<int64_t>(extra))));
         ok = b_.CreateAnd(ok, b_.CreateICmpSLE(lhs, b_.CreateZExt(c.stacks[k].ready, i64)));
       }
       if (!pc && c.need[k] > 0)
-        ok = b_.CreateAnd(ok, b_.CreateICmpUGE(d, b_.getInt32(static_cast<uint32_t>(c.need[k]))));
+        ok = b_.CreateAnd(ok, b_.CreateICmpUGE(d, b_.getInt64(static_cast<uint64_t>(c.need[k]))));
     }
     return ok;
   }
@@ -1050,25 +1050,22 @@ class Gen {
   }
 
   // A call's new frame on the pc stack (stack pcs), returning to ret_pc;
-  // returns the depth before it (i32).
+  // returns the depth before it (i64).
   Value* push_frame(size_t pcs, uint32_t ret_pc) {
-    Type* i32 = b_.getInt32Ty();
-    Value* dp = depth_address(pcs);
-    Value* d = b_.CreateLoad(i32, dp);
+    Value* d = load_depth(pcs);
     if (Value* buf = local_stack(pcs))
       b_.CreateStore(b_.getInt32(ret_pc), local_entry(buf, d, true));
     else
       put_word(pcs, d, b_.getInt32(ret_pc), true);
-    b_.CreateStore(b_.CreateAdd(d, b_.getInt32(1)), dp);
+    store_depth(pcs, b_.CreateAdd(d, b_.getInt64(1)));
     return d;
   }
 
   // A return: pops the pc stack; returns the block to go back to (i32).
   Value* pop_frame(size_t pcs) {
     Type* i32 = b_.getInt32Ty();
-    Value* dp = depth_address(pcs);
-    Value* d = b_.CreateSub(b_.CreateLoad(i32, dp), b_.getInt32(1));
-    b_.CreateStore(d, dp);
+    Value* d = b_.CreateSub(load_depth(pcs), b_.getInt64(1));
+    store_depth(pcs, d);
     if (Value* buf = local_stack(pcs)) return b_.CreateLoad(i32, local_entry(buf, d, true));
     return get_word(pcs, d, true);
   }
@@ -1137,11 +1134,21 @@ class Gen {
                                 {b_.getInt64(0), b_.CreateZExt(i, b_.getInt64Ty())});
   }
 
-  // Where this lane's depth of stack k is: its home in the chain, else
-  // the VM's per-lane array.
-  Value* depth_address(size_t k) {
-    if (k < depth_home_.size() && depth_home_[k]) return depth_home_[k];
-    return b_.CreateGEP(b_.getInt32Ty(), stacks_[k].depth, slot_index_);
+  // This lane's depth of stack k (i64): in its home in the chain (an i64),
+  // else in the VM's per-lane array (uint32_t).
+  Value* load_depth(size_t k) {
+    if (k < depth_home_.size() && depth_home_[k])
+      return b_.CreateLoad(b_.getInt64Ty(), depth_home_[k]);
+    Value* at = b_.CreateGEP(b_.getInt32Ty(), stacks_[k].depth, slot_index_);
+    return b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), at), b_.getInt64Ty());
+  }
+  void store_depth(size_t k, Value* d) {
+    if (k < depth_home_.size() && depth_home_[k]) {
+      b_.CreateStore(d, depth_home_[k]);
+      return;
+    }
+    Value* at = b_.CreateGEP(b_.getInt32Ty(), stacks_[k].depth, slot_index_);
+    b_.CreateStore(b_.CreateTrunc(d, b_.getInt32Ty()), at);
   }
 
   Value* address(int32_t s) {
