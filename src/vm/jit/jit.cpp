@@ -515,6 +515,7 @@ class Gen {
       for (size_t st = 0; st < c.stacks.size(); ++st) {
         const bool pc = st + 1 == c.stacks.size();
         if (!pc && st >= s.stack_var.size()) continue;
+        c.stacks[st].ready = b_.getInt32(kFlatLevels);  // the VM makes every row first
         c.stacks[st] = stack_of.emplace(pc ? -1 : s.stack_var[st], c.stacks[st]).first->second;
       }
       c.slot_home.assign(s.slots.size(), nullptr);

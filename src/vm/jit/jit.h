@@ -166,9 +166,10 @@ using BlockFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n, u
 // entered limits[0] blocks that a call or a backward jump leads to (the
 // budget: every endless path passes such blocks; out_pc[j] = the next
 // block), or fails a block's check before changing anything in it
-// (out_pc[j] = that block | kChainStuck: it needs a row not yet allocated,
-// would pop an empty stack, or, calling, already has limits[1] frames; the
-// VM interprets that block for it). A lane whose stacks go deeper than
+// (out_pc[j] = that block | kChainStuck: it would go deeper than
+// kFlatLevels, pop an empty stack, or, calling, already has limits[1]
+// frames; the VM interprets that block for it). The VM makes all
+// kFlatLevels rows of every stack the chain uses before calling it. A lane whose stacks go deeper than
 // kFlatLevels when it starts is stuck at `start`. While in the chain, a
 // lane's stack entries live in local arrays, copied from and back to the
 // rows when it starts and leaves. bases[k]: the base (BlockFn) of the k-th
