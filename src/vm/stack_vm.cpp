@@ -2006,7 +2006,9 @@ class StackVM {
     if (multi)
       jit_log_ += "; " + std::to_string(multi) + " loop blocks run several iterations per call";
     if (code_->chain)
-      jit_log_ += "; the " + std::to_string(bwhere.size()) + " blocks compiled whole are chained";
+      jit_log_ += "; the " + std::to_string(bwhere.size()) +
+                  " blocks compiled whole are chained (" + std::to_string(code_->chain_copy_sites) +
+                  " call sites jump to copies of their callee's first blocks)";
   }
 
   // A thread is done: its outputs go to its input's row; in refill mode the

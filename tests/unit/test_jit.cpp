@@ -801,3 +801,59 @@ TEST_CASE("jit: the chain's local stacks: rows made up front, threads deeper tha
   run(0, 29, ", 0 blocks left to the interpreter", true);
   run(30, 15, ", 0 blocks left to the interpreter", false);
 }
+
+// Copies of a callee's first blocks (Gen::chain): a call jumps to a copy
+// made for its call site, whose returns go straight back to that site. Two
+// call sites of one callee return to different blocks; the callee's first
+// blocks hold a branch with two returns; threads go past the 32 levels the
+// chain's stacks hold (stuck there, interpreted, and back), and pause on the
+// budget inside the recursion. The outputs must be the reference's.
+TEST_CASE("jit: the chain's copies of a callee's first blocks return to their call site") {
+  const char* text = R"(func leafy(n: i64, m: i64) -> i64 {
+  if n <= 1 {
+    if m > 0 {
+      return n + m
+    }
+    return 1 - m
+  }
+  a = leafy(n - 1, m) * 3
+  b = leafy(n - 2, m - 1)
+  return (a + b) % 1000003
+}
+
+func deep(n: i64) -> i64 {
+  if n <= 0 {
+    return 7
+  }
+  return deep(n - 1) + n
+}
+
+func main(n: i64, m: i64) -> i64 {
+  return leafy(n, m) + deep(n * 2)
+}
+)";
+  std::string n, m;
+  for (int i = 0; i < 48; ++i) {
+    const char* sep = i ? ", " : "";
+    n += sep + std::to_string(i % 24);
+    m += sep + std::to_string(i % 5 - 2);
+  }
+  Prog p = load(text, "{\"n\": [" + n + "], \"m\": [" + m + "]}", "main");
+  RunResult want = reference(p);
+  for (Mode md : kModes) {
+    CAPTURE(md.jit);
+    CAPTURE(md.persistent);
+    RunResult got = stack(p, options(md));
+    same_bits(want, got);
+    if (md.jit && md.persistent && jit::available()) {
+      // leafy's two recursive calls, main's call of leafy and deep's calls
+      // each have a copy; main's call of deep returns to a block in main.
+      CHECK(got.log.find("are chained") != std::string::npos);
+      CHECK(got.log.find("(5 call sites jump") != std::string::npos);
+      CHECK(got.log.find(", 0 threads paused") == std::string::npos);
+    }
+  }
+  RunOptions o = options(kModes[0]);
+  o.lanes = 5;
+  same_bits(want, stack(p, o));
+}

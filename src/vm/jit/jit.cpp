@@ -23,6 +23,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -187,6 +188,11 @@ class LlvmCode : public Code {
     if (tracker) consumeError(tracker->remove());
   }
 };
+
+// The chain copies a callee's first blocks for each call site when they are
+// at most this many blocks and instructions (see Gen::chain).
+constexpr size_t kCopyBlocks = 4;
+constexpr size_t kCopyOps = 32;
 
 // Builds the functions of one module.
 class Gen {
@@ -652,18 +658,91 @@ class Gen {
       if (s.exit == Exit::Branch && s.target2 <= s.pc) counted.insert(s.target2);
     }
 
+    // Copies of a callee's first blocks, one set per call site. At a call
+    // whose callee starts with a few blocks (joined by gotos and branches,
+    // none ending in a call) at least one of which returns, such
+    // as fib's `n <= 1` case, the call jumps to a copy of those blocks made
+    // for that call site: a return there goes straight to the block the
+    // call returns to (the frame the call pushed is the one it pops), with
+    // no switch on the popped pc, and LLVM sees the pushed values come back.
+    // A copy's path that leaves them goes on in the shared code. No copy
+    // ends in a call, so every call of a recursion reaches a copy. A loop
+    // within a copy looks at the budget as the shared code does (the same
+    // blocks, by pc, are counted).
+    struct Copy {
+      size_t k = 0;  // the block copied
+      BasicBlock* enter = nullptr;
+      BasicBlock* check = nullptr;
+      PHINode* runs = nullptr;
+    };
+    using CopySet = std::map<uint32_t, Copy>;                  // by pc
+    std::map<std::pair<uint32_t, uint32_t>, CopySet> copies;  // by (callee, return block)
+    for (const Segment& s : blocks) {
+      if (s.exit != Exit::Call || !at.count(s.target)) continue;
+      auto key = std::make_pair(s.target, s.ret_pc);
+      if (copies.count(key)) continue;
+      std::vector<uint32_t> todo{s.target};
+      std::set<uint32_t> region;
+      size_t ops = 0;
+      bool returns = false, fits = true;
+      while (!todo.empty() && fits) {
+        const uint32_t pc = todo.back();
+        todo.pop_back();
+        auto it = at.find(pc);
+        if (region.count(pc) || it == at.end()) continue;
+        const Segment& b = blocks[it->second];
+        if (b.exit == Exit::Call) continue;
+        region.insert(pc);
+        ops += b.ops.size();
+        fits = region.size() <= kCopyBlocks && ops <= kCopyOps;
+        returns = returns || b.exit == Exit::Return;
+        if (b.exit == Exit::Goto || b.exit == Exit::Branch) todo.push_back(b.target);
+        if (b.exit == Exit::Branch) todo.push_back(b.target2);
+      }
+      if (!fits || !returns) continue;
+      CopySet& set = copies[key];
+      for (uint32_t pc : region) {
+        Copy c;
+        c.k = at.at(pc);
+        c.enter = BasicBlock::Create(ctx_, "copy_enter", fn, stop);
+        c.check = BasicBlock::Create(ctx_, "copy_check", fn, stop);
+        b_.SetInsertPoint(c.enter);
+        c.runs = b_.CreatePHI(i64, 2);
+        set[pc] = c;
+      }
+    }
+    auto copy_edge = [&](Copy& c, Value* r) {
+      BasicBlock* e = BasicBlock::Create(ctx_, "edge", fn, stop);
+      IRBuilder<> eb(e);
+      eb.CreateBr(c.enter);
+      c.runs->addIncoming(r, e);
+      return e;
+    };
+
     std::vector<std::pair<BasicBlock*, Value*>> stuck;  // (a stuck block, the lane's runs)
-    for (size_t k = 0; k < blocks.size(); ++k) {
+    // Block k's code from `enter` (whose PHI `runs` has the lane's budget
+    // left): the budget, `check`, the body and the exit. `set` is the copy
+    // set it belongs to (a goto or branch to a block of the set stays in
+    // it, and a return goes to `ret_to`), or null for the shared code.
+    auto emit = [&](size_t k, BasicBlock* enter_k, PHINode* runs_k, BasicBlock* check_k,
+                    CopySet* set, uint32_t ret_to) {
       const Segment& s = blocks[k];
+      auto go = [&](uint32_t pc, Value* r) {
+        if (set) {
+          auto it = set->find(pc);
+          if (it != set->end()) return copy_edge(it->second, r);
+        }
+        return edge(b_.getInt32(pc), r);
+      };
       restore(ctx[k]);
-      b_.SetInsertPoint(enter[k]);
+      b_.SetInsertPoint(enter_k);
       if (counted.count(s.pc))
-        b_.CreateCondBr(b_.CreateICmpNE(runs[k], b_.getInt64(0)), check[k],
-                        edge_to_stop(stop, stop_pc, stop_runs, s.pc, runs[k], fn));
+        b_.CreateCondBr(b_.CreateICmpNE(runs_k, b_.getInt64(0)), check_k,
+                        edge_to_stop(stop, stop_pc, stop_runs, s.pc, runs_k, fn));
       else
-        b_.CreateBr(check[k]);
+        b_.CreateBr(check_k);
       BasicBlock* body = BasicBlock::Create(ctx_, "body", fn, stop);
-      b_.SetInsertPoint(check[k]);
+      b_.SetInsertPoint(check_k);
       // Stuck: out[j] says so here, off the path the lane takes on.
       BasicBlock* stuck_k = BasicBlock::Create(ctx_, "stuck", fn, stop);
       b_.CreateCondBr(block_check(ctx[k], call_limit), body, stuck_k);
@@ -672,11 +751,11 @@ class Gen {
         sb.CreateStore(sb.getInt32(s.pc | kChainStuck), out);
         sb.CreateBr(next);
       }
-      stuck.push_back({stuck_k, runs[k]});
+      stuck.push_back({stuck_k, runs_k});
       b_.SetInsertPoint(body);
       block_ops(ctx[k]);
       const size_t pcs = ctx[k].stacks.size() - 1;
-      Value* r1 = counted.count(s.pc) ? b_.CreateSub(runs[k], b_.getInt64(1)) : runs[k];
+      Value* r1 = counted.count(s.pc) ? b_.CreateSub(runs_k, b_.getInt64(1)) : runs_k;
       Value* cond = nullptr;
       Value* popped = nullptr;
       switch (s.exit) {
@@ -695,20 +774,35 @@ class Gen {
       store_written();
       switch (s.exit) {
         case Exit::Goto:
-        case Exit::Call:  // (the frame is pushed above)
-          b_.CreateBr(edge(b_.getInt32(s.target), r1));
+          b_.CreateBr(go(s.target, r1));
           break;
-        case Exit::Branch:
-          b_.CreateCondBr(cond, edge(b_.getInt32(s.target), r1), edge(b_.getInt32(s.target2), r1));
+        case Exit::Call: {  // (the frame is pushed above)
+          auto it = copies.find({s.target, s.ret_pc});
+          b_.CreateBr(it != copies.end() ? copy_edge(it->second.at(s.target), r1)
+                                         : edge(b_.getInt32(s.target), r1));
           break;
+        }
+        case Exit::Branch: {
+          BasicBlock* yes = go(s.target, r1);
+          b_.CreateCondBr(cond, yes, go(s.target2, r1));
+          break;
+        }
         case Exit::Return: {
+          if (set) {  // the frame popped is the one the call site pushed
+            b_.CreateBr(edge(b_.getInt32(ret_to), r1));
+            break;
+          }
           SwitchInst* back = b_.CreateSwitch(popped, edge(popped, r1),
                                              static_cast<unsigned>(returns_to.size()));
           for (uint32_t t : returns_to) back->addCase(b_.getInt32(t), edge(b_.getInt32(t), r1));
           break;
         }
       }
-    }
+    };
+    for (size_t k = 0; k < blocks.size(); ++k) emit(k, enter[k], runs[k], check[k], nullptr, 0);
+    copy_sites_ = copies.size();
+    for (auto& [key, set] : copies)
+      for (auto& [pc, c] : set) emit(c.k, c.enter, c.runs, c.check, &set, key.second);
 
     // Leaves the chain at stop_pc (a block outside it, halt, or out of budget).
     b_.SetInsertPoint(stop);
@@ -828,6 +922,11 @@ class Gen {
   };
   std::vector<StackPtrs> stacks_;
   std::vector<Value*> slot_home_, depth_home_, buf_home_;  // the chain's (BlockCtx)
+
+ public:
+  size_t copy_sites_ = 0;  // the chain's call sites that jump to copies
+
+ private:
 
   // The address of this lane's entry at `level` (i32) of stack k: in its
   // row (the lane's check made sure the row exists).
@@ -1648,6 +1747,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   const std::string prefix = "ab" + std::to_string(module_counter++) + "_";
   std::vector<std::string> gnames, dnames, mnames, snames, bnames;
   std::string cname;
+  size_t copy_sites = 0;
   {
     Gen gb(*ctx, *mb);
     for (size_t i = 0; i < blocks.size() && !chain; ++i) {
@@ -1657,6 +1757,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
     if (chain && !blocks.empty()) {
       cname = prefix + "chain";
       gb.chain(blocks, *chain, cname);
+      copy_sites = gb.copy_sites_;
     }
     Gen g(*ctx, *m);
     for (size_t i = 0; i < gather.size(); ++i) {
@@ -1756,6 +1857,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   for (const auto& n : gnames) code->gather.push_back(reinterpret_cast<GatherFn>(address(n)));
   for (const auto& n : bnames) code->block.push_back(reinterpret_cast<BlockFn>(address(n)));
   if (!cname.empty()) code->chain = reinterpret_cast<ChainFn>(address(cname));
+  code->chain_copy_sites = copy_sites;
   for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
   for (const auto& n : mnames)
     code->dense_multi.push_back(n.empty() ? nullptr : reinterpret_cast<DenseMultiFn>(address(n)));

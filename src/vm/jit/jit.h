@@ -187,6 +187,7 @@ class Code {
   std::vector<DenseSoloFn> dense_solo;    // per dense segment: null unless copies > 1
   std::vector<BlockFn> block;             // one per requested block
   ChainFn chain = nullptr;                // the requested blocks chained (if asked for)
+  size_t chain_copy_sites = 0;            // calls that jump to copies of the callee's first blocks
   double seconds = 0;                     // wall time of code generation and compilation
   std::string detail;                     // where that time went
 };
