@@ -1130,7 +1130,7 @@ class StackVM {
   // that block interpreted for it at once, with the others stuck there.
   std::optional<RuntimeError> run_chain(uint32_t b, uint32_t* idx, int64_t n) {
     uint32_t out[kChunk], stuck[kChunk], at[kChunk];
-    const int64_t limits[2] = {kChainBudget, opt_.max_stack_depth};
+    const int64_t limits[1] = {kChainBudget};
     chain_runs_ += code_->chain(chain_bases_.data(), idx, n, b, out, limits);
     ++chain_calls_;
     // One step may hold many chain calls (a list of many chunks, each
@@ -1964,7 +1964,9 @@ class StackVM {
     std::sort(return_to.begin(), return_to.end());
     return_to.erase(std::unique(return_to.begin(), return_to.end()), return_to.end());
     std::string err;
-    code_ = jit::compile(gsegs, dsegs, bsegs, chain ? &return_to : nullptr, &err, &cached_);
+    const auto frames = static_cast<uint32_t>(
+        std::clamp<int64_t>(opt_.max_stack_depth, 0, int64_t{jit::kFlatLevels}));
+    code_ = jit::compile(gsegs, dsegs, bsegs, chain ? &return_to : nullptr, frames, &err, &cached_);
     if (!code_) {
       jit_log_ = "jit: " + err + "; interpreting";
       for (auto& cb : blocks_) cb.seg_at.clear();

@@ -457,7 +457,7 @@ class Gen {
   // predicts each jump on its own). Every block's code starts by counting
   // the lane's budget and checking its stacks.
   Function* chain(const std::vector<Segment>& blocks, const std::vector<uint32_t>& return_to,
-                 const std::string& name) {
+                 uint32_t frames, const std::string& name) {
     Type* i64 = b_.getInt64Ty();
     Type* i32 = b_.getInt32Ty();
     Type* ptr = PointerType::get(ctx_, 0);
@@ -486,7 +486,6 @@ class Gen {
     BasicBlock* next = BasicBlock::Create(ctx_, "next", fn);
     b_.SetInsertPoint(entry);
     Value* budget = b_.CreateLoad(i64, limits);
-    Value* max_frames = b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, limits, 1));
     Value* start_pc = b_.CreateTrunc(start, i32);
     std::vector<BlockCtx> ctx;
     for (size_t k = 0; k < blocks.size(); ++k) {
@@ -558,9 +557,9 @@ class Gen {
         c.buf_home[st] = bufs[var];
       }
     }
-    // A call needs fewer frames than the pc stack's rows and the bound.
-    Value* pc_rows = b_.CreateZExt(stack_of.at(-1).ready, i64);
-    Value* call_limit = b_.CreateSelect(b_.CreateICmpSLT(pc_rows, max_frames), pc_rows, max_frames);
+    // A call needs fewer frames than the pc stack's rows and the bound (a
+    // constant: one register fewer on the hot path).
+    Value* call_limit = b_.getInt64(std::min<uint32_t>(frames, kFlatLevels));
     auto homes = [&](bool load) {
       for (auto* m : {&tops, &depths})
         for (auto& [v, h] : *m) {
@@ -1646,7 +1645,8 @@ std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segm
 std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
                                            const std::vector<Segment>& dense,
                                            const std::vector<Segment>& blocks,
-                                           const std::vector<uint32_t>* chain, std::string* error);
+                                           const std::vector<uint32_t>* chain,
+                                           uint32_t chain_frames, std::string* error);
 
 }  // namespace
 
@@ -1655,17 +1655,19 @@ bool available() { return engine().jit != nullptr; }
 std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
                                     const std::vector<Segment>& dense,
                                     const std::vector<Segment>& blocks,
-                                    const std::vector<uint32_t>* chain, std::string* error,
-                                    bool* cached) {
+                                    const std::vector<uint32_t>* chain, uint32_t chain_frames,
+                                    std::string* error, bool* cached) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<const Code> > cache;
   std::string key = cache_key(gather, dense, blocks, chain);
+  if (chain) key += "f" + std::to_string(chain_frames);
   // One compilation at a time; a second run of the same program waits for the first's code.
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   *cached = it != cache.end();
   if (*cached) return it->second;
-  std::shared_ptr<const Code> code = compile_module(gather, dense, blocks, chain, error);
+  std::shared_ptr<const Code> code =
+      compile_module(gather, dense, blocks, chain, chain_frames, error);
   if (code) cache.emplace(std::move(key), code);
   return code;
 }
@@ -1696,7 +1698,8 @@ std::string light_pipeline() {
 std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
                                            const std::vector<Segment>& dense,
                                            const std::vector<Segment>& blocks,
-                                           const std::vector<uint32_t>* chain, std::string* error) {
+                                           const std::vector<uint32_t>* chain,
+                                           uint32_t chain_frames, std::string* error) {
   auto cpu_ms = [] {
     timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -1756,7 +1759,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
     }
     if (chain && !blocks.empty()) {
       cname = prefix + "chain";
-      gb.chain(blocks, *chain, cname);
+      gb.chain(blocks, *chain, chain_frames, cname);
       copy_sites = gb.copy_sites_;
     }
     Gen g(*ctx, *m);

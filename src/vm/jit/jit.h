@@ -167,10 +167,13 @@ using BlockFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n, u
 // budget: every endless path passes such blocks; out_pc[j] = the next
 // block), or fails a block's check before changing anything in it
 // (out_pc[j] = that block | kChainStuck: it would go deeper than
-// kFlatLevels, pop an empty stack, or, calling, already has limits[1]
-// frames; the VM interprets that block for it). The VM makes all
-// kFlatLevels rows of every stack the chain uses before calling it. A lane whose stacks go deeper than
-// kFlatLevels when it starts is stuck at `start`. While in the chain, a
+// kFlatLevels, pop an empty stack, or, calling, already has the
+// `chain_frames` frames given to compile(); the VM interprets that block
+// for it). The VM makes all kFlatLevels rows of every stack the chain uses
+// before calling it. A lane whose stacks go deeper than kFlatLevels when it
+// starts is stuck at `start`. A call whose callee starts with a few blocks
+// that may return (fib's `n <= 1`) jumps to a copy of them made for that
+// call site, whose return goes straight back there. While in the chain, a
 // lane's stack entries live in local arrays, copied from and back to the
 // rows when it starts and leaves. bases[k]: the base (BlockFn) of the k-th
 // block given to compile(). Returns the budget used, over all lanes.
@@ -198,11 +201,13 @@ class Code {
 // program run again (benchmarks, a batch sharded over threads) compiles once
 // (*cached tells; `seconds` is then the first compilation's). With `chain`
 // (the blocks that calls return to, in the whole program), `blocks` become
-// one ChainFn instead of a BlockFn each (Code::block stays empty).
+// one ChainFn instead of a BlockFn each (Code::block stays empty); a thread
+// with `chain_frames` frames (the stack bound, --max-stack-depth) is stuck
+// at a call, a constant in the code.
 std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
                                     const std::vector<Segment>& dense,
                                     const std::vector<Segment>& blocks,
-                                    const std::vector<uint32_t>* chain, std::string* error,
-                                    bool* cached);
+                                    const std::vector<uint32_t>* chain, uint32_t chain_frames,
+                                    std::string* error, bool* cached);
 
 }  // namespace ab::jit
