@@ -461,11 +461,14 @@ class Gen {
     Type* i64 = b_.getInt64Ty();
     Type* i32 = b_.getInt32Ty();
     Type* ptr = PointerType::get(ctx_, 0);
-    // The function for one lane (its slot index, its first block, where its
-    // out_pc goes), called per lane of the list by the ChainFn below: kept
-    // apart so that the list's loop takes no registers from the lane's values.
+    // The function for one lane (its slot index and first block), called per
+    // lane of the list by the ChainFn below: kept apart so that the list's
+    // loop takes no registers from the lane's values. It returns the budget
+    // it used times 2^32 plus its out_pc. Only `bases` and the slot index
+    // stay live throughout: what the lane's exit needs besides (the VM's
+    // arrays) is loaded again there, so the hot path keeps its registers.
     Function* fn =
-        Function::Create(FunctionType::get(i64, {ptr, i64, i64, ptr, ptr}, false),
+        Function::Create(FunctionType::get(i64, {ptr, i64, i64, ptr}, false),
                          Function::InternalLinkage, name + ".lane", m_);
     fn->addFnAttr(Attribute::NoUnwind);
     fn->addFnAttr(Attribute::NoInline);
@@ -477,7 +480,6 @@ class Gen {
     Value* bases = &*arg++;
     slot_index_ = &*arg++;
     Value* start = &*arg++;
-    Value* out = &*arg++;
     Value* limits = &*arg++;
     lane_ = b_.getInt64(0);  // (a whole block writes its temporaries before reading them)
 
@@ -504,6 +506,7 @@ class Gen {
       Type* type = nullptr;
       Type* reg = nullptr;  // the alloca's type, if wider (a depth: i64, so no index widens it)
       bool written = false;  // stored back (a variable no block writes may be a read-only input)
+      size_t blk = 0, pos = 0;  // mem is entry `pos` of block blk's base
     };
     std::map<int32_t, Home> tops, depths;  // by variable; depths[-1]: the pc stack
     // Each stack's entries, while the lane is in the chain: a local array
@@ -514,6 +517,7 @@ class Gen {
     // frame, with no row table and no lane index.
     std::map<int32_t, Value*> bufs;
     std::map<int32_t, StackPtrs> stack_of;  // by variable: one set of pointers for every block
+    std::map<int32_t, std::pair<size_t, size_t>> rows_at;  // by variable: its rows' (blk, pos)
     for (size_t k = 0; k < blocks.size(); ++k) {
       const Segment& s = blocks[k];
       BlockCtx& c = ctx[k];
@@ -521,7 +525,9 @@ class Gen {
         const bool pc = st + 1 == c.stacks.size();
         if (!pc && st >= s.stack_var.size()) continue;
         c.stacks[st].ready = b_.getInt32(kFlatLevels);  // the VM makes every row first
-        c.stacks[st] = stack_of.emplace(pc ? -1 : s.stack_var[st], c.stacks[st]).first->second;
+        const int32_t var = pc ? -1 : s.stack_var[st];
+        if (!stack_of.count(var)) rows_at[var] = {k, s.slots.size() + 3 * st + 1};
+        c.stacks[st] = stack_of.emplace(var, c.stacks[st]).first->second;
       }
       c.slot_home.assign(s.slots.size(), nullptr);
       c.depth_home.assign(c.stacks.size(), nullptr);
@@ -533,6 +539,8 @@ class Gen {
           h.type = ty(s.slots[i].dtype);
           h.at = b_.CreateAlloca(h.type);
           h.mem = c.ptr[i];
+          h.blk = k;
+          h.pos = i;
         }
         c.slot_home[i] = h.at;
       }
@@ -550,6 +558,8 @@ class Gen {
           h.reg = i64;
           h.at = b_.CreateAlloca(i64);
           h.mem = c.stacks[st].depth;
+          h.blk = k;
+          h.pos = s.slots.size() + 3 * st;
           h.written = true;
           bufs[var] = b_.CreateAlloca(ArrayType::get(pc ? i32 : i64, kFlatLevels + 1));
         }
@@ -560,10 +570,20 @@ class Gen {
     // A call needs fewer frames than the pc stack's rows and the bound (a
     // constant: one register fewer on the hot path).
     Value* call_limit = b_.getInt64(std::min<uint32_t>(frames, kFlatLevels));
+    // Entry pos of block blk's base, loaded again (volatile: not merged with
+    // the entry's load, which would keep the pointer live all the way).
+    auto reload = [&](size_t blk, size_t pos) {
+      LoadInst* base = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, bases, blk));
+      base->setVolatile(true);
+      LoadInst* p = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, pos));
+      p->setVolatile(true);
+      return p;
+    };
     auto homes = [&](bool load) {
       for (auto* m : {&tops, &depths})
         for (auto& [v, h] : *m) {
-          Value* mem = b_.CreateGEP(h.type, h.mem, slot_index_);
+          if (!load && !h.written) continue;
+          Value* mem = b_.CreateGEP(h.type, load ? h.mem : reload(h.blk, h.pos), slot_index_);
           if (load) {
             Value* v = b_.CreateLoad(h.type, mem);
             b_.CreateStore(h.reg ? b_.CreateZExt(v, h.reg) : v, h.at);
@@ -622,8 +642,7 @@ class Gen {
       BasicBlock* copy = BasicBlock::Create(ctx_, "copy_in", fn, stop);
       b_.CreateCondBr(fits, copy, too_deep);
       b_.SetInsertPoint(too_deep);
-      b_.CreateStore(b_.CreateOr(start_pc, b_.getInt32(kChainStuck)), out);
-      b_.CreateRet(b_.getInt64(0));
+      b_.CreateRet(b_.CreateZExt(b_.CreateOr(start_pc, b_.getInt32(kChainStuck)), i64));
       b_.SetInsertPoint(copy);
       for (auto& [v, buf] : bufs)
         copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i64, depths.at(v).at), v < 0, true);
@@ -719,6 +738,7 @@ class Gen {
     };
 
     std::vector<std::pair<BasicBlock*, Value*>> stuck;  // (a stuck block, the lane's runs)
+    std::vector<uint32_t> stuck_pc;                      // its out_pc
     // Block k's code from `enter` (whose PHI `runs` has the lane's budget
     // left): the budget, `check`, the body and the exit. `set` is the copy
     // set it belongs to (a goto or branch to a block of the set stays in
@@ -745,12 +765,9 @@ class Gen {
       // Stuck: out[j] says so here, off the path the lane takes on.
       BasicBlock* stuck_k = BasicBlock::Create(ctx_, "stuck", fn, stop);
       b_.CreateCondBr(block_check(ctx[k], call_limit), body, stuck_k);
-      {
-        IRBuilder<> sb(stuck_k);
-        sb.CreateStore(sb.getInt32(s.pc | kChainStuck), out);
-        sb.CreateBr(next);
-      }
+      IRBuilder<>(stuck_k).CreateBr(next);
       stuck.push_back({stuck_k, runs_k});
+      stuck_pc.push_back(s.pc | kChainStuck);
       b_.SetInsertPoint(body);
       block_ops(ctx[k]);
       const size_t pcs = ctx[k].stacks.size() - 1;
@@ -805,20 +822,26 @@ class Gen {
 
     // Leaves the chain at stop_pc (a block outside it, halt, or out of budget).
     b_.SetInsertPoint(stop);
-    b_.CreateStore(stop_pc, out);
     b_.CreateBr(next);
 
-    // A lane's end (out[j] written by `stop` or a stuck block): its homes
-    // back to the VM's arrays.
+    // A lane's end (from `stop` or a stuck block): its homes back to the
+    // VM's arrays.
     b_.SetInsertPoint(next);
     PHINode* ran = b_.CreatePHI(i64, 1 + stuck.size());
+    PHINode* out_pc = b_.CreatePHI(i32, 1 + stuck.size());
     ran->addIncoming(stop_runs, stop);
-    for (auto& [from, r] : stuck) ran->addIncoming(r, from);
+    out_pc->addIncoming(stop_pc, stop);
+    for (size_t i = 0; i < stuck.size(); ++i) {
+      ran->addIncoming(stuck[i].second, stuck[i].first);
+      out_pc->addIncoming(b_.getInt32(stuck_pc[i]), stuck[i].first);
+    }
     Value* used = b_.CreateSub(budget, ran);
     homes(false);
-    for (auto& [v, buf] : bufs)
-      copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i64, depths.at(v).at), v < 0, false);
-    b_.CreateRet(used);
+    for (auto& [v, buf] : bufs) {
+      const auto& [blk, pos] = rows_at.at(v);
+      copy_rows(buf, reload(blk, pos), b_.CreateLoad(i64, depths.at(v).at), v < 0, false);
+    }
+    b_.CreateRet(b_.CreateOr(b_.CreateShl(used, 32), b_.CreateZExt(out_pc, i64)));
 
     // The ChainFn: the lane function per lane of the list.
     {
@@ -840,9 +863,10 @@ class Gen {
       j->addIncoming(b_.getInt64(0), o_entry);
       total->addIncoming(b_.getInt64(0), o_entry);
       Value* slot = b_.CreateZExt(b_.CreateLoad(i32, b_.CreateGEP(i32, o_idx, j)), i64);
-      Value* ran_j = b_.CreateCall(fn, {o_bases, slot, o_start, b_.CreateGEP(i32, o_out, j), o_limits});
+      Value* got = b_.CreateCall(fn, {o_bases, slot, o_start, o_limits});
+      b_.CreateStore(b_.CreateTrunc(got, i32), b_.CreateGEP(i32, o_out, j));
       Value* jn = b_.CreateAdd(j, b_.getInt64(1));
-      Value* tn = b_.CreateAdd(total, ran_j);
+      Value* tn = b_.CreateAdd(total, b_.CreateLShr(got, 32));
       j->addIncoming(jn, o_lane);
       total->addIncoming(tn, o_lane);
       mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, o_n), o_lane, o_exit), false);
