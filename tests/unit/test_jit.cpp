@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "io/inputs.h"
@@ -163,6 +164,19 @@ finish:
   return y, i, p, r
 }
 )";
+
+// Inline JSON with two integer inputs of `count` threads: a[i] = fa(i), b[i] = fb(i).
+std::string two_inputs(const char* a, const char* b, int count,
+                       const std::function<int64_t(int)>& fa,
+                       const std::function<int64_t(int)>& fb) {
+  std::string x, y;
+  for (int i = 0; i < count; ++i) {
+    const char* sep = i ? ", " : "";
+    x += sep + std::to_string(fa(i));
+    y += sep + std::to_string(fb(i));
+  }
+  return std::string("{\"") + a + "\": [" + x + "], \"" + b + "\": [" + y + "]}";
+}
 
 }  // namespace
 
@@ -619,13 +633,10 @@ func main(n: i64, d: i64) -> i64 {
   return s
 }
 )";
-  std::string n, d;
-  for (int i = 0; i < 40; ++i) {
-    const char* sep = i ? ", " : "";
-    n += sep + std::to_string(i == 3 ? 12000 : (i * 37) % 300);
-    d += sep + std::to_string(1 + i % 3);
-  }
-  Prog p = load(text, "{\"n\": [" + n + "], \"d\": [" + d + "]}", "main");
+  Prog p = load(text,
+                two_inputs("n", "d", 40, [](int i) { return i == 3 ? 12000 : (i * 37) % 300; },
+                           [](int i) { return 1 + i % 3; }),
+                "main");
   RunResult want = reference(p);
   for (Mode m : kModes) {
     CAPTURE(m.jit);
@@ -659,13 +670,10 @@ func main(n: i64, d: i64) -> i64 {
 
   // Thread 5 divides by zero (in the interpreted block, after 4999
   // iterations in the chain).
-  std::string n0, d0;
-  for (int i = 0; i < 40; ++i) {
-    const char* sep = i ? ", " : "";
-    n0 += sep + std::to_string(i == 5 ? 6000 : (i * 37) % 300);
-    d0 += sep + std::string(i == 5 ? "0" : "2");
-  }
-  Prog q = load(text, "{\"n\": [" + n0 + "], \"d\": [" + d0 + "]}", "main");
+  Prog q = load(text,
+                two_inputs("n", "d", 40, [](int i) { return i == 5 ? 6000 : (i * 37) % 300; },
+                           [](int i) { return i == 5 ? 0 : 2; }),
+                "main");
   RunResult bad = reference(q);
   REQUIRE(bad.error);
   for (Mode m : kModes) {
@@ -832,13 +840,10 @@ func main(n: i64, m: i64) -> i64 {
   return leafy(n, m) + deep(n * 2)
 }
 )";
-  std::string n, m;
-  for (int i = 0; i < 48; ++i) {
-    const char* sep = i ? ", " : "";
-    n += sep + std::to_string(i % 24);
-    m += sep + std::to_string(i % 5 - 2);
-  }
-  Prog p = load(text, "{\"n\": [" + n + "], \"m\": [" + m + "]}", "main");
+  Prog p = load(text,
+                two_inputs("n", "m", 48, [](int i) { return i % 24; },
+                           [](int i) { return i % 5 - 2; }),
+                "main");
   RunResult want = reference(p);
   for (Mode md : kModes) {
     CAPTURE(md.jit);
@@ -846,8 +851,9 @@ func main(n: i64, m: i64) -> i64 {
     RunResult got = stack(p, options(md));
     same_bits(want, got);
     if (md.jit && md.persistent && jit::available()) {
-      // leafy's two recursive calls, main's call of leafy and deep's calls
-      // each have a copy; main's call of deep returns to a block in main.
+      // Every call site has its copy: leafy's two recursive calls, deep's,
+      // and main's calls of leafy and deep (deep's return block comes
+      // before its entry: a copy follows backward jumps too).
       CHECK(got.log.find("are chained") != std::string::npos);
       CHECK(got.log.find("(5 call sites jump") != std::string::npos);
       CHECK(got.log.find(", 0 threads paused") == std::string::npos);
