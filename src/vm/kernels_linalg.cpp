@@ -6,14 +6,16 @@
 // events, one BLAS call per lane for large float ones. Integer operands
 // (allowed: SPEC §2 says an integer dot wraps) always use wrapping loops.
 //
-// Rounding: per-lane loops accumulate in index order; BLAS paths use
-// blocked sums, so a float result may differ in the last bits between the
+// Rounding: per-lane loops accumulate in index order; BLAS paths (and
+// small_gemm.h, for a small shared matrix on hosts with AVX-512) use fused
+// or blocked sums, so a float result may differ in the last bits between the
 // shared-matrix path and the per-lane path (SPEC §5.3 allows that).
 #include <cblas.h>
 
 #include <climits>
 
 #include "vm/elementwise_impl.h"
+#include "vm/small_gemm.h"
 
 namespace ab::kern {
 
@@ -170,7 +172,12 @@ bool matvec_impl(const KernelCall& c) {
       // Y[n, m] = X[n, k] * A^T: every lane in one GEMM.
       const T* X = dense_lanes<T>(vx, n, k, 0);
       T* Y = dense_target<T>(vo, c.args, 2, n, m, 1);
-      gemm(false, true, n, m, k, X, k, static_cast<const T*>(va.data), k, Y, m);
+      const T* A = static_cast<const T*>(va.data);
+      bool done = false;
+      if constexpr (std::is_same_v<T, double>)  // small A, AVX-512: our own kernel
+        done = small_gemm_fits(m, k) &&
+               small_gemm_nt(n, m, k, X, k, A, k, Y, m, scratch<T>(2, k * ((m + 31) / 32 * 32)));
+      if (!done) gemm(false, true, n, m, k, X, k, A, k, Y, m);
       scatter(vo, Y, n, m);
       return true;
     }

@@ -1,10 +1,12 @@
 // Linear-algebra kernels against naive loops: the shared-matrix GEMM paths
 // (dense, gathered and scattered lanes, f64 and f32), the per-lane paths
 // (small loops and per-lane BLAS), integer wrap, and results in place.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "kernel_harness.h"
+#include "vm/small_gemm.h"
 
 using namespace ab;
 using namespace ab::test;
@@ -266,4 +268,39 @@ TEST_CASE("linear algebra with empty dimensions") {
                {dense(tt(DType::F64, {0}), std::vector<double>{}),
                 dense(tt(DType::F64, {0}), std::vector<double>{})});
   CHECK(d.out<double>() == std::vector<double>{0});
+}
+
+// The small-matrix GEMM (vm/small_gemm.h) on every tile shape: lane counts
+// around its six-lane tiles, widths around its 32-column tiles (masked
+// stores: nothing past a row's end is written), depths 1 to 64, row strides
+// wider than the rows. Against the naive loop; on a host without AVX-512 it
+// declines and the test only checks that.
+TEST_CASE("small GEMM: every tile shape against the naive loop; declines when too large") {
+  CHECK_FALSE(kern::small_gemm_fits(65, 64));
+  CHECK_FALSE(kern::small_gemm_fits(0, 8));
+  if (!kern::small_gemm_fits(8, 8)) return;  // no AVX-512 here
+  for (int64_t n : {1, 5, 6, 7, 13, 256})
+    for (int64_t m : {1, 7, 8, 9, 31, 32, 33, 64})
+      for (int64_t k : {1, 3, 64}) {
+        CAPTURE(n);
+        CAPTURE(m);
+        CAPTURE(k);
+        const int64_t ldx = k + 2, lda = k + 1, ldy = m + 3;
+        auto X = values(n * ldx, 0.3), A = values(m * lda, 1.1);
+        std::vector<double> Y(n * ldy, 42.0), pack(k * ((m + 31) / 32 * 32));
+        REQUIRE(kern::small_gemm_nt(n, m, k, X.data(), ldx, A.data(), lda, Y.data(), ldy,
+                                    pack.data()));
+        double worst = 0;
+        bool untouched = true;
+        for (int64_t i = 0; i < n; ++i) {
+          for (int64_t j = 0; j < m; ++j) {
+            double want = 0;
+            for (int64_t p = 0; p < k; ++p) want += X[i * ldx + p] * A[j * lda + p];
+            worst = std::max(worst, std::abs(Y[i * ldy + j] - want) / (1 + std::abs(want)));
+          }
+          for (int64_t j = m; j < ldy; ++j) untouched = untouched && Y[i * ldy + j] == 42.0;
+        }
+        CHECK(worst <= 1e-13);
+        CHECK(untouched);
+      }
 }
