@@ -3,13 +3,14 @@
 // Speed: the kernels ask for many blocks at once (one or more per lane).
 // philox_many computes them kGroup at a time, the group's whole state in
 // registers for all ten rounds (never a pass over memory per round): with
-// AVX2 intrinsics when the CPU has them (checked at run time; the build does
-// not assume -march=native), else one block at a time. Only the integer
+// AVX-512 or AVX2 intrinsics when the CPU has them (checked at run time; the
+// build does not assume -march=native), else one block at a time. Only the integer
 // rounds are vectorised, so both paths give the same bits; the floating-point
 // steps (the 53-bit conversions, normal's log, sqrt, cos and sin) are the
 // scalar libm calls of the definition, in the same order.
 #include "vm/philox.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #if defined(__x86_64__)
@@ -113,10 +114,68 @@ __attribute__((target("avx2"))) void philox_many_avx2(Batch& b, int n, uint32_t 
     }
   }
 }
+
+// The same with AVX-512: eight blocks per vector, V vectors (8 V blocks)
+// at a time, so that V chains of dependent rounds overlap.
+// GCC 12 warns, wrongly, that the AVX-512 intrinsics read an uninitialised
+// value (its _mm512_undefined_* placeholders; GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"))) inline __m512i load_words8(const uint32_t* p) {
+  return _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+__attribute__((target("avx512f"))) inline void store_words8(uint32_t* p, __m512i v) {
+  // the low half of each 64-bit lane
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi64_epi32(v));
+}
+
+template <int V>
+__attribute__((target("avx512f"))) void philox_group_avx512(Batch& b, int g, uint32_t domain) {
+  const __m512i m0 = _mm512_set1_epi64(kMul0), m1 = _mm512_set1_epi64(kMul1);
+  const __m512i w0 = _mm512_set1_epi64(kWeyl0), w1 = _mm512_set1_epi64(kWeyl1);
+  __m512i a0[V], a1[V], a2[V], a3[V], k0[V], k1[V];
+  for (int v = 0; v < V; ++v) {
+    const int o = g + 8 * v;
+    a0[v] = load_words8(b.c0 + o);
+    a1[v] = load_words8(b.c1 + o);
+    a2[v] = _mm512_setzero_si512();
+    a3[v] = _mm512_set1_epi64(domain);
+    k0[v] = load_words8(b.k0 + o);
+    k1[v] = load_words8(b.k1 + o);
+  }
+  for (int r = 0; r < 10; ++r) {
+    for (int v = 0; v < V; ++v) {
+      __m512i p0 = _mm512_mul_epu32(a0[v], m0), p1 = _mm512_mul_epu32(a2[v], m1);
+      a0[v] = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(p1, 32), a1[v]), k0[v]);
+      a2[v] = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(p0, 32), a3[v]), k1[v]);
+      a1[v] = p1;
+      a3[v] = p0;
+      k0[v] = _mm512_add_epi64(k0[v], w0);
+      k1[v] = _mm512_add_epi64(k1[v], w1);
+    }
+  }
+  for (int v = 0; v < V; ++v) {
+    const int o = g + 8 * v;
+    store_words8(b.x0 + o, a0[v]);
+    store_words8(b.x1 + o, a1[v]);
+    store_words8(b.x2 + o, a2[v]);
+    store_words8(b.x3 + o, a3[v]);
+  }
+}
+
+__attribute__((target("avx512f"))) void philox_many_avx512(Batch& b, int n, uint32_t domain) {
+  int g = 0;
+  for (; g + 32 <= n; g += 32) philox_group_avx512<4>(b, g, domain);
+  for (; g < n; g += kGroup) philox_group_avx512<1>(b, g, domain);
+}
+#pragma GCC diagnostic pop
 #endif
 
 void philox_many(Batch& b, int n, uint32_t domain) {
 #ifdef AB_PHILOX_AVX2
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return philox_many_avx512(b, n, domain);
   static const bool avx2 = __builtin_cpu_supports("avx2");
   if (avx2) return philox_many_avx2(b, n, domain);
 #endif
@@ -132,6 +191,21 @@ void for_each_block(const int64_t* keys, int64_t lanes, int64_t count, RandomDom
   const int64_t per_lane = (count + 1) / 2;
   if (per_lane <= 0) return;
   Batch b;
+  if (per_lane == 1) {  // one block per lane (scalar draws, split): plain loops
+    for (int64_t j0 = 0; j0 < lanes; j0 += kBatch) {
+      const int n = static_cast<int>(std::min<int64_t>(kBatch, lanes - j0));
+      const int whole = (n + kGroup - 1) / kGroup * kGroup;
+      for (int s = 0; s < whole; ++s) {
+        const uint64_t k = s < n ? static_cast<uint64_t>(keys[j0 + s]) : 0;
+        b.k0[s] = static_cast<uint32_t>(k);
+        b.k1[s] = static_cast<uint32_t>(k >> 32);
+        b.c0[s] = b.c1[s] = 0;
+      }
+      philox_many(b, whole, static_cast<uint32_t>(domain));
+      for (int s = 0; s < n; ++s) emit(j0 + s, int64_t{0}, b, s);
+    }
+    return;
+  }
   // Blocks go in lane-major order: the batch holds kBatch consecutive
   // (lane, block) pairs starting at (j, blk).
   int64_t j = 0, blk = 0;
