@@ -4,8 +4,14 @@
 //
 // Sharding: shard k runs threads [start_k, start_k + size_k) of the batch as
 // its own VM run, on borrowed slices of the batched inputs (inputs of batch 1
-// are shared by every shard). Outputs are concatenated in input order, so
-// they equal a one-shard run's. Statistics are summed (steps, block and
+// are shared by every shard). With N threads there are N shards, one per OS
+// thread, when statistics are asked for (so that they are those of N equal
+// shares, as an MPI run's); otherwise the batch is cut into more, smaller
+// shards (up to kShardsPerThread per thread, of at least kShardMin threads)
+// that the N OS threads take in batch order as each finishes its last, so a
+// region of the batch whose threads run long (sorted inputs) does not leave
+// the other cores idle. Outputs are concatenated in input order, so they
+// equal a one-shard run's. Statistics are summed (steps, block and
 // primitive executions, lane operations, utilization), the peak stack depth
 // is the maximum. A runtime error is the first failing shard's (in batch
 // order), its thread number counted in the whole batch; with OnError::Record
@@ -53,6 +59,8 @@ double seconds_since(Clock::time_point t) {
 }
 
 constexpr int64_t kAutoShardMin = 1024;  // automatic threads: at most one per this many
+constexpr int64_t kShardsPerThread = 32;  // shards handed out per OS thread, at most
+constexpr int64_t kShardMin = 256;        // threads of a shard handed out, at least
 
 // A stream that hands each complete line to a callback (and to a file).
 class LineSink : public std::streambuf {
@@ -165,7 +173,6 @@ struct Shard {
   ab::RunResult result;
   bool out_of_memory = false;
   std::string internal_error;
-  double cpu_seconds = 0;  // this shard's thread's CPU time (for -v)
 };
 
 double thread_cpu_seconds() {
@@ -317,35 +324,36 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
       }
     }
 
-    // Shards.
-    int64_t shards = 1;
+    // Shards: `workers` OS threads; `shards` pieces of the batch they take
+    // in order.
+    int64_t workers = 1;
     if (!tracing && batch > 1) {
       if (o.threads > 0) {
-        shards = std::min<int64_t>(o.threads, batch);
+        workers = std::min<int64_t>(o.threads, batch);
       } else {
         int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-        shards = std::clamp<int64_t>(batch / kAutoShardMin, 1, cores);
+        workers = std::clamp<int64_t>(batch / kAutoShardMin, 1, cores);
       }
-      if (o.lanes > 0) shards = std::min(shards, o.lanes);
+      if (o.lanes > 0) workers = std::min(workers, o.lanes);
     }
+    int64_t shards = workers;
+    if (workers > 1 && !o.stats)
+      shards = std::clamp<int64_t>(batch / kShardMin, workers, workers * kShardsPerThread);
     std::vector<Shard> work(static_cast<size_t>(shards));
     for (int64_t k = 0, at = 0; k < shards; ++k) {
       work[k].start = at;
       work[k].size = batch / shards + (k < batch % shards ? 1 : 0);
       at += work[k].size;
     }
-    // Progress: each shard's latest figures; the first shard's thread reports the sums.
-    std::vector<std::atomic<int64_t>> shard_steps(static_cast<size_t>(shards));
-    std::vector<std::atomic<int64_t>> shard_finished(static_cast<size_t>(shards));
+    // Progress: each worker's figures (its finished shards' and its current
+    // one's); the first worker's thread reports the sums.
+    std::vector<std::atomic<int64_t>> worker_steps(static_cast<size_t>(workers));
+    std::vector<std::atomic<int64_t>> worker_finished(static_cast<size_t>(workers));
+    std::vector<double> worker_cpu(static_cast<size_t>(workers), 0.0);
+    std::atomic<int64_t> next_shard{0};
     auto run_start = Clock::now();
-    auto run_shard = [&](int64_t k) {
+    auto run_shard = [&](int64_t k, int64_t w, int64_t steps_before, int64_t finished_before) {
       Shard& s = work[static_cast<size_t>(k)];
-      const double cpu0 = thread_cpu_seconds();
-      struct CpuTime {
-        Shard& s;
-        double cpu0;
-        ~CpuTime() { s.cpu_seconds = thread_cpu_seconds() - cpu0; }
-      } cpu_time{s, cpu0};
       try {
         ab::RunOptions ro;
         ro.max_stack_depth = o.max_stack_depth;
@@ -353,20 +361,22 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ro.record_errors = o.on_error == OnError::Record;
         ro.jit = o.jit;
         ro.persistent = o.schedule == "persistent";
-        ro.lanes = o.lanes > 0 ? o.lanes / shards + (k < o.lanes % shards ? 1 : 0) : 0;
+        ro.lanes = o.lanes > 0 ? o.lanes / workers + (w < o.lanes % workers ? 1 : 0) : 0;
         ro.first_thread = o.first_thread + s.start;
         ro.stats = o.stats ? &s.stats : nullptr;
         ro.trace = tracing ? &trace : nullptr;
         ro.cancel = o.cancel;
         if (o.progress)
-          ro.progress = [&, k](int64_t steps, int64_t finished) {
-            shard_steps[static_cast<size_t>(k)].store(steps, std::memory_order_relaxed);
-            shard_finished[static_cast<size_t>(k)].store(finished, std::memory_order_relaxed);
-            if (k != 0) return;
+          ro.progress = [&, w, steps_before, finished_before](int64_t steps, int64_t finished) {
+            worker_steps[static_cast<size_t>(w)].store(steps_before + steps,
+                                                       std::memory_order_relaxed);
+            worker_finished[static_cast<size_t>(w)].store(finished_before + finished,
+                                                          std::memory_order_relaxed);
+            if (w != 0) return;
             Progress p;
-            for (size_t i = 0; i < shard_steps.size(); ++i) {
-              p.steps += shard_steps[i].load(std::memory_order_relaxed);
-              p.finished += shard_finished[i].load(std::memory_order_relaxed);
+            for (size_t i = 0; i < worker_steps.size(); ++i) {
+              p.steps += worker_steps[i].load(std::memory_order_relaxed);
+              p.finished += worker_finished[i].load(std::memory_order_relaxed);
             }
             p.threads = batch;
             p.seconds = seconds_since(run_start);
@@ -397,13 +407,30 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         s.internal_error = e.what();
       }
     };
+    // Worker w takes the next shard until none is left; once the run is
+    // cancelled the shards it has not started count as cancelled.
+    auto run_worker = [&](int64_t w) {
+      const double cpu0 = thread_cpu_seconds();
+      int64_t steps = 0, finished = 0;
+      for (int64_t k; (k = next_shard.fetch_add(1)) < shards;) {
+        Shard& s = work[static_cast<size_t>(k)];
+        if (o.cancel && o.cancel->load()) {
+          s.result.cancelled = true;
+          continue;
+        }
+        run_shard(k, w, steps, finished);
+        steps += s.result.steps;
+        finished += s.result.cancelled || s.result.error ? s.result.finished : s.size;
+      }
+      worker_cpu[static_cast<size_t>(w)] = thread_cpu_seconds() - cpu0;
+    };
     run_start = Clock::now();
-    if (shards == 1) {
-      run_shard(0);
+    if (workers == 1) {
+      run_worker(0);
     } else {
       std::vector<std::thread> threads;
-      for (int64_t k = 1; k < shards; ++k) threads.emplace_back(run_shard, k);
-      run_shard(0);
+      for (int64_t w = 1; w < workers; ++w) threads.emplace_back(run_worker, w);
+      run_worker(0);
       for (auto& t : threads) t.join();
     }
     bool cancelled = false;
@@ -427,13 +454,14 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     double run_seconds = seconds_since(run_start);
     if (!work.empty() && !work[0].result.log.empty()) ab::log_info(work[0].result.log);
     log_phase("run", run_seconds);
-    // Per shard CPU time: on a loaded machine, the sum against one shard's and
-    // the largest (the critical path) say how well the shards scale.
-    if (shards > 1 && ab::log_enabled(ab::LogLevel::Info)) {
-      std::string line = "shards' CPU time (ms):";
-      for (const Shard& s : work) {
+    // Per OS thread CPU time: on a loaded machine, the sum against one
+    // thread's and the largest (the critical path) say how well they scale.
+    if (workers > 1 && ab::log_enabled(ab::LogLevel::Info)) {
+      std::string line = std::to_string(shards) + " shards on " + std::to_string(workers) +
+                         " threads; threads' CPU time (ms):";
+      for (double c : worker_cpu) {
         char buf[32];
-        std::snprintf(buf, sizeof buf, " %.1f", s.cpu_seconds * 1e3);
+        std::snprintf(buf, sizeof buf, " %.1f", c * 1e3);
         line += buf;
       }
       ab::log_info(line);

@@ -92,3 +92,41 @@ TEST_CASE("cli: --threads with a lowered program, --stats, --trace and bad value
   CHECK(zero.err.find("--threads") != std::string::npos);
   fs::remove_all(dir);
 }
+
+// Without --stats the batch is cut into shards of at least 256 threads, up
+// to 32 per OS thread, taken in batch order as each thread finishes one:
+// sorted inputs (the long threads all at the end) keep both threads busy.
+// With --stats there is one shard per thread (the shares an MPI run makes).
+// Either way the outputs are those of one thread, and an error is the one
+// of the first failing shard in batch order.
+TEST_CASE("cli: --threads hands out shards; --stats keeps one per thread") {
+  std::string in = R"({"n": [)";
+  for (int i = 0; i < 4096; ++i) in += (i ? ", " : "") + std::to_string(2 + i * 14 / 4096);
+  in += "]}";
+  ab_test::Proc one =
+      run({"run", "programs/fib.ab", "--entry", "fib", "--inputs", in, "--threads", "1"});
+  REQUIRE(one.code == 0);
+  ab_test::Proc two =
+      run({"run", "programs/fib.ab", "--entry", "fib", "--inputs", in, "--threads", "2", "-v"});
+  REQUIRE(two.code == 0);
+  CHECK(two.out == one.out);
+  CHECK(two.err.find("16 shards on 2 threads") != std::string::npos);
+  ab_test::Proc stats = run({"run", "programs/fib.ab", "--entry", "fib", "--inputs", in,
+                             "--threads", "2", "--stats", "-v"});
+  REQUIRE(stats.code == 0);
+  CHECK(stats.err.find("2 shards on 2 threads") != std::string::npos);
+
+  // Threads 1000 and 3000 divide by zero: the error is thread 1000's (its
+  // shard comes first), whichever OS thread ran which shard.
+  std::string d = R"({"a": [)";
+  for (int i = 0; i < 4096; ++i) d += (i ? ", " : "") + std::string(i == 1000 || i == 3000 ? "0" : "1");
+  d += "]}";
+  const std::string div = (fs::temp_directory_path() / "ab_threads_div.ab").string();
+  std::ofstream(div) << "func d(a: i64) -> i64 {\n  return 7 / a\n}\n";
+  for (const char* t : {"1", "2", "3"}) {
+    CAPTURE(t);
+    ab_test::Proc e = run({"run", div, "--inputs", d, "--threads", t});
+    CHECK(e.code == 1);
+    CHECK(e.err.find("thread 1000 of 4096") != std::string::npos);
+  }
+}
