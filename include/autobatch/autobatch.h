@@ -412,9 +412,11 @@ struct RunOptions {
   std::string vm = "stack";  // "stack", "stackless" or "reference"
   int64_t lanes = 0;         // > 0: streaming mode on this many lanes (shared among threads)
   // OS threads: 0 = automatic (the machine's cores, but at most one per 1024
-  // threads of the batch); N = split the batch into min(N, B) contiguous
-  // shards, each its own VM run on a std::thread. Outputs are those of one
-  // thread; statistics are summed (peak stack depth: the maximum).
+  // threads of the batch); N = run on min(N, B) std::threads. The batch is
+  // cut into contiguous shards, each its own VM run: up to 32 per std::thread
+  // (at least 256 threads each), taken in batch order by whichever is free;
+  // with `stats`, one per std::thread. Outputs are those of one thread;
+  // statistics are summed (peak stack depth: the maximum).
   int threads = 0;
   // Blocks one thread may start (the entry block and each block continued
   // after a call included); 0: no bound. A thread over it is a runtime error.
