@@ -2,22 +2,15 @@
 // (cached), and runs the chosen VM, splitting the batch into contiguous
 // shards over std::threads (RunOptions::threads).
 //
-// Sharding: shard k runs threads [start_k, start_k + size_k) of the batch as
+// Sharding: shard k runs threads [first_k, first_k + count_k) of the batch as
 // its own VM run, on borrowed slices of the batched inputs (inputs of batch 1
-// are shared by every shard). With N threads there are N shards, one per OS
-// thread, when statistics are asked for (so that they are those of N equal
-// shares, as an MPI run's); otherwise the batch is cut into more, smaller
-// shards (up to kShardsPerThread per thread, of at least kShardMin threads)
-// that the N OS threads take in batch order as each finishes its last, so a
-// region of the batch whose threads run long (sorted inputs) does not leave
-// the other cores idle. Outputs are concatenated in input order, so they
-// equal a one-shard run's. Statistics are summed (steps, block and
-// primitive executions, lane operations, utilization), the peak stack depth
-// is the maximum. A runtime error is the first failing shard's (in batch
-// order), its thread number counted in the whole batch; with OnError::Record
-// the failed threads of every shard are listed, in batch order. A trace forces one
-// shard (a trace is one sequence of steps). With lanes L, each shard gets
-// L / shards lanes (the first L % shards one more).
+// are shared by every shard). How the batch is cut (shards::plan) and how the
+// shards' outputs, errors and statistics are merged (shards::merge) is shared
+// with the split over MPI processes (api/shards.h): outputs in input order,
+// as a one-shard run's; statistics summed; the first failure in batch order,
+// its thread counted in the whole batch; with OnError::Record the failed
+// threads of every shard. With lanes L, each OS thread gets L / workers lanes
+// (the first L % workers one more).
 #include "vm/run.h"
 
 #include <atomic>
@@ -30,6 +23,7 @@
 #include <thread>
 
 #include "api/internal.h"
+#include "api/shards.h"
 #include "io/limits.h"
 #include "support/log.h"
 #include "vm/reference.h"
@@ -57,10 +51,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-constexpr int64_t kAutoShardMin = 1024;  // automatic threads: at most one per this many
-constexpr int64_t kShardsPerThread = 32;  // shards handed out per OS thread, at most
-constexpr int64_t kShardMin = 256;        // threads of a shard handed out, at least
 
 // A stream that hands each complete line to a callback (and to a file).
 class LineSink : public std::streambuf {
@@ -153,19 +143,6 @@ ab::Array slice(const ab::Array& a, int64_t start, int64_t n) {
   return out;
 }
 
-// Copies `src` (batch `n`, or 1 = the same for every thread) into threads
-// [start, start + n) of `dst`.
-void place(ab::Array& dst, const ab::Array& src, int64_t start, int64_t n) {
-  size_t event_bytes = static_cast<size_t>(dst.event_size()) * ab::dtype_size(dst.type.dtype);
-  std::byte* to = dst.data.data() + static_cast<size_t>(start) * event_bytes;
-  if (event_bytes == 0) return;
-  if (src.batch == n) {
-    std::memcpy(to, src.data.data(), static_cast<size_t>(n) * event_bytes);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) std::memcpy(to + i * event_bytes, src.data.data(), event_bytes);
-}
-
 struct Shard {
   int64_t start = 0;
   int64_t size = 0;
@@ -174,6 +151,57 @@ struct Shard {
   bool out_of_memory = false;
   std::string internal_error;
 };
+
+// A shard's result as a part of the batch (shards::merge): its errors'
+// threads counted in the whole batch (this run's shard, and this run's place
+// in a batch split over processes: first_thread, total_batch).
+shards::Part to_part(Shard& s, const RunOptions& o, int64_t batch, const ab::SourceFile* src) {
+  shards::Part p;
+  p.span = {s.start, s.size};
+  p.cancelled = s.result.cancelled;
+  const int64_t whole = o.total_batch > 0 ? o.total_batch : batch;
+  if (s.out_of_memory) {
+    p.runtime_error = out_of_memory();
+    return p;
+  }
+  if (!s.internal_error.empty()) {
+    p.diagnostics.push_back(option_error("internal error: " + s.internal_error));
+    return p;
+  }
+  if (s.result.error) {
+    ab::RuntimeError e = *s.result.error;
+    if (e.thread >= 0) e.thread += o.first_thread + s.start;
+    e.batch = whole;
+    p.runtime_error = to_public(e, src);
+    return p;
+  }
+  for (const ab::RuntimeError& f : s.result.failed) {  // sorted by thread
+    ab::RuntimeError e = f;
+    e.thread += o.first_thread + s.start;
+    e.batch = whole;
+    ThreadError te;
+    te.thread = e.thread;
+    te.message = ab::render_thread_error(src, e);
+    te.error = to_public(e, src);
+    p.errors.push_back(std::move(te));
+  }
+  for (ab::Array& a : s.result.outputs) p.outputs.push_back(ArrayAccess::wrap(std::move(a)));
+  if (o.stats) {
+    Stats st;
+    for (size_t b = 0; b < s.stats.block_names.size(); ++b)
+      st.block_executions.emplace_back(s.stats.block_names[b], b < s.stats.block_executions.size()
+                                                                   ? s.stats.block_executions[b]
+                                                                   : 0);
+    st.steps = s.stats.steps;
+    st.primitive_executions = s.stats.primitive_executions;
+    st.lane_operations = s.stats.lane_operations;
+    st.utilization_sum = s.stats.utilization_sum;
+    st.utilization_applicable = s.stats.batched;
+    st.peak_stack_depth = s.stats.peak_stack_depth;
+    p.stats = std::move(st);
+  }
+  return p;
+}
 
 double thread_cpu_seconds() {
   timespec ts;
@@ -324,26 +352,16 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
       }
     }
 
-    // Shards: `workers` OS threads; `shards` pieces of the batch they take
-    // in order.
-    int64_t workers = 1;
-    if (!tracing && batch > 1) {
-      if (o.threads > 0) {
-        workers = std::min<int64_t>(o.threads, batch);
-      } else {
-        int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-        workers = std::clamp<int64_t>(batch / kAutoShardMin, 1, cores);
-      }
-      if (o.lanes > 0) workers = std::min(workers, o.lanes);
-    }
-    int64_t shards = workers;
-    if (workers > 1 && !o.stats)
-      shards = std::clamp<int64_t>(batch / kShardMin, workers, workers * kShardsPerThread);
-    std::vector<Shard> work(static_cast<size_t>(shards));
-    for (int64_t k = 0, at = 0; k < shards; ++k) {
-      work[k].start = at;
-      work[k].size = batch / shards + (k < batch % shards ? 1 : 0);
-      at += work[k].size;
+    // Shards: `workers` OS threads take the plan's shards in batch order.
+    const shards::Plan plan =
+        shards::plan(batch, o.threads, o.lanes, o.stats, tracing,
+                     std::max<int64_t>(1, std::thread::hardware_concurrency()));
+    const int64_t workers = plan.workers;
+    const int64_t shard_count = static_cast<int64_t>(plan.shards.size());
+    std::vector<Shard> work(plan.shards.size());
+    for (size_t k = 0; k < work.size(); ++k) {
+      work[k].start = plan.shards[k].first;
+      work[k].size = plan.shards[k].count;
     }
     // Progress: each worker's figures (its finished shards' and its current
     // one's); the first worker's thread reports the sums.
@@ -383,7 +401,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
             o.progress(p);
           };
         std::vector<ab::Array> in;
-        if (shards == 1) {
+        if (shard_count == 1) {
           for (const auto& a : inputs)
             in.push_back(borrowed(a.type, a.batch, a.data.data(), a.byte_size()));
         } else {
@@ -412,7 +430,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     auto run_worker = [&](int64_t w) {
       const double cpu0 = thread_cpu_seconds();
       int64_t steps = 0, finished = 0;
-      for (int64_t k; (k = next_shard.fetch_add(1)) < shards;) {
+      for (int64_t k; (k = next_shard.fetch_add(1)) < shard_count;) {
         Shard& s = work[static_cast<size_t>(k)];
         if (o.cancel && o.cancel->load()) {
           s.result.cancelled = true;
@@ -457,7 +475,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     // Per OS thread CPU time: on a loaded machine, the sum against one
     // thread's and the largest (the critical path) say how well they scale.
     if (workers > 1 && ab::log_enabled(ab::LogLevel::Info)) {
-      std::string line = std::to_string(shards) + " shards on " + std::to_string(workers) +
+      std::string line = std::to_string(shard_count) + " shards on " + std::to_string(workers) +
                          " threads; threads' CPU time (ms):";
       for (double c : worker_cpu) {
         char buf[32];
@@ -467,74 +485,15 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
       ab::log_info(line);
     }
 
-    // Errors: the first shard's, in batch order.
-    for (const Shard& s : work) {
-      if (s.out_of_memory) {
-        out.runtime_error = out_of_memory();
-        return out;
-      }
-      if (!s.internal_error.empty()) {
-        out.diagnostics.push_back(option_error("internal error: " + s.internal_error));
-        return out;
-      }
-      if (s.result.error) {
-        // Counted in the whole batch: this run's shard, and this run's place in
-        // a batch split over processes (first_thread, total_batch).
-        ab::RuntimeError e = *s.result.error;
-        if (e.thread >= 0) e.thread += o.first_thread + s.start;
-        e.batch = o.total_batch > 0 ? o.total_batch : batch;
-        out.runtime_error = to_public(e, m.source.get());
-        return out;
-      }
-    }
-    out.recorded = o.on_error == OnError::Record;
-    for (const Shard& s : work) {  // shards in batch order, each's threads sorted
-      for (const ab::RuntimeError& f : s.result.failed) {
-        ab::RuntimeError e = f;  // counted in the whole batch, as above
-        e.thread += o.first_thread + s.start;
-        e.batch = o.total_batch > 0 ? o.total_batch : batch;
-        ThreadError te;
-        te.thread = e.thread;
-        te.message = ab::render_thread_error(m.source.get(), e);
-        te.error = to_public(e, m.source.get());
-        out.errors.push_back(std::move(te));
-      }
-    }
-
-    // Outputs: one per result leaf, every thread's value in batch order.
-    const std::vector<ab::Array>& first = work[0].result.outputs;
-    for (size_t r = 0; r < first.size(); ++r) {
-      if (shards == 1 && (first[r].batch == batch)) {
-        out.outputs.push_back(ArrayAccess::wrap(std::move(work[0].result.outputs[r])));
-        continue;
-      }
-      ab::Array all(first[r].type, batch);
-      for (const Shard& s : work) place(all, s.result.outputs[r], s.start, s.size);
-      out.outputs.push_back(ArrayAccess::wrap(std::move(all)));
-    }
-
-    if (o.stats) {
-      Stats st;
-      const ab::Stats& s0 = work[0].stats;
-      for (size_t b = 0; b < s0.block_names.size(); ++b)
-        st.block_executions.emplace_back(s0.block_names[b], 0);
-      for (const Shard& s : work) {
-        st.steps += s.stats.steps;
-        for (size_t b = 0; b < s.stats.block_executions.size() && b < st.block_executions.size();
-             ++b)
-          st.block_executions[b].second += s.stats.block_executions[b];
-        st.primitive_executions += s.stats.primitive_executions;
-        st.lane_operations += s.stats.lane_operations;
-        st.utilization_sum += s.stats.utilization_sum;
-        st.peak_stack_depth = std::max(st.peak_stack_depth, s.stats.peak_stack_depth);
-      }
-      st.utilization_applicable = s0.batched;
-      st.mean_utilization = st.steps && st.utilization_applicable
-                                ? st.utilization_sum / static_cast<double>(st.steps)
-                                : 0.0;
-      st.seconds["compile"] = compile_seconds;
-      st.seconds["run"] = run_seconds;
-      out.stats = std::move(st);
+    // The shards' results, merged: the first failure, or the outputs, the
+    // failed threads and the statistics of the whole batch.
+    std::vector<shards::Part> parts;
+    parts.reserve(work.size());
+    for (Shard& s : work) parts.push_back(to_part(s, o, batch, m.source.get()));
+    out = shards::merge(parts, batch, o.on_error == OnError::Record, o.stats);
+    if (out.stats) {
+      out.stats->seconds["compile"] = compile_seconds;
+      out.stats->seconds["run"] = run_seconds;
     }
     return out;
   } catch (const std::bad_alloc&) {

@@ -143,9 +143,37 @@ class ProgressLine {
   bool shown_ = false;
 };
 
+// A finished run's outputs (as --output says) and, under --on-error record,
+// its failed threads on stderr: the exit status. Shared with the MPI run.
+int write_result(const autobatch::RunResult& r, const Options& opt) {
+  if (auto s = autobatch::write_outputs(r, opt.output, opt.stats); !s) return report(s);
+  if (!r.errors.empty()) {  // --on-error record: the outputs are out, with the errors
+    print_recorded_errors(r);
+    return kRuntimeError;
+  }
+  return kOk;
+}
+
+#ifdef AUTOBATCH_MPI
+// `run` under mpirun/srun (src/mpi), with the public API's options.
+int run_over_mpi(const Options& opt) {
+  ab::mpi::Request req;
+  req.program = opt.program;
+  req.compile = compile_options(opt);
+  req.run = run_options(opt);
+  req.inputs = opt.inputs;
+  req.batch = opt.batch;
+  req.output = opt.output;
+  req.split = opt.mpi_split;
+  req.chunk = opt.mpi_chunk;
+  req.finish = [&opt](autobatch::RunResult& r) { return write_result(r, opt); };
+  return ab::mpi::run(req);
+}
+#endif
+
 int cmd_run(const Options& opt) {
 #ifdef AUTOBATCH_MPI
-  if (ab::mpi::launched()) return ab::mpi::run(opt);  // under mpirun/srun: src/mpi
+  if (ab::mpi::launched()) return run_over_mpi(opt);  // under mpirun/srun: src/mpi
 #endif
   auto t0 = Clock::now();
   if (auto s = autobatch::check_output_target(opt.output); !s) return report(s);
@@ -180,12 +208,7 @@ int cmd_run(const Options& opt) {
     r.stats->seconds["parse"] = parse_seconds;
     r.stats->seconds["inputs"] = input_seconds;
   }
-  if (auto s = autobatch::write_outputs(r, opt.output, opt.stats); !s) return report(s);
-  if (!r.errors.empty()) {  // --on-error record: the outputs are out, with the errors
-    print_recorded_errors(r);
-    return kRuntimeError;
-  }
-  return kOk;
+  return write_result(r, opt);
 }
 
 int cmd_report(const Options& opt) {

@@ -43,7 +43,8 @@ struct Options {
 void register_commands(CLI::App& app, Options& opt);
 int dispatch(CLI::App& app, const Options& opt);
 
-// What `run` passes to the library for these flags (shared with src/mpi).
+// What `run` passes to the library for these flags (also under mpirun, to
+// src/mpi, which takes the public API's options only).
 autobatch::CompileOptions compile_options(const Options& opt);
 autobatch::RunOptions run_options(const Options& opt);
 // --on-error record: the failed threads on stderr (the first ten, then a count).
