@@ -3,8 +3,10 @@
 # `tools/golden update SUITE` and review `git diff tests/golden`.
 #
 # fmt: hand-written canonical forms, and fmt of every program idempotent and running like
-# the program; diag: `check` diagnostics; lower: `lower` of every program.
-foreach(suite fmt diag lower)
+# the program; diag: `check` diagnostics; lower: `lower` of every program; passes: small
+# programs printed after each registered pass (a pass without cases fails it); headers:
+# every expectation under tests/golden says how it was made.
+foreach(suite fmt diag lower passes headers)
   add_test(NAME golden_${suite}
     COMMAND ${PROJECT_SOURCE_DIR}/tools/golden check ${suite}
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
