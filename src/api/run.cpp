@@ -453,6 +453,13 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     trace.close();
     double run_seconds = seconds_since(run_start);
     if (!work.empty() && !work[0].result.log.empty()) ab::log_info(work[0].result.log);
+    // The plan is the same in every shard (the program and options are).
+    if (!work.empty()) {
+      for (const ab::BlockExecution& e : work[0].result.execution) {
+        out.execution.push_back({e.block, e.mode, e.reason});
+        ab::log_info("block " + e.block + ": " + e.mode + " (" + e.reason + ")");
+      }
+    }
     log_phase("run", run_seconds);
     // Per OS thread CPU time: on a loaded machine, the sum against one
     // thread's and the largest (the critical path) say how well they scale.
@@ -534,6 +541,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
                                 : 0.0;
       st.seconds["compile"] = compile_seconds;
       st.seconds["run"] = run_seconds;
+      st.execution = out.execution;
       out.stats = std::move(st);
     }
     return out;
