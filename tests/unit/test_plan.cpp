@@ -184,3 +184,32 @@ TEST_CASE("plan: collatz's loop is a dense loop; other VMs interpret every block
     }
   }
 }
+
+TEST_CASE("plan: nuts mixes the modes: chained calls, segments, tensor ops interpreted") {
+  if (!ab::jit::available()) return;
+  auto p = load("nuts.ab", "main");
+  auto in = p.load_inputs({std::string(AUTOBATCH_SOURCE_DIR) + "/programs/nuts.json"});
+  REQUIRE_MESSAGE(in, in.rendered());
+  autobatch::RunOptions o;
+  o.threads = 1;
+  auto r = p.run(*in, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  auto mode = [&](const std::string& block) {
+    for (const auto& e : r.execution)
+      if (e.block == block) return e.mode;
+    return std::string();
+  };
+  // The tree's recursion: the blocks of scalar ops are chained.
+  CHECK(mode("build_tree.entry") == "chained");
+  CHECK(mode("build_tree.second") == "chained");
+  // Blocks with matrix and vector ops: their scalar runs compiled, the rest
+  // through the kernels, and the reason names an op that is not compiled.
+  CHECK(mode("build_tree.leaf.2") == "segments");
+  CHECK(mode("main.extended") == "segments");
+  CHECK(mode("log_density.entry") == "interpreted");
+  for (const auto& e : r.execution)
+    if (e.mode == "segments" || e.mode == "interpreted") CHECK(has(e.reason, "not compiled"));
+  CHECK(count(r, "chained") >= 4);
+  CHECK(count(r, "segments") >= 6);
+  CHECK(count(r, "dense_loop") == 0);
+}

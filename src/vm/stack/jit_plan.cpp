@@ -240,7 +240,8 @@ void StackVM::bind_blocks() {
 std::string StackVM::not_compiled(const Op& op) const {
   if (compilable(op)) return "";
   if (op.kind == Op::Kind::Pop)
-    return "the pop of '" + leaves_[op.pops.front()].var + "' runs op at a time";
+    return "the pop of '" + leaves_[op.pops.front()].var +
+           "' is not compiled outside a whole block";
   const std::string name =
       "op '" + std::string(op.kind == Op::Kind::Copy ? "copy" : prim_info(op.prim).name) + "'";
   if (op.shared) return name + " computes a value shared by every thread (once, op at a time)";
