@@ -8,6 +8,7 @@
 #include <string>
 
 #include "autobatch/autobatch.h"
+#include "support/env_options.h"
 #include "vm/jit/jit.h"
 #include "vm/stack/plan.h"
 
@@ -212,4 +213,31 @@ TEST_CASE("plan: nuts mixes the modes: chained calls, segments, tensor ops inter
   CHECK(count(r, "chained") >= 4);
   CHECK(count(r, "segments") >= 6);
   CHECK(count(r, "dense_loop") == 0);
+}
+
+TEST_CASE("plan: the environment options reader") {
+  // No variable set: every default.
+  ab::EnvOptions none = ab::read_env_options([](const char*) -> const char* { return nullptr; });
+  CHECK(none.coalesce);
+  CHECK(none.jit_blocks);
+  CHECK(none.jit_chain);
+  CHECK_FALSE(none.jit_dump);
+  CHECK(none.jit_light_cg == "none");
+  CHECK(none.jit_light_pipeline.empty());
+  CHECK_FALSE(none.mpi_launcher);
+  ab::EnvOptions set = ab::read_env_options([](const char* n) -> const char* {
+    const std::string name = n;
+    if (name == "AUTOBATCH_COALESCE" || name == "AUTOBATCH_JIT_CHAIN") return "0";
+    if (name == "AUTOBATCH_JIT_BLOCKS") return "1";  // only 0 turns it off
+    if (name == "AUTOBATCH_JIT_DUMP") return "1";
+    if (name == "AUTOBATCH_JIT_LIGHT_CG") return "less";
+    if (name == "PMI_RANK") return "3";
+    return nullptr;
+  });
+  CHECK_FALSE(set.coalesce);
+  CHECK(set.jit_blocks);
+  CHECK_FALSE(set.jit_chain);
+  CHECK(set.jit_dump);
+  CHECK(set.jit_light_cg == "less");
+  CHECK(set.mpi_launcher);
 }
