@@ -241,3 +241,26 @@ TEST_CASE("plan: the environment options reader") {
   CHECK(set.jit_light_cg == "less");
   CHECK(set.mpi_launcher);
 }
+
+TEST_CASE("plan: a loop body that can fail runs as dense chunks") {
+  auto p = autobatch::compile(R"(func f(n: i64, d: i64) -> i64 {
+  s = 0
+  while n > 0 {
+    s = s + 100 / d
+    n = n - 1
+  }
+  return s
+}
+)");
+  REQUIRE_MESSAGE(p, p.rendered());
+  std::vector<int64_t> n{3, 5, 0, 7}, d{1, 2, 3, 4};
+  autobatch::RunOptions o;
+  o.threads = 1;
+  auto r =
+      p->run({autobatch::ArrayView::of(n.data(), 4), autobatch::ArrayView::of(d.data(), 4)}, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  if (!ab::jit::available()) return;
+  CHECK(count(r, "dense_chunks") == 1);
+  for (const auto& e : r.execution)
+    if (e.mode == "dense_chunks") CHECK(has(e.reason, "can fail"));
+}
