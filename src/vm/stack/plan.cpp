@@ -45,8 +45,12 @@ BlockPlan segments_or_interpreted(const BlockFacts& f, std::string why) {
                "; " + why;
     return p;
   }
-  p.reason = why + "; no run of " + std::to_string(kTuning.min_segment) +
-             " or more compilable instructions";
+  if (f.not_compiled.empty() && f.dense_blocker.empty())
+    p.reason = count(f.ops, "instruction", "instructions") + ", too few in a row for a segment (" +
+               std::to_string(kTuning.min_segment) + "); " + why;
+  else
+    p.reason = why + "; no run of " + std::to_string(kTuning.min_segment) +
+               " or more compilable instructions";
   return p;
 }
 
@@ -114,9 +118,9 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
     else if (f.loop)
       why = "a loop under --schedule min-pc runs one iteration per step";
     else if (!o.calls)
-      why = "every op compiles; blocks are compiled whole only in programs with calls";
+      why = "blocks are compiled whole only in programs with calls";
     else if (!o.whole_blocks)
-      why = "every op compiles; AUTOBATCH_JIT_BLOCKS=0";
+      why = "AUTOBATCH_JIT_BLOCKS=0: no block compiled whole";
     else
       why = "not compiled whole: " + f.whole_blocker;
     p = segments_or_interpreted(f, why);
