@@ -462,6 +462,16 @@ struct RunOptions {
 // "auto" traces write JSON Lines up to this many threads, else "compact".
 constexpr int64_t kAutoJsonlBatch = 64;
 
+// How one block ran: the stack VM plans each block once before the run
+// (README "Execution"); the stackless VM and the reference interpreter
+// interpret every block.
+struct BlockExecution {
+  std::string block;   // FUNCTION.BLOCK, as in Stats::block_executions
+  std::string mode;    // "interpreted", "segments", "dense_loop", "dense_chunks",
+                       // "whole_block" or "chained"
+  std::string reason;  // why, in a short sentence
+};
+
 struct Stats {
   int64_t steps = 0;
   std::vector<std::pair<std::string, int64_t>> block_executions;  // priority order
@@ -475,6 +485,7 @@ struct Stats {
   double utilization_sum = 0;  // over steps (mean = sum / steps)
   int64_t peak_stack_depth = 0;
   std::map<std::string, double> seconds;  // "compile", "run" (the CLI adds "parse", "inputs")
+  std::vector<BlockExecution> execution;  // as RunResult::execution ("execution" in json())
   std::string json() const;               // the object `--stats` prints
 };
 
@@ -503,6 +514,9 @@ struct RunResult {
   std::vector<Array> outputs;  // one per result leaf of the entry, each of batch `batch`
   int64_t batch = 0;
   std::optional<Stats> stats;  // when RunOptions::stats
+  // Every block with the way it ran (its mode and why): what `-v` prints and
+  // --stats's "execution". Filled by every run that started.
+  std::vector<BlockExecution> execution;
   // Why the run did not start (inputs, types, options): the CLI's exit 2.
   std::vector<Diagnostic> diagnostics;
   // Why it stopped (SPEC runtime errors, out of memory): the CLI's exit 1.

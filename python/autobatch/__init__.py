@@ -186,7 +186,8 @@ class RunResult:
     outputs: a tuple of arrays, one per output leaf, batch first.
     stats: with stats=True, the dict `autobatch run --stats` prints (steps,
         block_executions, primitive_executions, lane_operations,
-        mean_utilization, peak_stack_depth, seconds), else None.
+        mean_utilization, peak_stack_depth, seconds, and execution: per
+        block {"mode": ..., "reason": ...}, how the VM ran it), else None.
     errors: with on_error="record", the failed threads, else None.
     """
 

@@ -239,3 +239,18 @@ def test_concurrent_runs_of_one_program(programs):
         t.join()
     for k in range(4):
         assert results[k].tolist() == [fib_ref(int(n) + k % 2) for n in range(15)]
+
+
+def test_stats_execution(programs):
+    # Every block's mode and reason (the stack VM's plan), as --stats prints them.
+    prog = autobatch.load(programs / "collatz.ab", entry="collatz_steps")
+    res = prog.run(n=[1, 6, 7, 27, 12], stats=True)
+    execution = res.stats["execution"]
+    assert set(execution) == set(res.stats["block_executions"])
+    modes = {e["mode"] for e in execution.values()}
+    assert modes <= {"interpreted", "segments", "dense_loop", "dense_chunks", "whole_block",
+                     "chained"}
+    assert all(e["reason"] for e in execution.values())
+    off = prog.run(n=[1, 6, 7, 27, 12], stats=True, jit=False).stats["execution"]
+    assert {e["mode"] for e in off.values()} == {"interpreted"}
+    assert all("--jit off" in e["reason"] for e in off.values())

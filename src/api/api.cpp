@@ -534,6 +534,7 @@ ab::Stats to_internal(const Stats& s) {
   out.batched = s.utilization_applicable;
   out.peak_stack_depth = s.peak_stack_depth;
   out.seconds = s.seconds;
+  for (const auto& e : s.execution) out.execution.push_back({e.block, e.mode, e.reason});
   return out;
 }
 

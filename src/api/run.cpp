@@ -471,6 +471,14 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     trace.close();
     double run_seconds = seconds_since(run_start);
     if (!work.empty() && !work[0].result.log.empty()) ab::log_info(work[0].result.log);
+    // The plan is the same in every shard (the program and options are).
+    std::vector<BlockExecution> execution;
+    if (!work.empty()) {
+      for (const ab::BlockExecution& e : work[0].result.execution) {
+        execution.push_back({e.block, e.mode, e.reason});
+        ab::log_info("block " + e.block + ": " + e.mode + " (" + e.reason + ")");
+      }
+    }
     log_phase("run", run_seconds);
     // Per OS thread CPU time: on a loaded machine, the sum against one
     // thread's and the largest (the critical path) say how well they scale.
@@ -491,9 +499,11 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     parts.reserve(work.size());
     for (Shard& s : work) parts.push_back(to_part(s, o, batch, m.source.get()));
     out = shards::merge(parts, batch, o.on_error == OnError::Record, o.stats);
+    out.execution = execution;
     if (out.stats) {
       out.stats->seconds["compile"] = compile_seconds;
       out.stats->seconds["run"] = run_seconds;
+      out.stats->execution = std::move(execution);
     }
     return out;
   } catch (const std::bad_alloc&) {

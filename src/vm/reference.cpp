@@ -58,6 +58,7 @@ class Interpreter {
       opt_.stats->init(block_names_);
       opt_.stats->batched = false;  // one thread at a time: utilization does not apply
     }
+    res.execution = all_interpreted(block_names_, "the reference interpreter runs every block");
     poll_.at = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       std::vector<Value> args;

@@ -64,6 +64,7 @@ class ProgramInterpreter {
       opt_.stats->init(names);
       opt_.stats->batched = false;  // one thread at a time: utilization does not apply
     }
+    res.execution = all_interpreted(names, "the reference interpreter runs every block");
     poll_.at = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       thread_ = t;

@@ -83,6 +83,7 @@ struct RunResult {
   std::vector<RuntimeError> failed;   // record_errors: the failed threads, by thread
   int64_t steps = 0;
   std::string log;         // what the VM chose (e.g. which blocks the JIT compiled), for -v
+  std::vector<BlockExecution> execution;  // per block: how it runs, and why
   bool cancelled = false;  // stopped by RunOptions::cancel (`error` says how far it got)
   int64_t finished = 0;    // threads finished (when cancelled)
 };

@@ -1,4 +1,4 @@
-// The stack VM (SPEC §5.1): runs a lowered program for every thread at once.
+// The stack VM: runs a lowered program for every thread at once.
 //
 // Each block keeps the list of threads waiting at it (and so a count); a
 // step takes the waiting block with the smallest index (min-pc over the
@@ -12,9 +12,9 @@
 // (the top of the stack) in one array indexed by thread, so reading a full
 // variable costs what reading a register does; a push moves the old top to
 // that thread's spill stack, a pop brings it back. `temporary` values live in
-// per-chunk scratch. A value that is the same in every thread (SPEC §5.6:
-// inputs given with batch 1, literals, and variables written at one place
-// from such values only) is stored once and computed once, and kernels see
+// per-chunk scratch. A value that is the same in every thread (inputs
+// given with batch 1, literals, and variables written at one place from
+// such values only) is stored once and computed once, and kernels see
 // it as Access::Shared — a matrix-vector product on a shared matrix is one
 // GEMM over the chunk. Every thread has a program-counter stack whose bottom
 // holds halt.
@@ -40,9 +40,14 @@
 // compiled call (values in registers between them).
 // Everything else runs through the kernels, as with the JIT off.
 //
+// How each block runs is decided once, before the run, by the planner
+// (src/vm/stack/plan.h: its modes and cost rule); RunResult::execution
+// reports each block's mode and why (-v, --stats). The implementation is in
+// src/vm/stack/, a file per responsibility (stack_vm_impl.h lists them).
+//
 // Threads not in a step's list are never touched, so values they hold never
-// cause errors. With `lanes` > 0 (SPEC §5.7) the run uses that many lanes and
-// a lane whose thread halts takes the next unstarted input.
+// cause errors. With `lanes` > 0 (streaming mode) the run uses that many
+// lanes and a lane whose thread halts takes the next unstarted input.
 #pragma once
 #include "ir/ir.h"
 #include "ir/type_info.h"

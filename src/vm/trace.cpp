@@ -319,6 +319,13 @@ void TraceWriter::discard() {
   path_.clear();
 }
 
+std::vector<BlockExecution> all_interpreted(const std::vector<std::string>& blocks,
+                                            const std::string& reason) {
+  std::vector<BlockExecution> out;
+  for (const auto& b : blocks) out.push_back({b, "interpreted", reason});
+  return out;
+}
+
 nlohmann::ordered_json Stats::to_json() const {
   nlohmann::ordered_json per_block = nlohmann::ordered_json::object();
   for (size_t i = 0; i < block_names.size(); ++i) per_block[block_names[i]] = block_executions[i];
@@ -327,13 +334,16 @@ nlohmann::ordered_json Stats::to_json() const {
     if (seconds.count(phase)) secs[phase] = seconds.at(phase);
   nlohmann::ordered_json util = nullptr;  // the reference VM: not applicable
   if (batched) util = steps ? utilization_sum / static_cast<double>(steps) : 0.0;
+  nlohmann::ordered_json exec = nlohmann::ordered_json::object();
+  for (const auto& e : execution) exec[e.block] = {{"mode", e.mode}, {"reason", e.reason}};
   return nlohmann::ordered_json{{"steps", steps},
                                 {"block_executions", per_block},
                                 {"primitive_executions", primitive_executions},
                                 {"lane_operations", lane_operations},
                                 {"mean_utilization", util},
                                 {"peak_stack_depth", peak_stack_depth},
-                                {"seconds", secs}};
+                                {"seconds", secs},
+                                {"execution", exec}};
 }
 
 }  // namespace ab

@@ -137,6 +137,20 @@ class TraceWriter {
   bool chrome_first_ = true;
 };
 
+// How one block runs (the stack VM's plan, vm/stack/plan.h; the other VMs
+// interpret every block): its name (FUNCTION.BLOCK), the mode
+// ("interpreted", "segments", "dense_loop", "dense_chunks", "whole_block",
+// "chained") and why.
+struct BlockExecution {
+  std::string block;
+  std::string mode;
+  std::string reason;
+};
+
+// Every block interpreted, for the VMs that interpret every block.
+std::vector<BlockExecution> all_interpreted(const std::vector<std::string>& blocks,
+                                            const std::string& reason);
+
 struct Stats {
   int64_t steps = 0;
   std::vector<std::string> block_names;   // in priority order
@@ -147,6 +161,7 @@ struct Stats {
   bool batched = true;                    // false (reference VM): utilization not applicable
   int64_t peak_stack_depth = 0;           // deepest call stack of any thread
   std::map<std::string, double> seconds;  // wall time per phase
+  std::vector<BlockExecution> execution;  // per block: how it ran (RunResult::execution)
 
   void init(std::vector<std::string> blocks) {
     block_names = std::move(blocks);

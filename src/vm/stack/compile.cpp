@@ -65,8 +65,7 @@ void StackVM::compile(const FunctionTypes& types) {
       cb.t1 = label_index_.at(t.target.name);
       cb.t2 = label_index_.at(t.target2.name);
       // A loop block: with the persistent schedule its chunk stays until it leaves.
-      if ((cb.t1 == bi) != (cb.t2 == bi) && !leaves_[cb.cond].shared)
-        cb.self = cb.t1 == bi ? 1 : 0;
+      if ((cb.t1 == bi) != (cb.t2 == bi) && !leaves_[cb.cond].shared) cb.self = cb.t1 == bi ? 1 : 0;
       if (cb.self < 0) fuse_compare(cb);
     } else if (t.kind == TermKind::Goto) {
       cb.t1 = label_index_.at(t.target.name);

@@ -7,7 +7,8 @@ namespace ab::stack {
 
 // Block b compiled whole, on the chunk's lanes, up to the first that needs
 // a new stack row (*done: the lanes it ran, which go on to their blocks).
-std::optional<RuntimeError> StackVM::run_block(uint32_t b, uint32_t* idx, int64_t n, int64_t* done) {
+std::optional<RuntimeError> StackVM::run_block(uint32_t b, uint32_t* idx, int64_t n,
+                                               int64_t* done) {
   const CBlock& cb = blocks_[b];
   uint32_t a[kChunk], c[kChunk];
   const int64_t r = cb.block_fn(cb.block_base.data(), idx, n, a, c, done);
@@ -38,16 +39,16 @@ std::optional<RuntimeError> StackVM::run_block(uint32_t b, uint32_t* idx, int64_
 // that block interpreted for it at once, with the others stuck there.
 std::optional<RuntimeError> StackVM::run_chain(uint32_t b, uint32_t* idx, int64_t n) {
   uint32_t out[kChunk], stuck[kChunk], at[kChunk];
-  const int64_t limits[1] = {kChainBudget};
+  const int64_t limits[1] = {kTuning.chain_budget};
   chain_runs_ += code_->chain(chain_bases_.data(), idx, n, b, out, limits);
   ++chain_calls_;
   // One step may hold many chain calls (a list of many chunks, each
   // running whole recursions): the cancel flag and the progress callback
-  // are also looked at every kChainPoll of budget used in the chain, some
+  // are also looked at every Tuning::chain_poll of budget used in the chain, some
   // milliseconds (progress then hears the same step again, with more
   // threads finished).
   if (opt_.polled() && chain_runs_ >= chain_poll_at_) {
-    chain_poll_at_ = chain_runs_ + kChainPoll;
+    chain_poll_at_ = chain_runs_ + kTuning.chain_poll;
     if (auto e = checkpoint(b, idx[0])) return e;
   }
   int64_t m = 0, ns = 0;
@@ -58,7 +59,7 @@ std::optional<RuntimeError> StackVM::run_chain(uint32_t b, uint32_t* idx, int64_
       stuck[ns] = idx[j];
       at[ns++] = r & ~jit::kChainStuck;
     } else {
-      chain_spent_ += r != kHalt && blocks_[r].chained;  // stopped by its budget
+      chain_spent_ += r != kHalt && blocks_[r].mode == ExecMode::Chained;  // stopped by its budget
       idx[m] = idx[j];
       out[m++] = r;
     }
@@ -84,8 +85,8 @@ std::optional<RuntimeError> StackVM::run_chain(uint32_t b, uint32_t* idx, int64_
 
 std::optional<RuntimeError> StackVM::run_chunk(uint32_t b, uint32_t* idx, int64_t n) {
   CBlock& cb = blocks_[b];
-  if (cb.chained) return run_chain(b, idx, n);
-  if (cb.block_fn) {
+  if (cb.mode == ExecMode::Chained) return run_chain(b, idx, n);
+  if (cb.mode == ExecMode::WholeBlock) {
     int64_t done = 0;
     auto e = run_block(b, idx, n, &done);
     if (e || done == n) return e;

@@ -8,7 +8,7 @@ namespace ab::stack {
 
 // The fused compare and split: lane j to yes or no by a[t] CMP b.
 int64_t StackVM::compare_split(const CBlock& cb, const uint32_t* idx, int64_t n, uint32_t* yes,
-                      uint32_t* no) const {
+                               uint32_t* no) const {
   const int64_t* a = reinterpret_cast<const int64_t*>(leaves_[cb.cmp_a.leaf].top.data());
   int64_t ny = 0;
   auto split = [&](auto cmp) {
@@ -223,7 +223,7 @@ void StackVM::push_copy8(Leaf& l, const ArgView& src, const uint32_t* idx, int64
 // first failing lane and leaves the later ones unwritten), so the failing
 // thread drops out and the op runs again from there, until it succeeds.
 std::optional<RuntimeError> StackVM::retry(uint32_t b, const Op& op, uint32_t* idx, int64_t& n,
-                                  RuntimeError e) {
+                                           RuntimeError e) {
   int64_t from = 0;
   while (true) {
     const int64_t j = from + fail_pos_;
@@ -256,8 +256,8 @@ void StackVM::drop(uint32_t* idx, int64_t& n, int64_t j, RuntimeError e, bool sc
 
 // Runs the op on n lanes (idx null: a shared op, once); `off`: the position
 // of the first lane in the chunk.
-std::optional<RuntimeError> StackVM::execute(uint32_t b, const Op& op, const uint32_t* idx, int64_t n,
-                                    const uint32_t* lanes, int64_t off) {
+std::optional<RuntimeError> StackVM::execute(uint32_t b, const Op& op, const uint32_t* idx,
+                                             int64_t n, const uint32_t* lanes, int64_t off) {
   // Uninitialised: every used slot is written below.
   alignas(ArgView) unsigned char arg_store[16 * sizeof(ArgView)];
   alignas(OutView) unsigned char out_store[16 * sizeof(OutView)];

@@ -3,7 +3,6 @@
 // compilation (src/vm/jit/jit.h), and binding compiled blocks to this run's
 // arrays.
 #include <cstdio>
-#include <cstdlib>
 
 #include "vm/stack/stack_vm_impl.h"
 
@@ -15,12 +14,13 @@ namespace {
 // cannot fail: enough to amortise the lanes' loads and stores, few enough to
 // keep the code small (collatz under callgrind: 99.7M instructions in the
 // body with 1, 83.6M with 2, 72.7M with 4, 69.3M with 8; 4 copies cost 15 ms
-// more of compilation, 8 copies 30 ms). AUTOBATCH_JIT_COPIES=K overrides, for
-// experiments.
+// more of compilation, 8 copies 30 ms); Tuning has the numbers.
 int32_t loop_copies(size_t ops) {
-  if (const char* v = std::getenv("AUTOBATCH_JIT_COPIES"); v && *v)
-    return std::clamp(std::atoi(v), 1, kMaxCopies);
-  return ops <= 8 ? 4 : ops <= 16 ? 2 : 1;
+  const int32_t copies = ops <= static_cast<size_t>(kTuning.small_body) ? kTuning.copies_small_body
+                         : ops <= static_cast<size_t>(kTuning.medium_body)
+                             ? kTuning.copies_medium_body
+                             : 1;
+  return std::clamp(copies, 1, kMaxCopies);
 }
 
 }  // namespace
@@ -57,8 +57,8 @@ bool StackVM::compilable(const Op& op) const {
 // leaf. With stack_leaf, the block form (jit::BlockFn): pops and the pushes
 // of full variables are ops too, and stack_leaf gets each stack's leaf.
 jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool dense,
-                          std::vector<int32_t>& slot_leaf,
-                          std::vector<int32_t>* stack_leaf) {
+                                   std::vector<int32_t>& slot_leaf,
+                                   std::vector<int32_t>* stack_leaf) {
   const CBlock& cb = blocks_[bi];
   jit::Segment seg;
   std::map<int32_t, int32_t> slot_of;
@@ -208,7 +208,7 @@ bool StackVM::block_form(const CBlock& cb) const {
 // Compiled blocks: each one's base (jit.h, BlockFn), for this run's arrays.
 void StackVM::bind_blocks() {
   for (CBlock& cb : blocks_) {
-    if (!cb.block_fn && !cb.chained) continue;
+    if (cb.mode != ExecMode::WholeBlock && cb.mode != ExecMode::Chained) continue;
     auto& base = cb.block_base;
     base.clear();
     for (int32_t l : cb.block_slots) {
@@ -236,77 +236,217 @@ void StackVM::bind_blocks() {
   }
 }
 
-// Plans the blocks compiled whole (block_form, in programs with calls), the
-// compiled segments of the other blocks (runs of compilable ops, cut where
-// a full variable would be pushed twice) and the dense bodies of loop
-// blocks, compiles them all, and keeps the code.
-void StackVM::build_jit() {
-  if (!jit::available()) {
-    jit_log_ = "jit: off (this build has no JIT)";
+// Why op does not compile ("" when it does), for the plan's reasons.
+std::string StackVM::not_compiled(const Op& op) const {
+  if (compilable(op)) return "";
+  if (op.kind == Op::Kind::Pop)
+    return "the pop of '" + leaves_[op.pops.front()].var +
+           "' is not compiled outside a whole block";
+  const std::string name =
+      "op '" + std::string(op.kind == Op::Kind::Copy ? "copy" : prim_info(op.prim).name) + "'";
+  if (op.shared) return name + " computes a value shared by every thread (once, op at a time)";
+  if (op.outs.empty()) return name + " has no result";
+  for (const auto& a : op.args)
+    if (a.constant >= 0 ? !constants_[a.constant].type.shape.empty() : !scalar_leaf(a.leaf))
+      return name + " on tensors is not compiled";
+  for (const auto& o : op.outs)
+    if (!scalar_leaf(o.leaf)) return name + " on tensors is not compiled";
+  if (op.outs.size() != 1 && op.kind != Op::Kind::Copy)
+    return name + " with several results is not compiled";
+  std::string types;
+  for (const auto& a : op.args)
+    types += std::string(types.empty() ? "" : ", ") + dtype_name(ref_dtype(a));
+  return name + " on " + (types.empty() ? std::string("no operands") : types) + " is not compiled";
+}
+
+// The runs of block bi's compilable ops long enough to compile (ops [first,
+// last) and the full variables each pushes; not yet compiled).
+std::vector<Seg> StackVM::find_segments(uint32_t bi) const {
+  const CBlock& cb = blocks_[bi];
+  std::vector<Seg> out;
+  size_t i = 0;
+  const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
+  while (i < end) {
+    if (!compilable(cb.ops[i])) {
+      ++i;
+      continue;
+    }
+    Seg s;
+    s.first = i;
+    // The segment's pushes happen before it runs (s.spills), so a full
+    // variable it pushes must not be written earlier in it: the push
+    // would save the value from before that write.
+    std::set<int32_t> written;
+    for (; i < end && compilable(cb.ops[i]); ++i) {
+      bool early = false;
+      for (const auto& o : cb.ops[i].outs)
+        if (leaves_[o.leaf].full() && !o.in_place && written.count(o.leaf)) early = true;
+      if (early) break;
+      for (const auto& o : cb.ops[i].outs) {
+        written.insert(o.leaf);
+        if (leaves_[o.leaf].full() && !o.in_place) s.spills.push_back(o.leaf);
+      }
+    }
+    s.last = i;
+    if (static_cast<int64_t>(s.last - s.first) >= kTuning.min_segment) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+namespace {
+
+// The first op of seg that can fail, by name ("" when none can).
+std::string failing_op(const jit::Segment& seg) {
+  for (const auto& f : seg.ops)
+    if (jit::may_fail(f, seg.slots)) return f.copy ? "copy" : prim_info(f.prim).name;
+  return "";
+}
+
+}  // namespace
+
+// Block bi's facts for the planner and the code each form would compile
+// (the plan then picks one).
+void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
+  const CBlock& cb = blocks_[bi];
+  for (const auto& op : cb.ops) {
+    std::string why = not_compiled(op);
+    // The first op that breaks a segment, pops and shared values last.
+    const bool minor = op.kind == Op::Kind::Pop || op.shared;
+    if (!why.empty() && (f.not_compiled.empty() || (!minor && c.minor_blocker))) {
+      f.not_compiled = why;
+      c.minor_blocker = minor;
+    }
+  }
+  c.segs = find_segments(bi);
+  for (const Seg& s : c.segs) f.segment_ops += s.last - s.first;
+  f.segments = c.segs.size();
+  if (cb.self >= 0) {
+    // The dense form: every op but those computing shared values compiles,
+    // none pushes, the condition is a scalar.
+    if (!scalar_leaf(cb.cond)) f.dense_blocker = "its condition is not a scalar";
+    for (const auto& op : cb.ops) {
+      if (op.shared || !f.dense_blocker.empty()) continue;
+      if (!compilable(op)) f.dense_blocker = not_compiled(op);
+      for (const auto& o : op.outs)
+        if (leaves_[o.leaf].full() && !o.in_place && f.dense_blocker.empty())
+          f.dense_blocker = "it pushes the stack of '" + leaves_[o.leaf].var + "'";
+    }
+    f.dense_form = f.dense_blocker.empty();
+    if (f.dense_form) {
+      c.dense = make_segment(bi, 0, cb.ops.size(), true, c.dense_slots);
+      f.dense_fail_op = failing_op(c.dense);
+      f.dense_fails = !f.dense_fail_op.empty();
+      f.dense_copies = f.dense_fails ? 1 : loop_copies(c.dense.ops.size());
+      c.dense.copies = f.dense_copies;
+    }
     return;
   }
+  f.whole_blocker = whole_blocker(cb);
+  if (f.whole_blocker.empty()) {
+    c.whole = make_segment(bi, 0, cb.ops.size(), false, c.whole_slots, &c.whole_stacks);
+    const std::string fails = failing_op(c.whole);
+    if (!fails.empty()) f.whole_blocker = "op '" + fails + "' can fail";
+  }
+  f.whole_form = f.whole_blocker.empty();
+}
+
+// Why block_form(cb) is false ("" when it is true).
+std::string StackVM::whole_blocker(const CBlock& cb) const {
+  if (block_form(cb)) return "";
+  if (cb.term == TermKind::Halt || cb.term == TermKind::Return) return "it ends its threads";
+  if (cb.term == TermKind::Goto && cb.ops.empty()) return "no instructions";
+  if (cb.term == TermKind::Branch && !scalar_leaf(cb.cond)) return "its condition is not a scalar";
+  for (const auto& op : cb.ops) {
+    if (op.kind == Op::Kind::Pop) {
+      for (int32_t l : op.pops)
+        if (!word_stack(l))
+          return "the stack of '" + leaves_[l].var + "' is not of one-word scalars";
+      continue;
+    }
+    if (!compilable(op)) return not_compiled(op);
+    for (const auto& o : op.outs)
+      if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf))
+        return "the stack of '" + leaves_[o.leaf].var + "' is not of one-word scalars";
+  }
+  return "not of the whole form";
+}
+
+// The plan (vm/stack/plan.h): each block's facts, the cost rule, and the
+// code of the forms it picked, compiled.
+void StackVM::plan() {
+  PlanOptions po;
+  po.jit = opt_.jit;
+  po.jit_available = opt_.jit && jit::available();  // (asks LLVM: not with --jit off)
+  po.persistent = opt_.persistent;
+  po.traced = opt_.trace && opt_.trace->on();
+  po.stats = opt_.stats != nullptr;
+  po.max_steps = opt_.max_steps;
+  for (const auto& cb : blocks_) po.calls = po.calls || cb.term == TermKind::PushGoto;
+  po.whole_blocks = env_options().jit_blocks;
+  po.chain = env_options().jit_chain;
+  std::vector<BlockFacts> facts(blocks_.size());
+  std::vector<Candidates> cand;
+  const bool compiling = po.jit && po.jit_available;
+  if (compiling) cand.resize(blocks_.size());
+  for (uint32_t bi = 0; bi < blocks_.size(); ++bi) {
+    const CBlock& cb = blocks_[bi];
+    facts[bi].ops = cb.ops.size();
+    facts[bi].loop = cb.self >= 0;
+    facts[bi].fused_cmp = cb.fused_cmp;
+    if (compiling) gather_facts(bi, facts[bi], cand[bi]);
+  }
+  plan_ = plan_blocks(facts, po);
+  for (uint32_t bi = 0; bi < blocks_.size(); ++bi) {
+    blocks_[bi].mode = plan_[bi].mode;
+    blocks_[bi].persistent_loop = facts[bi].loop && po.persistent;
+  }
+  if (!po.jit_available && po.jit) jit_log_ = "jit: off (this build has no JIT)";
+  if (compiling) build_jit(cand);
+}
+
+// Compiles the code the plan picked (segments, dense loop bodies, blocks
+// compiled whole or chained) and keeps it. If LLVM fails, every block is
+// interpreted and the plan says so.
+void StackVM::build_jit(std::vector<Candidates>& cand) {
   std::vector<jit::Segment> gsegs, dsegs;
   std::vector<std::pair<uint32_t, size_t>> gwhere;  // (block, segment)
   std::vector<uint32_t> dwhere;
-  std::vector<std::vector<int32_t>> gslots, dslots;
+  std::vector<std::vector<int32_t>> dslots;
   size_t nops = 0, fused = 0;
   std::vector<jit::Segment> bsegs;
   std::vector<uint32_t> bwhere;
-  // Blocks compile whole in programs with calls, whose blocks run once per
-  // call (recursion: many times per thread); elsewhere they run about once
-  // per thread and would not repay their compilation (some 10 ms: they get
-  // full code generation). AUTOBATCH_JIT_BLOCKS=0: never (for experiments).
-  const char* bw = std::getenv("AUTOBATCH_JIT_BLOCKS");
-  bool blocks_whole = !(bw && *bw == '0');
-  bool calls = false;
-  for (const auto& cb : blocks_) calls = calls || cb.term == TermKind::PushGoto;
-  blocks_whole = blocks_whole && calls;
+  bool chain = false;
   for (uint32_t bi = 0; bi < blocks_.size(); ++bi) {
     CBlock& cb = blocks_[bi];
+    Candidates& c = cand[bi];
     cb.seg_at.assign(cb.ops.size(), -1);
     nops += cb.ops.size();
-    if (blocks_whole && block_form(cb)) {
-      std::vector<int32_t> sl, st;
-      jit::Segment seg = make_segment(bi, 0, cb.ops.size(), false, sl, &st);
-      bool fails = false;
-      for (const auto& f : seg.ops) fails = fails || jit::may_fail(f, seg.slots);
-      if (!fails) {
-        seg.slot_var = sl;
-        seg.stack_var = st;
-        cb.block_slots = std::move(sl);
-        cb.block_stacks = std::move(st);
+    switch (cb.mode) {
+      case ExecMode::WholeBlock:
+      case ExecMode::Chained:
+        chain = chain || cb.mode == ExecMode::Chained;
+        c.whole.slot_var = c.whole_slots;
+        c.whole.stack_var = c.whole_stacks;
+        cb.block_slots = std::move(c.whole_slots);
+        cb.block_stacks = std::move(c.whole_stacks);
         fused += cb.ops.size();
-        bsegs.push_back(std::move(seg));
+        bsegs.push_back(std::move(c.whole));
         bwhere.push_back(bi);
         continue;
-      }
-    }
-    size_t i = 0;
-    const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
-    while (i < end) {
-      if (!compilable(cb.ops[i])) {
-        ++i;
+      case ExecMode::DenseLoop:
+      case ExecMode::DenseChunks:
+        dsegs.push_back(std::move(c.dense));
+        dslots.push_back(std::move(c.dense_slots));
+        dwhere.push_back(bi);
+        // A body that may fail reruns a chunk op at a time: with segments.
+        if (cb.mode == ExecMode::DenseLoop) continue;
+        break;
+      case ExecMode::Segments:
+        break;
+      case ExecMode::Interpreted:
         continue;
-      }
-      Seg s;
-      s.first = i;
-      // The segment's pushes happen before it runs (s.spills), so a full
-      // variable it pushes must not be written earlier in it: the push
-      // would save the value from before that write.
-      std::set<int32_t> written;
-      for (; i < end && compilable(cb.ops[i]); ++i) {
-        bool early = false;
-        for (const auto& o : cb.ops[i].outs)
-          if (leaves_[o.leaf].full() && !o.in_place && written.count(o.leaf)) early = true;
-        if (early) break;
-        for (const auto& o : cb.ops[i].outs) {
-          written.insert(o.leaf);
-          if (leaves_[o.leaf].full() && !o.in_place) s.spills.push_back(o.leaf);
-        }
-      }
-      s.last = i;
-      // One instruction alone gains nothing over its kernel: not worth compiling.
-      if (s.last - s.first < 3) continue;
+    }
+    for (Seg& s : c.segs) {
       fused += s.last - s.first;
       std::vector<int32_t> sl;
       jit::Segment seg = make_segment(bi, s.first, s.last, false, sl);
@@ -326,40 +466,12 @@ void StackVM::build_jit() {
       gwhere.push_back({bi, cb.segs.size()});
       cb.segs.push_back(std::move(s));
       gsegs.push_back(std::move(seg));
-      gslots.push_back(std::move(sl));
-    }
-    // A loop block compiles whole in the dense form if every op can.
-    if (cb.self >= 0) {
-      bool ok = scalar_leaf(cb.cond);
-      for (const auto& op : cb.ops) {
-        if (op.shared) continue;
-        ok = ok && compilable(op);
-        for (const auto& o : op.outs) ok = ok && !(leaves_[o.leaf].full() && !o.in_place);
-      }
-      if (ok) {
-        std::vector<int32_t> sl;
-        jit::Segment seg = make_segment(bi, 0, cb.ops.size(), true, sl);
-        bool fails = false;
-        for (const auto& f : seg.ops) fails = fails || jit::may_fail(f, seg.slots);
-        seg.copies = fails ? 1 : loop_copies(seg.ops.size());
-        dsegs.push_back(std::move(seg));
-        dslots.push_back(std::move(sl));
-        dwhere.push_back(bi);
-      }
     }
   }
   if (gsegs.empty() && dsegs.empty() && bsegs.empty()) {
     jit_log_ = "jit: nothing to compile";
     return;
   }
-  // The blocks compiled whole are chained (jit::ChainFn: threads run on
-  // alone through them) under the persistent schedule, except where each
-  // block run is counted per thread (--max-steps), traced or counted
-  // (--stats); there, and with AUTOBATCH_JIT_CHAIN=0 (for experiments),
-  // each is compiled on its own (jit::BlockFn).
-  const char* cv = std::getenv("AUTOBATCH_JIT_CHAIN");
-  const bool chain = !bsegs.empty() && !(cv && *cv == '0') && opt_.persistent &&
-                     !(opt_.trace && opt_.trace->on()) && !opt_.stats && opt_.max_steps == 0;
   std::vector<uint32_t> return_to;  // the blocks calls return to
   for (const auto& cb : blocks_)
     if (cb.term == TermKind::PushGoto) return_to.push_back(cb.t1);
@@ -371,12 +483,15 @@ void StackVM::build_jit() {
   code_ = jit::compile(gsegs, dsegs, bsegs, chain ? &return_to : nullptr, frames, &err, &cached_);
   if (!code_) {
     jit_log_ = "jit: " + err + "; interpreting";
-    for (auto& cb : blocks_) cb.seg_at.clear();
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      blocks_[b].seg_at.clear();
+      blocks_[b].mode = plan_[b].mode = ExecMode::Interpreted;
+      plan_[b].reason = "the JIT failed (" + err + "): op at a time";
+    }
     return;
   }
-  if (code_->chain) {
+  if (chain) {
     chain_blocks_ = bwhere;
-    for (uint32_t b : bwhere) blocks_[b].chained = true;
   } else {
     for (size_t k = 0; k < bwhere.size(); ++k) blocks_[bwhere[k]].block_fn = code_->block[k];
   }
@@ -409,9 +524,9 @@ void StackVM::build_jit() {
   for (const auto& seg : dsegs) multi += seg.copies > 1;
   if (multi)
     jit_log_ += "; " + std::to_string(multi) + " loop blocks run several iterations per call";
-  if (code_->chain)
-    jit_log_ += "; the " + std::to_string(bwhere.size()) +
-                " blocks compiled whole are chained (" + std::to_string(code_->chain_copy_sites) +
+  if (chain)
+    jit_log_ += "; the " + std::to_string(bwhere.size()) + " blocks compiled whole are chained (" +
+                std::to_string(code_->chain_copy_sites) +
                 " call sites jump to copies of their callee's first blocks)";
 }
 

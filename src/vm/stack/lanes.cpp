@@ -93,7 +93,8 @@ void StackVM::start_lane(uint32_t t, int64_t input) {
   push_lane(0, t);
 }
 
-RuntimeError StackVM::error_at(uint32_t block, SourceLoc loc, uint32_t lane, std::string msg) const {
+RuntimeError StackVM::error_at(uint32_t block, SourceLoc loc, uint32_t lane,
+                               std::string msg) const {
   auto [fn, blk] = split_lowered_label(p_.blocks[block].label.name);
   return RuntimeError{loc, std::move(msg), lane_input_[lane], n_inputs_, fn, blk};
 }
@@ -118,7 +119,8 @@ uint32_t StackVM::push_frames(const uint32_t* idx, int64_t n, uint32_t ret) {
 // allows cannot call) the depths are put back, so that an error leaves
 // every stack as it was (an entry written above a lane's depth is never
 // read); the lanes go on to the callee.
-std::optional<RuntimeError> StackVM::called(uint32_t b, uint32_t* idx, int64_t n, uint32_t deepest) {
+std::optional<RuntimeError> StackVM::called(uint32_t b, uint32_t* idx, int64_t n,
+                                            uint32_t deepest) {
   const CBlock& cb = blocks_[b];
   if (deepest >= opt_.max_stack_depth) [[unlikely]] {
     for (int64_t j = 0; j < n; ++j) --pc_depth_[idx[j]];
@@ -140,7 +142,7 @@ void StackVM::returned(const uint32_t* idx, const uint32_t* rets, int64_t n) {
   const uint32_t* L = idx;
   const uint32_t* R = rets;
   for (int round = 0; n > 0; ++round) {
-    if (round == 8) {  // many targets: the rest lane by lane
+    if (round == kTuning.return_rounds) {  // many targets: the rest lane by lane
       for (int64_t j = 0; j < n; ++j)
         if (R[j] == kHalt)
           halt(L[j]);

@@ -9,7 +9,8 @@ namespace ab::stack {
 // again, each time on the threads that branched back to it (one step per
 // iteration), the others joining their next block's list. `counted`: the
 // first iteration's step was already counted.
-std::optional<RuntimeError> StackVM::run_loop(uint32_t b, const uint32_t* idx, int64_t n, bool counted) {
+std::optional<RuntimeError> StackVM::run_loop(uint32_t b, const uint32_t* idx, int64_t n,
+                                              bool counted) {
   const CBlock& cb = blocks_[b];
   uint32_t buf[2][kChunk], out[kChunk];
   std::memcpy(buf[0], idx, static_cast<size_t>(n) * sizeof(uint32_t));
@@ -139,7 +140,7 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     if (d.solo && m == 1 && next == n && !tracing && !opt_.stats && step_ < check_at_) {
       // The last thread in the loop (a straggler): it runs on alone, up to
       // the next checkpoint, without masks; one step per iteration.
-      const int64_t limit = std::min<int64_t>(check_at_ - step_, kSoloBurst);
+      const int64_t limit = std::min<int64_t>(check_at_ - step_, kTuning.solo_burst);
       step_ += d.solo(dense_base_.data(), limit, active_);
       if (active_[0] == 0) {
         compact(true);
@@ -156,7 +157,7 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
         ++step_;
         if (opt_.stats) opt_.stats->record_step(b, counts[k], std::min(live_, kChunk), cb.prims);
       }
-      if (active == 0 || (m - active) * 4 >= m) {
+      if (active == 0 || (m - active) * kTuning.compact_fraction >= m) {
         compact(true);
         fill();
       }
@@ -200,7 +201,7 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     // Frozen threads cost a lane of the body each iteration; compacting
     // costs a move per thread and variable: compact once a quarter of the
     // window has left.
-    if (active == 0 || (m - active) * 4 >= m) {
+    if (active == 0 || (m - active) * kTuning.compact_fraction >= m) {
       compact(true);
       fill();
     }

@@ -40,6 +40,11 @@ RunResult StackVM::run() {
     opt_.stats->init(names);
   }
   PoolVector<uint32_t> cur;
+  {
+    std::vector<std::string> names;
+    for (const auto& b : p_.blocks) names.push_back(b.label.name);
+    res.execution = execution_report(names, plan_);
+  }
   res.log = jit_log_;
   if (in_place_bytes_ > 0)
     res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
@@ -51,17 +56,17 @@ RunResult StackVM::run() {
     cur.swap(wait_[b]);
     wait_[b].clear();
     bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
-    if (opt_.persistent && blocks_[b].self >= 0) {
-      const DenseLoop& d = blocks_[b].dense;
-      // The dense form counts no steps per thread: not with --max-steps.
-      const bool dense = d.fn && opt_.max_steps == 0;
-      if (dense && !d.may_fail) {
-        // A window of threads loops in the block, refilled from the list.
-        res.error = run_dense_loop(b, cur.data(), static_cast<int64_t>(cur.size()));
-        if (res.error) break;
-        continue;
-      }
+    // The block runs as the plan says (CBlock::mode, jit_plan.cpp).
+    const CBlock& cb = blocks_[b];
+    if (cb.mode == ExecMode::DenseLoop) {
+      // A window of threads loops in the block, refilled from the list.
+      res.error = run_dense_loop(b, cur.data(), static_cast<int64_t>(cur.size()));
+      if (res.error) break;
+      continue;
+    }
+    if (cb.persistent_loop) {
       // Each chunk loops in the block until all its threads have left.
+      const bool dense = cb.mode == ExecMode::DenseChunks;
       for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
         int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
         res.error =
@@ -84,7 +89,7 @@ RunResult StackVM::run() {
                std::to_string(chain_runs_) + " calls and loop iterations run by threads alone, " +
                std::to_string(chain_stuck_) + " blocks left to the interpreter, " +
                std::to_string(chain_spent_) + " threads paused after " +
-               std::to_string(kChainBudget) + " calls and loop iterations";
+               std::to_string(kTuning.chain_budget) + " calls and loop iterations";
   res.cancelled = cancelled_;
   res.finished = next_input_ - live_;
   if (opt_.stats)
@@ -103,7 +108,7 @@ RunResult StackVM::run() {
 // threads the step could have run: the live ones, or for a persistent
 // loop's step (`chunk`) at most a chunk of them.
 std::optional<RuntimeError> StackVM::begin_step(uint32_t b, uint32_t* lanes, int64_t& n,
-                                       bool chunk) {
+                                                bool chunk) {
   ++step_;
   if (opt_.max_steps > 0) {
     if (auto e = count_steps(b, lanes, n)) return e;

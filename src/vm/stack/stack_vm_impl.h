@@ -22,6 +22,7 @@
 #include "ir/lowered_names.h"
 #include "ir/type_info.h"
 #include "passes/sharing.h"
+#include "support/env_options.h"
 #include "support/log.h"
 #include "vm/coalesce.h"
 #include "vm/jit/jit.h"
@@ -30,21 +31,15 @@
 #include "vm/literal.h"
 #include "vm/run.h"
 #include "vm/slots.h"
+#include "vm/stack/plan.h"
+#include "vm/tuning.h"
 
 namespace ab::stack {
 
-constexpr int64_t kChunk = 256;
-constexpr uint32_t kHalt = UINT32_MAX;
-// Iterations per call of a compiled loop body running one thread alone, at
-// most (the VM looks at cancel and progress in between).
-constexpr int64_t kSoloBurst = int64_t{1} << 20;
-constexpr int32_t kMaxCopies = 8;  // iterations per call of a compiled loop body, at most
-// A lane's budget per call of the chain (the VM looks at cancel and progress
-// in between): the blocks a call or a backward jump leads to that it may
-// enter, some thousands of calls or loop iterations, so that a chunk's call
-// stays within some milliseconds.
-constexpr int64_t kChainBudget = int64_t{1} << 12;
-constexpr int64_t kChainPoll = int64_t{1} << 20;  // budget used in the chain between polls
+// Short names for the tuning constants (vm/tuning.h) the code uses most.
+constexpr int64_t kChunk = kTuning.chunk;
+constexpr int32_t kMaxCopies = kTuning.max_copies;
+constexpr uint32_t kHalt = UINT32_MAX;  // a return to no block: the thread is done
 
 // One tensor leaf of one variable, stored by its class.
 struct Leaf {
@@ -55,11 +50,11 @@ struct Leaf {
   bool borrowed = false;  // `top` is the caller's input array, read in place (never written)
   TensorType type;
   size_t ebytes = 0;
-  Buffer top;                   // register/full: one event per lane; shared: one event
-  Buffer scratch;               // temporary/null: one event per lane of a chunk
-  PoolVector<uint32_t> depth;   // full: stack depth per thread (the top included)
-  LaneStack<uint64_t> below;    // full: the values below the top, in 8-byte words
-  size_t words = 0;             // words per event
+  Buffer top;                  // register/full: one event per lane; shared: one event
+  Buffer scratch;              // temporary/null: one event per lane of a chunk
+  PoolVector<uint32_t> depth;  // full: stack depth per thread (the top included)
+  LaneStack<uint64_t> below;   // full: the values below the top, in 8-byte words
+  size_t words = 0;            // words per event
   bool full() const { return cls == StorageClass::Full && !shared; }
   bool in_scratch() const {
     return !shared && (cls == StorageClass::Temporary || cls == StorageClass::Null);
@@ -126,9 +121,12 @@ struct CBlock {
   // The whole block compiled (jit::BlockFn, for blocks that are not loops):
   // its slots' and stacks' leaves; block_base is bound per run (bind_blocks).
   jit::BlockFn block_fn = nullptr;
-  bool chained = false;  // compiled whole into the chain instead (jit::ChainFn)
   std::vector<int32_t> block_slots, block_stacks;
   std::vector<void*> block_base;
+  // How the block runs (the plan's mode), and whether a chunk stays in it
+  // until its threads leave (a loop block under the persistent schedule).
+  ExecMode mode = ExecMode::Interpreted;
+  bool persistent_loop = false;
   TermKind term = TermKind::Halt;
   int32_t cond = -1;  // Branch: the condition's leaf (or constant, negative - 2)
   uint32_t t1 = 0, t2 = 0;
@@ -139,6 +137,17 @@ struct CBlock {
 struct Constant {
   TensorType type;
   Buffer data;
+};
+
+// The code each form of a block would compile, gathered with the block's
+// facts before the plan picks one (jit_plan.cpp).
+struct Candidates {
+  std::vector<Seg> segs;  // gather segments (not compiled yet)
+  jit::Segment dense;     // loop blocks of the dense form
+  std::vector<int32_t> dense_slots;
+  jit::Segment whole;  // blocks of the whole form
+  std::vector<int32_t> whole_slots, whole_stacks;
+  bool minor_blocker = false;  // BlockFacts::not_compiled names a pop or a shared op
 };
 
 static_assert(LaneStack<uint64_t>::kFlat == jit::kFlatLevels);
@@ -154,11 +163,10 @@ class StackVM {
     analyze_sharing();
     make_leaves(types);
     compile(types);
-    if (opt.jit) build_jit();
+    plan();
   }
 
   RunResult run();
-
 
  private:
   const Program& p_;
@@ -176,8 +184,8 @@ class StackVM {
   std::vector<CBlock> blocks_;
   std::vector<PoolVector<uint32_t>> wait_;
   std::vector<uint64_t> bits_;
-  LaneStack<uint32_t> pcs_;         // program counters: where each frame returns
-  PoolVector<uint32_t> pc_depth_;   // per lane: frames, counting the halt at the bottom
+  LaneStack<uint32_t> pcs_;        // program counters: where each frame returns
+  PoolVector<uint32_t> pc_depth_;  // per lane: frames, counting the halt at the bottom
   PoolVector<int64_t> lane_input_;
   std::vector<int64_t> thread_ids_;  // thread_index's operand: lane -> its thread
   std::vector<Array> outputs_;
@@ -199,21 +207,21 @@ class StackVM {
   std::shared_ptr<const jit::Code> code_;
   bool cached_ = false;
   std::string jit_log_;
+  std::vector<BlockPlan> plan_;                // per block: how it runs, and why
   std::vector<uint64_t> saved_;                // a segment's outputs, while it may fail
   std::vector<std::vector<uint64_t>> dense_;   // a dense loop's Thread slots
   std::vector<std::vector<uint64_t>> backup_;  // the same at the iteration's start
   std::vector<void*> dense_base_;
   // The chain (jit::ChainFn): its blocks (those compiled whole, in the order
   // compiled) and their bases for this run. Whether a run chains is
-  // build_jit's choice (CBlock::chained).
+  // the plan's choice (ExecMode::Chained).
   std::vector<uint32_t> chain_blocks_;
   std::vector<void* const*> chain_bases_;
   int64_t chain_calls_ = 0, chain_runs_ = 0, chain_stuck_ = 0, chain_spent_ = 0;  // for the log
-  int64_t chain_poll_at_ = kChainPoll;  // chain_runs_ at which run_chain polls
+  int64_t chain_poll_at_ = kTuning.chain_poll;  // chain_runs_ at which run_chain polls
   uint32_t ids_[kChunk];
   jit::ActiveWord active_[kChunk];
   jit::ActiveWord active_backup_[kChunk];
-
 
   // ---- storage.cpp -------------------------------------------------
   void analyze_sharing();
@@ -292,7 +300,12 @@ class StackVM {
   bool word_stack(int32_t l) const;
   bool block_form(const CBlock& cb) const;
   void bind_blocks();
-  void build_jit();
+  std::string not_compiled(const Op& op) const;
+  std::vector<Seg> find_segments(uint32_t bi) const;
+  std::string whole_blocker(const CBlock& cb) const;
+  void gather_facts(uint32_t bi, BlockFacts& f, Candidates& c);
+  void plan();
+  void build_jit(std::vector<Candidates>& cand);
 
   // ---- called per lane or per op: inline -------------------------------
   void push_lane(uint32_t block, uint32_t t) {

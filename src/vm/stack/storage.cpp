@@ -1,8 +1,6 @@
 // The stack VM's storage plan: which variables are shared (one value for
 // every thread), each variable's leaves and their storage by class, inputs
 // read in place, and register variables coalesced into one storage.
-#include <cstdlib>
-
 #include "vm/stack/stack_vm_impl.h"
 
 namespace ab::stack {
@@ -58,7 +56,7 @@ std::set<std::string> StackVM::written_vars() const {
 // be aligned for its dtype (kernels and the JIT read it typed); otherwise,
 // and with refill lanes, the input is copied per lane as before.
 const Array* StackVM::borrowable_input(const std::string& var, const TensorType& tt, bool shared,
-                              const std::set<std::string>& written) const {
+                                       const std::set<std::string>& written) const {
   if (written.count(var)) return nullptr;
   for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) {
     if (p_.inputs[i].name != var) continue;
@@ -140,8 +138,7 @@ void StackVM::make_leaves(const FunctionTypes& types) {
 // the same leaves.
 std::map<std::string, std::string> StackVM::storage_aliases(const Slots& slots) const {
   // AUTOBATCH_COALESCE=0: every variable its own storage (for experiments).
-  const char* env = std::getenv("AUTOBATCH_COALESCE");
-  if (env && std::string(env) == "0") return {};
+  if (!env_options().coalesce) return {};
   std::set<std::string> ends;
   for (const auto& i : p_.inputs) ends.insert(i.name);
   for (const auto& o : p_.outputs) ends.insert(o.name);

@@ -1,0 +1,101 @@
+// The stack VM's execution planner: for every block, one decision of how it
+// runs (ExecMode) and why, made once before the run from the block's
+// contents (BlockFacts, gathered by jit_plan.cpp), the run's options
+// (PlanOptions) and the cost rule below. The run follows the plan: the JIT
+// compiles what it names and the scheduler dispatches each block by its mode.
+//
+// Cost rule, block by block (the first case that applies decides):
+//  1. Without the JIT (--jit off, or a build without LLVM) nothing is
+//     compiled: interpreted (op at a time through the kernels).
+//  2. A loop block (it branches to itself on a per-thread condition) under
+//     the persistent schedule and without --max-steps (a dense body counts
+//     no steps per thread) is compiled whole in the dense form when every op
+//     but those computing shared values compiles, none pushes a stack and
+//     the condition is a scalar: dense_loop when the body cannot fail (a
+//     window of threads gathered into dense arrays and refilled from the
+//     block's list; a short body runs several iterations per call and a
+//     thread left alone runs without masks), dense_chunks when it can (one
+//     chunk at a time; a failed check reruns that chunk op at a time, which
+//     reports the error).
+//  3. In a program with calls (its blocks run once per call, so many times
+//     per thread) a block that is not a loop, whose every op compiles and
+//     cannot fail and whose stacks hold one-word scalars, is compiled whole:
+//     chained (threads run on alone through the blocks compiled whole, calls
+//     and returns included) under the persistent schedule unless traced or
+//     counted per block (--stats, --max-steps), whole_block otherwise.
+//     Without calls a block runs about once per thread and its compilation
+//     (full code generation) would not repay itself.
+//  4. Otherwise runs of at least Tuning::min_segment consecutive compilable
+//     ops are compiled as segments (a shorter run gains nothing over its
+//     kernels), the rest run op at a time; with no such run, interpreted.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "vm/trace.h"
+
+namespace ab::stack {
+
+enum class ExecMode : uint8_t {
+  Interpreted,  // op at a time through the kernels, no compiled code
+  Segments,     // runs of ops compiled into gather loops, the rest op at a time
+  DenseLoop,    // a loop block's body compiled whole, on a refilled window of threads
+  DenseChunks,  // the same, one chunk at a time (the body may fail)
+  WholeBlock,   // the block compiled whole (jit::BlockFn), a chunk per call
+  Chained,      // compiled whole into the chain (jit::ChainFn)
+};
+
+// The name --stats and the APIs use ("interpreted", "segments", ...).
+const char* exec_mode_name(ExecMode m);
+
+struct BlockPlan {
+  ExecMode mode = ExecMode::Interpreted;
+  std::string reason;  // a short sentence for the user
+};
+
+// What the planner needs to know of one block (jit_plan.cpp gathers it;
+// the compile facts only when the JIT is on and available).
+struct BlockFacts {
+  size_t ops = 0;          // ops the block runs (copies coalesced away excluded)
+  bool loop = false;       // branches to itself on a per-thread condition
+  bool fused_cmp = false;  // its branch compares and splits in one pass
+  // Why some op does not compile ("op 'matmul' on tensors is not compiled"),
+  // "" when every op does.
+  std::string not_compiled;
+  // Dense form (loop blocks): possible, and whether the body may fail (the
+  // op that can, by name, in dense_fails).
+  bool dense_form = false;
+  std::string dense_blocker;  // why not, when not ("" when dense_form)
+  bool dense_fails = false;
+  std::string dense_fail_op;
+  int32_t dense_copies = 1;  // iterations per call of a body that cannot fail
+  // Whole form (not loops): possible (jit::BlockFn), or why not.
+  bool whole_form = false;
+  std::string whole_blocker;
+  // Segments: the runs of compilable ops long enough to compile.
+  size_t segments = 0;
+  size_t segment_ops = 0;
+};
+
+struct PlanOptions {
+  bool jit = true;            // --jit (RunOptions::jit)
+  bool jit_available = true;  // this build has the JIT
+  bool persistent = true;     // the persistent schedule
+  bool traced = false;
+  bool stats = false;
+  int64_t max_steps = 0;
+  bool calls = false;        // the program has calls (push_goto)
+  bool whole_blocks = true;  // developer switch (EnvOptions::jit_blocks)
+  bool chain = true;         // developer switch (EnvOptions::jit_chain)
+};
+
+// One plan per block, by the cost rule above.
+std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const PlanOptions& o);
+
+// What the run reports: each block's name with its plan's mode and reason.
+std::vector<BlockExecution> execution_report(const std::vector<std::string>& block_names,
+                                             const std::vector<BlockPlan>& plan);
+
+}  // namespace ab::stack

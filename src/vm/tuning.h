@@ -1,0 +1,45 @@
+// The stack VM's tuning constants, in one place: sizes and thresholds that
+// trade speed against memory, compile time or responsiveness. None changes
+// what a program computes; the planner's cost rule (vm/stack/plan.h) and the
+// run loop read them from kTuning.
+#pragma once
+#include <cstdint>
+
+namespace ab {
+
+struct Tuning {
+  // Threads a block runs together: a chunk's values stay in cache, and a
+  // dense loop's window holds this many threads.
+  int64_t chunk = 256;
+  // Shortest run of consecutive compilable ops compiled as a segment: one
+  // or two ops gain nothing over their kernels.
+  int64_t min_segment = 3;
+  // Iterations per call of a dense loop body that cannot fail: enough to
+  // amortise the lanes' loads and stores, few enough to keep the code small
+  // (more copies cost compile time: some 15 ms for 4, 30 ms for 8).
+  int32_t copies_small_body = 4;   // bodies of at most small_body ops
+  int32_t copies_medium_body = 2;  // bodies of at most medium_body ops (longer: 1)
+  int32_t small_body = 8;
+  int32_t medium_body = 16;
+  int32_t max_copies = 8;  // at most (the size of the per-call step counts)
+  // A dense window is compacted and refilled once 1/compact_fraction of its
+  // threads have left: frozen threads cost a lane of the body per
+  // iteration, compacting a move per thread and variable.
+  int64_t compact_fraction = 4;
+  // Iterations per call of a dense body running one thread alone, at most
+  // (the VM looks at cancel and progress in between).
+  int64_t solo_burst = int64_t{1} << 20;
+  // A lane's budget per call of the chain: the blocks a call or a backward
+  // jump leads to that it may enter, so that a chunk's call stays within
+  // some milliseconds.
+  int64_t chain_budget = int64_t{1} << 12;
+  // Budget used in the chain between looks at cancel and progress.
+  int64_t chain_poll = int64_t{1} << 20;
+  // Returns to more targets than this (rounds of one target each) go lane
+  // by lane.
+  int return_rounds = 8;
+};
+
+inline constexpr Tuning kTuning{};
+
+}  // namespace ab

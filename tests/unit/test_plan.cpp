@@ -1,0 +1,266 @@
+// The stack VM's execution planner (src/vm/stack/plan.h): the cost rule on
+// made-up block facts, and the modes real programs get, read from the
+// public API's RunResult::execution and --stats's "execution" (not from the
+// -v log).
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "autobatch/autobatch.h"
+#include "support/env_options.h"
+#include "vm/jit/jit.h"
+#include "vm/stack/plan.h"
+
+namespace {
+
+using ab::stack::BlockFacts;
+using ab::stack::ExecMode;
+using ab::stack::plan_blocks;
+using ab::stack::PlanOptions;
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+BlockFacts loop_body(bool fails) {
+  BlockFacts f;
+  f.ops = 7;
+  f.loop = true;
+  f.dense_form = true;
+  f.dense_fails = fails;
+  f.dense_fail_op = fails ? "div" : "";
+  f.dense_copies = fails ? 1 : 4;
+  f.segments = 1;
+  f.segment_ops = 6;
+  return f;
+}
+
+BlockFacts whole_body() {
+  BlockFacts f;
+  f.ops = 4;
+  f.whole_form = true;
+  f.segments = 1;
+  f.segment_ops = 4;
+  return f;
+}
+
+autobatch::Program load(const char* name, const char* entry) {
+  autobatch::CompileOptions co;
+  co.entry = entry;
+  auto p = autobatch::compile_file(std::string(AUTOBATCH_SOURCE_DIR) + "/programs/" + name, co);
+  REQUIRE_MESSAGE(p, p.rendered());
+  return std::move(*p);
+}
+
+autobatch::RunResult run(const autobatch::Program& p, std::vector<int64_t> n,
+                         autobatch::RunOptions o = {}) {
+  o.threads = 1;
+  auto r = p.run({autobatch::ArrayView::of(n.data(), static_cast<int64_t>(n.size()))}, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  return r;
+}
+
+int count(const autobatch::RunResult& r, const std::string& mode) {
+  int k = 0;
+  for (const auto& e : r.execution) k += e.mode == mode;
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("plan: the cost rule on block facts") {
+  PlanOptions o;
+  o.calls = true;
+  std::vector<BlockFacts> facts{loop_body(false), loop_body(true), whole_body(), BlockFacts{}};
+  facts[3].ops = 2;
+  facts[3].not_compiled = "op 'matmul' on tensors is not compiled";
+  auto p = plan_blocks(facts, o);
+  CHECK(p[0].mode == ExecMode::DenseLoop);
+  CHECK(has(p[0].reason, "4 iterations per call"));
+  CHECK(p[1].mode == ExecMode::DenseChunks);
+  CHECK(has(p[1].reason, "'div' can fail"));
+  CHECK(p[2].mode == ExecMode::Chained);
+  CHECK(p[3].mode == ExecMode::Interpreted);
+  CHECK(has(p[3].reason, "'matmul' on tensors"));
+
+  // Counted runs are not chained; --max-steps keeps loops off the dense form.
+  o.stats = true;
+  p = plan_blocks(facts, o);
+  CHECK(p[2].mode == ExecMode::WholeBlock);
+  CHECK(has(p[2].reason, "--stats"));
+  o.stats = false;
+  o.max_steps = 100;
+  p = plan_blocks(facts, o);
+  CHECK(p[0].mode == ExecMode::Segments);
+  CHECK(has(p[0].reason, "--max-steps"));
+  CHECK(p[2].mode == ExecMode::WholeBlock);
+
+  // Without calls no block is compiled whole; min-pc loops are not dense.
+  o = PlanOptions{};
+  o.persistent = false;
+  p = plan_blocks(facts, o);
+  CHECK(p[0].mode == ExecMode::Segments);
+  CHECK(p[2].mode == ExecMode::Segments);
+  CHECK(has(p[2].reason, "only in programs with calls"));
+
+  // No JIT: everything op at a time, with the reason.
+  o = PlanOptions{};
+  o.jit = false;
+  for (const auto& b : plan_blocks(facts, o)) {
+    CHECK(b.mode == ExecMode::Interpreted);
+    CHECK(has(b.reason, "--jit off"));
+  }
+  o.jit = true;
+  o.jit_available = false;
+  for (const auto& b : plan_blocks(facts, o)) CHECK(has(b.reason, "no JIT"));
+}
+
+TEST_CASE("plan: fib is chained, whole blocks with --stats, interpreted with --jit off") {
+  auto p = load("fib.ab", "fib");
+  auto r = run(p, {6, 7, 8, 7});
+  REQUIRE(!r.execution.empty());
+  for (const auto& e : r.execution) {
+    CAPTURE(e.block);
+    CAPTURE(e.reason);
+    CHECK(!e.reason.empty());
+    if (ab::jit::available())
+      CHECK((e.mode == "chained" || (e.mode == "interpreted" && has(e.reason, "no instructions")) ||
+             has(e.reason, "ends its threads")));
+  }
+  if (ab::jit::available()) CHECK(count(r, "chained") >= 3);
+
+  autobatch::RunOptions o;
+  o.stats = true;
+  r = run(p, {6, 7, 8, 7}, o);
+  REQUIRE(r.stats);
+  CHECK(count(r, "chained") == 0);
+  if (ab::jit::available()) CHECK(count(r, "whole_block") >= 3);
+  // --stats's JSON: one entry per block, as RunResult::execution.
+  auto j = nlohmann::json::parse(r.stats->json());
+  REQUIRE(j.contains("execution"));
+  CHECK(j["execution"].size() == r.execution.size());
+  CHECK(j["execution"].size() == j["block_executions"].size());
+  for (const auto& e : r.execution) {
+    CHECK(j["execution"][e.block]["mode"] == e.mode);
+    CHECK(j["execution"][e.block]["reason"] == e.reason);
+  }
+
+  o = {};
+  o.jit = false;
+  r = run(p, {6, 7, 8, 7}, o);
+  for (const auto& e : r.execution) {
+    CHECK(e.mode == "interpreted");
+    CHECK(has(e.reason, "--jit off"));
+  }
+}
+
+TEST_CASE("plan: collatz's loop is a dense loop; other VMs interpret every block") {
+  auto p = load("collatz.ab", "collatz_steps");
+  auto r = run(p, {1, 6, 7, 27, 12});
+  if (ab::jit::available()) {
+    CHECK(count(r, "dense_loop") == 1);
+    for (const auto& e : r.execution)
+      if (e.mode == "dense_loop") CHECK(has(e.reason, "loop body"));
+  }
+  autobatch::RunOptions o;
+  o.max_steps = 1000;
+  r = run(p, {1, 6, 7, 27, 12}, o);
+  CHECK(count(r, "dense_loop") == 0);
+  o = {};
+  o.schedule = "min-pc";
+  r = run(p, {1, 6, 7, 27, 12}, o);
+  CHECK(count(r, "dense_loop") == 0);
+  for (const char* vm : {"stackless", "reference"}) {
+    o = {};
+    o.vm = vm;
+    o.stats = true;
+    r = run(p, {1, 6, 7, 27, 12}, o);
+    REQUIRE(!r.execution.empty());
+    REQUIRE(r.stats);
+    CHECK(r.stats->execution.size() == r.execution.size());
+    for (const auto& e : r.execution) {
+      CHECK(e.mode == "interpreted");
+      CHECK(has(e.reason, "every block"));
+    }
+  }
+}
+
+TEST_CASE("plan: nuts mixes the modes: chained calls, segments, tensor ops interpreted") {
+  if (!ab::jit::available()) return;
+  auto p = load("nuts.ab", "main");
+  auto in = p.load_inputs({std::string(AUTOBATCH_SOURCE_DIR) + "/programs/nuts.json"});
+  REQUIRE_MESSAGE(in, in.rendered());
+  autobatch::RunOptions o;
+  o.threads = 1;
+  auto r = p.run(*in, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  auto mode = [&](const std::string& block) {
+    for (const auto& e : r.execution)
+      if (e.block == block) return e.mode;
+    return std::string();
+  };
+  // The tree's recursion: the blocks of scalar ops are chained.
+  CHECK(mode("build_tree.entry") == "chained");
+  CHECK(mode("build_tree.second") == "chained");
+  // Blocks with matrix and vector ops: their scalar runs compiled, the rest
+  // through the kernels, and the reason names an op that is not compiled.
+  CHECK(mode("build_tree.leaf.2") == "segments");
+  CHECK(mode("main.extended") == "segments");
+  CHECK(mode("log_density.entry") == "interpreted");
+  for (const auto& e : r.execution)
+    if (e.mode == "segments" || e.mode == "interpreted") CHECK(has(e.reason, "not compiled"));
+  CHECK(count(r, "chained") >= 4);
+  CHECK(count(r, "segments") >= 6);
+  CHECK(count(r, "dense_loop") == 0);
+}
+
+TEST_CASE("plan: the environment options reader") {
+  // No variable set: every default.
+  ab::EnvOptions none = ab::read_env_options([](const char*) -> const char* { return nullptr; });
+  CHECK(none.coalesce);
+  CHECK(none.jit_blocks);
+  CHECK(none.jit_chain);
+  CHECK_FALSE(none.jit_dump);
+  CHECK(none.jit_light_cg == "none");
+  CHECK(none.jit_light_pipeline.empty());
+  CHECK_FALSE(none.mpi_launcher);
+  ab::EnvOptions set = ab::read_env_options([](const char* n) -> const char* {
+    const std::string name = n;
+    if (name == "AUTOBATCH_COALESCE" || name == "AUTOBATCH_JIT_CHAIN") return "0";
+    if (name == "AUTOBATCH_JIT_BLOCKS") return "1";  // only 0 turns it off
+    if (name == "AUTOBATCH_JIT_DUMP") return "1";
+    if (name == "AUTOBATCH_JIT_LIGHT_CG") return "less";
+    if (name == "PMI_RANK") return "3";
+    return nullptr;
+  });
+  CHECK_FALSE(set.coalesce);
+  CHECK(set.jit_blocks);
+  CHECK_FALSE(set.jit_chain);
+  CHECK(set.jit_dump);
+  CHECK(set.jit_light_cg == "less");
+  CHECK(set.mpi_launcher);
+}
+
+TEST_CASE("plan: a loop body that can fail runs as dense chunks") {
+  auto p = autobatch::compile(R"(func f(n: i64, d: i64) -> i64 {
+  s = 0
+  while n > 0 {
+    s = s + 100 / d
+    n = n - 1
+  }
+  return s
+}
+)");
+  REQUIRE_MESSAGE(p, p.rendered());
+  std::vector<int64_t> n{3, 5, 0, 7}, d{1, 2, 3, 4};
+  autobatch::RunOptions o;
+  o.threads = 1;
+  auto r =
+      p->run({autobatch::ArrayView::of(n.data(), 4), autobatch::ArrayView::of(d.data(), 4)}, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  if (!ab::jit::available()) return;
+  CHECK(count(r, "dense_chunks") == 1);
+  for (const auto& e : r.execution)
+    if (e.mode == "dense_chunks") CHECK(has(e.reason, "can fail"));
+}
