@@ -57,6 +57,8 @@ void add_stats(Stats& total, const Stats& part) {
   total.utilization_sum += part.utilization_sum;
   total.utilization_applicable = total.utilization_applicable && part.utilization_applicable;
   total.peak_stack_depth = std::max(total.peak_stack_depth, part.peak_stack_depth);
+  // Every part ran the same plan (same program, same options): keep one copy.
+  if (total.execution.empty()) total.execution = part.execution;
   for (const auto& [phase, s] : part.seconds)
     total.seconds[phase] = std::max(total.seconds[phase], s);
 }

@@ -41,15 +41,13 @@
 #include <thread>
 
 #include "mpi/internal.h"
+#include "support/env_options.h"
 
 namespace ab::mpi {
 
-// (The launcher's environment: the only way to know before MPI_Init.)
-bool launched() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
-    if (std::getenv(v)) return true;
-  return false;
-}
+// (The launcher's environment, read by env_options(): the only way to know
+// before MPI_Init.)
+bool launched() { return ab::env_options().mpi_launcher; }
 
 namespace {
 

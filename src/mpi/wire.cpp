@@ -191,6 +191,12 @@ std::string encode(const Part& p) {
       w.str(name);
       w.f64(t);
     }
+    w.i64(static_cast<int64_t>(s.execution.size()));
+    for (const autobatch::BlockExecution& e : s.execution) {
+      w.str(e.block);
+      w.str(e.mode);
+      w.str(e.reason);
+    }
   }
   w.i64(static_cast<int64_t>(p.errors.size()));
   for (const autobatch::ThreadError& t : p.errors) {
@@ -233,6 +239,13 @@ Part decode_part(const std::string& buf) {
     for (int64_t n = r.i64(); n > 0; --n) {
       std::string name = r.str();
       s.seconds[name] = r.f64();
+    }
+    for (int64_t n = r.i64(); n > 0; --n) {
+      autobatch::BlockExecution e;
+      e.block = r.str();
+      e.mode = r.str();
+      e.reason = r.str();
+      s.execution.push_back(std::move(e));
     }
   }
   for (int64_t n = r.i64(); n > 0; --n) {
