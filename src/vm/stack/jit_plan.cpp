@@ -1,0 +1,418 @@
+// The JIT's plan for the stack VM: which ops compile, the gather segments,
+// dense loop bodies and whole blocks of each block as jit::Segment, their
+// compilation (src/vm/jit/jit.h), and binding compiled blocks to this run's
+// arrays.
+#include <cstdio>
+#include <cstdlib>
+
+#include "vm/stack/stack_vm_impl.h"
+
+namespace ab::stack {
+
+namespace {
+
+// Iterations per call of a compiled loop body of `ops` instructions that
+// cannot fail: enough to amortise the lanes' loads and stores, few enough to
+// keep the code small (collatz under callgrind: 99.7M instructions in the
+// body with 1, 83.6M with 2, 72.7M with 4, 69.3M with 8; 4 copies cost 15 ms
+// more of compilation, 8 copies 30 ms). AUTOBATCH_JIT_COPIES=K overrides, for
+// experiments.
+int32_t loop_copies(size_t ops) {
+  if (const char* v = std::getenv("AUTOBATCH_JIT_COPIES"); v && *v)
+    return std::clamp(std::atoi(v), 1, kMaxCopies);
+  return ops <= 8 ? 4 : ops <= 16 ? 2 : 1;
+}
+
+}  // namespace
+
+bool StackVM::scalar_leaf(int32_t l) const {
+  const Leaf& x = leaves_[l];
+  return x.type.shape.empty() && x.ebytes > 0;
+}
+
+DType StackVM::ref_dtype(const Ref& r) const {
+  return r.constant >= 0 ? constants_[r.constant].type.dtype : leaves_[r.leaf].type.dtype;
+}
+
+bool StackVM::compilable(const Op& op) const {
+  if (op.kind == Op::Kind::Pop || op.shared || op.outs.empty()) return false;
+  for (const auto& a : op.args)
+    if (a.constant >= 0 ? !constants_[a.constant].type.shape.empty() : !scalar_leaf(a.leaf))
+      return false;
+  for (const auto& o : op.outs)
+    if (!scalar_leaf(o.leaf) || leaves_[o.leaf].shared) return false;
+  if (op.kind == Op::Kind::Copy) {
+    if (op.outs.size() != op.args.size()) return false;
+    for (size_t k = 0; k < op.outs.size(); ++k)
+      if (ref_dtype(op.args[k]) != leaves_[op.outs[k].leaf].type.dtype) return false;
+    return true;
+  }
+  if (op.outs.size() != 1) return false;
+  std::vector<DType> ds;
+  for (const auto& a : op.args) ds.push_back(ref_dtype(a));
+  return jit::supported(op.prim, ds, leaves_[op.outs[0].leaf].type.dtype);
+}
+
+// ops [first, last) of block bi as a jit segment; slot_leaf gets each slot's
+// leaf. With stack_leaf, the block form (jit::BlockFn): pops and the pushes
+// of full variables are ops too, and stack_leaf gets each stack's leaf.
+jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool dense,
+                          std::vector<int32_t>& slot_leaf,
+                          std::vector<int32_t>* stack_leaf) {
+  const CBlock& cb = blocks_[bi];
+  jit::Segment seg;
+  std::map<int32_t, int32_t> slot_of;
+  auto slot = [&](int32_t leaf) {
+    auto it = slot_of.find(leaf);
+    if (it != slot_of.end()) return it->second;
+    const Leaf& l = leaves_[leaf];
+    jit::Slot sl;
+    sl.dtype = l.type.dtype;
+    sl.kind = l.shared         ? jit::SlotKind::Shared
+              : l.in_scratch() ? jit::SlotKind::Scratch
+                               : jit::SlotKind::Thread;
+    sl.keep = false;
+    if (sl.kind == jit::SlotKind::Scratch && !dense && !stack_leaf) {
+      // Kept if anything else in the block (or its branch) reads it.
+      sl.keep = cb.term == TermKind::Branch && cb.cond == leaf;
+      for (size_t i = 0; i < cb.ops.size() && !sl.keep; ++i)
+        if (i < first || i >= last)
+          for (const auto& a : cb.ops[i].args) sl.keep = sl.keep || a.leaf == leaf;
+    }
+    int32_t id = static_cast<int32_t>(seg.slots.size());
+    seg.slots.push_back(sl);
+    slot_leaf.push_back(leaf);
+    slot_of[leaf] = id;
+    return id;
+  };
+  auto arg = [&](const Ref& r) {
+    jit::Arg a;
+    if (r.constant >= 0) {
+      const Constant& c = constants_[r.constant];
+      a.dtype = c.type.dtype;
+      std::memcpy(&a.bits, c.data.data(), dtype_size(c.type.dtype));
+    } else {
+      a.slot = slot(r.leaf);
+    }
+    return a;
+  };
+  std::map<int32_t, int32_t> stack_of;
+  auto stack_op = [&](jit::FOp::Kind kind, int32_t leaf) {
+    auto it = stack_of.find(leaf);
+    if (it == stack_of.end()) {
+      it = stack_of.emplace(leaf, static_cast<int32_t>(stack_leaf->size())).first;
+      stack_leaf->push_back(leaf);
+    }
+    jit::FOp f;
+    f.kind = kind;
+    f.stack = it->second;
+    f.outs.push_back(slot(leaf));
+    seg.ops.push_back(std::move(f));
+  };
+  for (size_t i = first; i < last; ++i) {
+    const Op& op = cb.ops[i];
+    if (op.kind == Op::Kind::Pop) {  // the block form only
+      for (int32_t l : op.pops) stack_op(jit::FOp::Kind::Pop, l);
+      continue;
+    }
+    if (op.shared) continue;  // dense: run once before the loop
+    if (stack_leaf)
+      for (const auto& o : op.outs)
+        if (leaves_[o.leaf].full() && !o.in_place) stack_op(jit::FOp::Kind::Push, o.leaf);
+    if (op.kind == Op::Kind::Copy) {
+      for (size_t k = 0; k < op.outs.size(); ++k) {
+        jit::FOp f;
+        f.copy = true;
+        f.args.push_back(arg(op.args[k]));
+        f.outs.push_back(slot(op.outs[k].leaf));
+        seg.ops.push_back(std::move(f));
+      }
+      continue;
+    }
+    jit::FOp f;
+    f.prim = op.prim;
+    for (const auto& a : op.args) f.args.push_back(arg(a));
+    f.outs.push_back(slot(op.outs[0].leaf));
+    f.cast_to = leaves_[op.outs[0].leaf].type.dtype;
+    seg.ops.push_back(std::move(f));
+  }
+  if (dense) {
+    seg.cond = slot(cb.cond);
+    seg.stay_on_true = cb.self == 1;
+  }
+  if (stack_leaf) {
+    seg.stacks = static_cast<int32_t>(stack_leaf->size());
+    seg.pc = bi;
+    seg.target = cb.t1;
+    seg.target2 = cb.t2;
+    switch (cb.term) {
+      case TermKind::Branch:
+        seg.exit = jit::Exit::Branch;
+        seg.cond = slot(cb.cond);
+        break;
+      case TermKind::PushGoto:
+        seg.exit = jit::Exit::Call;
+        seg.ret_pc = cb.t1;
+        seg.target = cb.t2;
+        break;
+      case TermKind::IndirectGoto:
+        seg.exit = jit::Exit::Return;
+        break;
+      default:
+        seg.exit = jit::Exit::Goto;
+        break;
+    }
+  }
+  return seg;
+}
+
+// A full variable whose stack compiled blocks push and pop: a scalar of at
+// most one 8-byte word.
+bool StackVM::word_stack(int32_t l) const {
+  const Leaf& x = leaves_[l];
+  return x.full() && scalar_leaf(l) && x.words == 1 &&
+         (x.ebytes == 1 || x.ebytes == 4 || x.ebytes == 8);
+}
+
+// Whether block bi can be compiled whole (jit::BlockFn): not a loop, ending
+// in goto, branch, push_goto or indirect_goto, every op compilable and
+// unable to fail, every pushed or popped variable a word_stack.
+bool StackVM::block_form(const CBlock& cb) const {
+  if (cb.self >= 0) return false;
+  switch (cb.term) {
+    case TermKind::Goto:
+      if (cb.ops.empty()) return false;  // nothing to gain
+      break;
+    case TermKind::Branch:
+      if (!scalar_leaf(cb.cond)) return false;
+      break;
+    case TermKind::PushGoto:
+    case TermKind::IndirectGoto:
+      break;
+    default:
+      return false;
+  }
+  for (const auto& op : cb.ops) {
+    if (op.kind == Op::Kind::Pop) {
+      for (int32_t l : op.pops)
+        if (!word_stack(l)) return false;
+      continue;
+    }
+    if (!compilable(op)) return false;
+    for (const auto& o : op.outs)
+      if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf)) return false;
+  }
+  return true;
+}
+
+// Compiled blocks: each one's base (jit.h, BlockFn), for this run's arrays.
+void StackVM::bind_blocks() {
+  for (CBlock& cb : blocks_) {
+    if (!cb.block_fn && !cb.chained) continue;
+    auto& base = cb.block_base;
+    base.clear();
+    for (int32_t l : cb.block_slots) {
+      Leaf& x = leaves_[l];
+      base.push_back(x.in_scratch() ? x.scratch.data() : x.top.data());
+    }
+    for (int32_t l : cb.block_stacks) {
+      Leaf& x = leaves_[l];
+      base.push_back(x.depth.data());
+      base.push_back(const_cast<uint64_t**>(x.below.rows()));
+      base.push_back(const_cast<uint32_t*>(x.below.ready_ptr()));
+    }
+    base.push_back(pc_depth_.data());
+    base.push_back(const_cast<uint32_t**>(pcs_.rows()));
+    base.push_back(const_cast<uint32_t*>(pcs_.ready_ptr()));
+  }
+  chain_bases_.clear();
+  for (uint32_t b : chain_blocks_) {
+    chain_bases_.push_back(blocks_[b].block_base.data());
+    // Every row the chain can use, made now: a thread in the chain stops
+    // before a level without its row, and each stop costs a block
+    // interpreted and a step.
+    for (int32_t l : blocks_[b].block_stacks) leaves_[l].below.make_flat_rows();
+    pcs_.make_flat_rows();
+  }
+}
+
+// Plans the blocks compiled whole (block_form, in programs with calls), the
+// compiled segments of the other blocks (runs of compilable ops, cut where
+// a full variable would be pushed twice) and the dense bodies of loop
+// blocks, compiles them all, and keeps the code.
+void StackVM::build_jit() {
+  if (!jit::available()) {
+    jit_log_ = "jit: off (this build has no JIT)";
+    return;
+  }
+  std::vector<jit::Segment> gsegs, dsegs;
+  std::vector<std::pair<uint32_t, size_t>> gwhere;  // (block, segment)
+  std::vector<uint32_t> dwhere;
+  std::vector<std::vector<int32_t>> gslots, dslots;
+  size_t nops = 0, fused = 0;
+  std::vector<jit::Segment> bsegs;
+  std::vector<uint32_t> bwhere;
+  // Blocks compile whole in programs with calls, whose blocks run once per
+  // call (recursion: many times per thread); elsewhere they run about once
+  // per thread and would not repay their compilation (some 10 ms: they get
+  // full code generation). AUTOBATCH_JIT_BLOCKS=0: never (for experiments).
+  const char* bw = std::getenv("AUTOBATCH_JIT_BLOCKS");
+  bool blocks_whole = !(bw && *bw == '0');
+  bool calls = false;
+  for (const auto& cb : blocks_) calls = calls || cb.term == TermKind::PushGoto;
+  blocks_whole = blocks_whole && calls;
+  for (uint32_t bi = 0; bi < blocks_.size(); ++bi) {
+    CBlock& cb = blocks_[bi];
+    cb.seg_at.assign(cb.ops.size(), -1);
+    nops += cb.ops.size();
+    if (blocks_whole && block_form(cb)) {
+      std::vector<int32_t> sl, st;
+      jit::Segment seg = make_segment(bi, 0, cb.ops.size(), false, sl, &st);
+      bool fails = false;
+      for (const auto& f : seg.ops) fails = fails || jit::may_fail(f, seg.slots);
+      if (!fails) {
+        seg.slot_var = sl;
+        seg.stack_var = st;
+        cb.block_slots = std::move(sl);
+        cb.block_stacks = std::move(st);
+        fused += cb.ops.size();
+        bsegs.push_back(std::move(seg));
+        bwhere.push_back(bi);
+        continue;
+      }
+    }
+    size_t i = 0;
+    const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
+    while (i < end) {
+      if (!compilable(cb.ops[i])) {
+        ++i;
+        continue;
+      }
+      Seg s;
+      s.first = i;
+      // The segment's pushes happen before it runs (s.spills), so a full
+      // variable it pushes must not be written earlier in it: the push
+      // would save the value from before that write.
+      std::set<int32_t> written;
+      for (; i < end && compilable(cb.ops[i]); ++i) {
+        bool early = false;
+        for (const auto& o : cb.ops[i].outs)
+          if (leaves_[o.leaf].full() && !o.in_place && written.count(o.leaf)) early = true;
+        if (early) break;
+        for (const auto& o : cb.ops[i].outs) {
+          written.insert(o.leaf);
+          if (leaves_[o.leaf].full() && !o.in_place) s.spills.push_back(o.leaf);
+        }
+      }
+      s.last = i;
+      // One instruction alone gains nothing over its kernel: not worth compiling.
+      if (s.last - s.first < 3) continue;
+      fused += s.last - s.first;
+      std::vector<int32_t> sl;
+      jit::Segment seg = make_segment(bi, s.first, s.last, false, sl);
+      for (size_t k = 0; k < seg.slots.size(); ++k) {
+        const Leaf& l = leaves_[sl[k]];
+        s.base.push_back(const_cast<std::byte*>(
+            seg.slots[k].kind == jit::SlotKind::Scratch ? l.scratch.data() : l.top.data()));
+      }
+      for (const auto& f : seg.ops) {
+        s.may_fail = s.may_fail || jit::may_fail(f, seg.slots);
+        int32_t o = f.outs[0];
+        std::vector<int32_t>& dst =
+            seg.slots[o].kind == jit::SlotKind::Thread ? s.thread_out : s.scratch_out;
+        if (std::find(dst.begin(), dst.end(), sl[o]) == dst.end()) dst.push_back(sl[o]);
+      }
+      cb.seg_at[s.first] = static_cast<int32_t>(cb.segs.size());
+      gwhere.push_back({bi, cb.segs.size()});
+      cb.segs.push_back(std::move(s));
+      gsegs.push_back(std::move(seg));
+      gslots.push_back(std::move(sl));
+    }
+    // A loop block compiles whole in the dense form if every op can.
+    if (cb.self >= 0) {
+      bool ok = scalar_leaf(cb.cond);
+      for (const auto& op : cb.ops) {
+        if (op.shared) continue;
+        ok = ok && compilable(op);
+        for (const auto& o : op.outs) ok = ok && !(leaves_[o.leaf].full() && !o.in_place);
+      }
+      if (ok) {
+        std::vector<int32_t> sl;
+        jit::Segment seg = make_segment(bi, 0, cb.ops.size(), true, sl);
+        bool fails = false;
+        for (const auto& f : seg.ops) fails = fails || jit::may_fail(f, seg.slots);
+        seg.copies = fails ? 1 : loop_copies(seg.ops.size());
+        dsegs.push_back(std::move(seg));
+        dslots.push_back(std::move(sl));
+        dwhere.push_back(bi);
+      }
+    }
+  }
+  if (gsegs.empty() && dsegs.empty() && bsegs.empty()) {
+    jit_log_ = "jit: nothing to compile";
+    return;
+  }
+  // The blocks compiled whole are chained (jit::ChainFn: threads run on
+  // alone through them) under the persistent schedule, except where each
+  // block run is counted per thread (--max-steps), traced or counted
+  // (--stats); there, and with AUTOBATCH_JIT_CHAIN=0 (for experiments),
+  // each is compiled on its own (jit::BlockFn).
+  const char* cv = std::getenv("AUTOBATCH_JIT_CHAIN");
+  const bool chain = !bsegs.empty() && !(cv && *cv == '0') && opt_.persistent &&
+                     !(opt_.trace && opt_.trace->on()) && !opt_.stats && opt_.max_steps == 0;
+  std::vector<uint32_t> return_to;  // the blocks calls return to
+  for (const auto& cb : blocks_)
+    if (cb.term == TermKind::PushGoto) return_to.push_back(cb.t1);
+  std::sort(return_to.begin(), return_to.end());
+  return_to.erase(std::unique(return_to.begin(), return_to.end()), return_to.end());
+  std::string err;
+  const auto frames = static_cast<uint32_t>(
+      std::clamp<int64_t>(opt_.max_stack_depth, 0, int64_t{jit::kFlatLevels}));
+  code_ = jit::compile(gsegs, dsegs, bsegs, chain ? &return_to : nullptr, frames, &err, &cached_);
+  if (!code_) {
+    jit_log_ = "jit: " + err + "; interpreting";
+    for (auto& cb : blocks_) cb.seg_at.clear();
+    return;
+  }
+  if (code_->chain) {
+    chain_blocks_ = bwhere;
+    for (uint32_t b : bwhere) blocks_[b].chained = true;
+  } else {
+    for (size_t k = 0; k < bwhere.size(); ++k) blocks_[bwhere[k]].block_fn = code_->block[k];
+  }
+  for (size_t k = 0; k < gwhere.size(); ++k)
+    blocks_[gwhere[k].first].segs[gwhere[k].second].fn = code_->gather[k];
+  size_t max_slots = 0;
+  for (size_t k = 0; k < dwhere.size(); ++k) {
+    DenseLoop& d = blocks_[dwhere[k]].dense;
+    d.fn = code_->dense[k];
+    d.multi = code_->dense_multi[k];
+    d.solo = code_->dense_solo[k];
+    d.copies = dsegs[k].copies;
+    d.slot_leaf = dslots[k];
+    for (size_t s = 0; s < dsegs[k].slots.size(); ++s) d.kind.push_back(dsegs[k].slots[s].kind);
+    d.written.assign(d.slot_leaf.size(), false);
+    for (const auto& f : dsegs[k].ops) {
+      d.written[f.outs[0]] = true;
+      d.may_fail = d.may_fail || jit::may_fail(f, dsegs[k].slots);
+    }
+    max_slots = std::max(max_slots, d.slot_leaf.size());
+  }
+  dense_.assign(max_slots, std::vector<uint64_t>(kChunk));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "jit: %zu of %zu instructions fused into %zu segments and %zu blocks, "
+                "%zu loop blocks compiled whole, in %.1f ms (",
+                fused, nops, gsegs.size(), bsegs.size(), dsegs.size(), code_->seconds * 1e3);
+  jit_log_ = line + code_->detail + (cached_ ? "; cached)" : ")");
+  size_t multi = 0;
+  for (const auto& seg : dsegs) multi += seg.copies > 1;
+  if (multi)
+    jit_log_ += "; " + std::to_string(multi) + " loop blocks run several iterations per call";
+  if (code_->chain)
+    jit_log_ += "; the " + std::to_string(bwhere.size()) +
+                " blocks compiled whole are chained (" + std::to_string(code_->chain_copy_sites) +
+                " call sites jump to copies of their callee's first blocks)";
+}
+
+}  // namespace ab::stack

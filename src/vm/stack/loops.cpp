@@ -1,0 +1,211 @@
+// Loop blocks under the persistent schedule: a chunk staying in a block
+// that branches to itself, interpreted (run_loop) or as a compiled dense
+// body over a refilled window of threads (run_dense_loop).
+#include "vm/stack/stack_vm_impl.h"
+
+namespace ab::stack {
+
+// The persistent schedule, interpreted: the chunk runs the block again and
+// again, each time on the threads that branched back to it (one step per
+// iteration), the others joining their next block's list. `counted`: the
+// first iteration's step was already counted.
+std::optional<RuntimeError> StackVM::run_loop(uint32_t b, const uint32_t* idx, int64_t n, bool counted) {
+  const CBlock& cb = blocks_[b];
+  uint32_t buf[2][kChunk], out[kChunk];
+  std::memcpy(buf[0], idx, static_cast<size_t>(n) * sizeof(uint32_t));
+  const uint32_t exit = cb.self == 1 ? cb.t2 : cb.t1;
+  const uint8_t stay_on = cb.self == 1 ? 1 : 0;
+  const Leaf& cl = leaves_[cb.cond];
+  int c = 0;
+  while (n > 0) {
+    if (!counted)
+      if (auto e = begin_step(b, buf[c], n, true)) return e;
+    counted = false;
+    if (auto e = run_ops(b, buf[c], n)) return e;
+    const uint8_t* cond =
+        reinterpret_cast<const uint8_t*>(cl.in_scratch() ? cl.scratch.data() : cl.top.data());
+    int64_t k = 0, m = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      uint32_t t = buf[c][j];
+      bool stay = (cond[cl.in_scratch() ? j : t] != 0) == (stay_on != 0);
+      buf[1 - c][k] = t;
+      out[m] = t;
+      k += stay;
+      m += !stay;
+    }
+    append_lanes(exit, out, m);
+    n = k;
+    c = 1 - c;
+  }
+  return std::nullopt;
+}
+
+// The persistent schedule, compiled: a window of up to kChunk of the
+// block's n threads has its per-thread values gathered into dense arrays;
+// the fused body runs on them again and again, finished threads frozen by
+// a mask. Once a quarter of the window has left, it is compacted (finished
+// threads' values back to their variables, the threads to the exit
+// block's list) and refilled from the threads still waiting, so the body
+// runs on nearly full windows until the list is used up. A body that may
+// fail is given one chunk at a time (n <= kChunk): on a failed check the
+// interpreter reruns that chunk and finds the thread the interpreter
+// would.
+std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, int64_t n) {
+  CBlock& cb = blocks_[b];
+  DenseLoop& d = cb.dense;
+  for (auto& op : cb.ops)
+    if (op.shared)
+      if (auto e = run_op(b, op, idx, n)) return e;
+  if (n == 0) return std::nullopt;  // every thread failed (--on-error record)
+  const uint32_t exit = cb.self == 1 ? cb.t2 : cb.t1;
+  const size_t ns = d.slot_leaf.size();
+  const bool tracing = tracing_;
+  dense_base_.resize(ns);
+  for (size_t s = 0; s < ns; ++s) {
+    Leaf& l = leaves_[d.slot_leaf[s]];
+    dense_base_[s] = d.kind[s] == jit::SlotKind::Thread    ? static_cast<void*>(dense_[s].data())
+                     : d.kind[s] == jit::SlotKind::Scratch ? static_cast<void*>(l.scratch.data())
+                                                           : static_cast<void*>(l.top.data());
+  }
+  int64_t m = 0, active = 0, next = 0;  // window size, lanes still looping, idx[next..n) waiting
+  // Threads waiting join the window at its end.
+  auto fill = [&] {
+    const int64_t k = std::min(kChunk - m, n - next);
+    if (k <= 0) return;
+    const uint32_t* in = idx + next;
+    std::memcpy(ids_ + m, in, static_cast<size_t>(k) * sizeof(uint32_t));
+    std::fill(active_ + m, active_ + m + k, 1);
+    for (size_t s = 0; s < ns; ++s) {
+      if (d.kind[s] != jit::SlotKind::Thread) continue;
+      const Leaf& l = leaves_[d.slot_leaf[s]];
+      by_size(l.ebytes, [&](auto z) {
+        using T = decltype(z);
+        const T* top = reinterpret_cast<const T*>(l.top.data());
+        T* dst = reinterpret_cast<T*>(dense_[s].data()) + m;
+        for (int64_t j = 0; j < k; ++j) dst[j] = top[in[j]];
+      });
+    }
+    m += k;
+    next += k;
+    active = m;
+  };
+  uint32_t out[kChunk];
+  // Finished threads leave: their values go back to their variables and
+  // (with `leave`) the threads to the exit block's list. Threads still
+  // waiting take their places; once none wait, the rest move to the front.
+  auto compact = [&](bool leave) {
+    int64_t o = 0;  // out[0..o): the finished threads' positions, ascending
+    for (int64_t j = 0; j < m; ++j) {
+      out[o] = static_cast<uint32_t>(j);
+      o += active_[j] == 0;
+    }
+    const int64_t r = leave ? std::min(o, n - next) : 0;  // holes refilled from the list
+    const uint32_t* in = idx + next;
+    // Holes out[r..o) stay: the threads after the first of them move down.
+    int64_t first = m, w = m;
+    uint32_t keep[kChunk];
+    if (r < o) {
+      first = w = out[r];
+      for (int64_t j = first; j < m; ++j) {
+        keep[w] = static_cast<uint32_t>(j);
+        w += active_[j] != 0;
+      }
+    }
+    for (size_t s = 0; s < ns; ++s) {
+      if (d.kind[s] != jit::SlotKind::Thread) continue;
+      const Leaf& l = leaves_[d.slot_leaf[s]];
+      by_size(l.ebytes, [&](auto z) {
+        using T = decltype(z);
+        T* v = reinterpret_cast<T*>(dense_[s].data());
+        T* top = reinterpret_cast<T*>(const_cast<std::byte*>(l.top.data()));
+        if (d.written[s])
+          for (int64_t k = 0; k < o; ++k) top[ids_[out[k]]] = v[out[k]];
+        for (int64_t k = 0; k < r; ++k) v[out[k]] = top[in[k]];
+        for (int64_t k = first; k < w; ++k) v[k] = v[keep[k]];
+      });
+    }
+    uint32_t gone[kChunk];
+    for (int64_t k = 0; k < o; ++k) gone[k] = ids_[out[k]];
+    for (int64_t k = 0; k < r; ++k) ids_[out[k]] = in[k];
+    for (int64_t k = first; k < w; ++k) ids_[k] = ids_[keep[k]];
+    next += r;
+    m = w;
+    std::fill(active_, active_ + m, 1);
+    if (leave) append_lanes(exit, gone, o);
+    active = m;
+  };
+  fill();
+  while (m > 0) {
+    if (d.solo && m == 1 && next == n && !tracing && !opt_.stats && step_ < check_at_) {
+      // The last thread in the loop (a straggler): it runs on alone, up to
+      // the next checkpoint, without masks; one step per iteration.
+      const int64_t limit = std::min<int64_t>(check_at_ - step_, kSoloBurst);
+      step_ += d.solo(dense_base_.data(), limit, active_);
+      if (active_[0] == 0) {
+        compact(true);
+        fill();
+      }
+      continue;
+    }
+    if (d.multi && !tracing && step_ + d.copies <= check_at_) {
+      // Several iterations per call; one step for each that had a thread
+      // (none of them due a checkpoint: max steps, cancel, progress).
+      int64_t counts[kMaxCopies];
+      active = d.multi(dense_base_.data(), m, active_, counts);
+      for (int32_t k = 0; k < d.copies && counts[k] > 0; ++k) {
+        ++step_;
+        if (opt_.stats) opt_.stats->record_step(b, counts[k], std::min(live_, kChunk), cb.prims);
+      }
+      if (active == 0 || (m - active) * 4 >= m) {
+        compact(true);
+        fill();
+      }
+      continue;
+    }
+    // One step per iteration, with the threads still in the loop.
+    if (tracing || step_ + 1 > check_at_) {
+      if (active < m) {
+        compact(true);
+        fill();
+      }
+      if (auto e = begin_step(b, ids_, m, true)) return e;
+    } else {
+      ++step_;
+      if (opt_.stats) opt_.stats->record_step(b, active, std::min(live_, kChunk), cb.prims);
+    }
+    if (d.may_fail) {
+      backup_.resize(ns);
+      for (size_t s = 0; s < ns; ++s)
+        if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) backup_[s] = dense_[s];
+      std::copy(active_, active_ + m, active_backup_);
+    }
+    int64_t failed = 0;
+    active = d.fn(dense_base_.data(), m, active_, &failed);
+    if (failed) {
+      // Back to the iteration's start; the kernels run it and report.
+      for (size_t s = 0; s < ns; ++s)
+        if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) dense_[s] = backup_[s];
+      std::copy(active_backup_, active_backup_ + m, active_);
+      compact(true);
+      uint32_t rest[kChunk];
+      std::memcpy(rest, ids_, static_cast<size_t>(m) * sizeof(uint32_t));
+      int64_t left = m;
+      std::fill(active_, active_ + m, 0);
+      compact(false);  // every value back in its variable
+      if (auto e = run_loop(b, rest, left, true)) return e;
+      for (; next < n; next += kChunk)  // not reached while may_fail bodies get one chunk
+        if (auto e = run_loop(b, idx + next, std::min(kChunk, n - next), false)) return e;
+      return std::nullopt;
+    }
+    // Frozen threads cost a lane of the body each iteration; compacting
+    // costs a move per thread and variable: compact once a quarter of the
+    // window has left.
+    if (active == 0 || (m - active) * 4 >= m) {
+      compact(true);
+      fill();
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ab::stack

@@ -1,0 +1,179 @@
+// The scheduler: the run loop (the waiting block with the smallest index
+// runs next, on all its threads, chunk by chunk), steps (counting, trace,
+// stats, cancel and progress) and the entry point run_stack.
+#include "vm/stack/stack_vm_impl.h"
+#include "vm/stack_vm.h"
+
+namespace ab::stack {
+
+RunResult StackVM::run() {
+  RunResult res;
+  // Outputs: one Array per output leaf, a row per input.
+  std::vector<TensorType> out_types;
+  for (const auto& o : p_.outputs)
+    for (int32_t l : var_leaves_.at(o.name)) out_types.push_back(leaves_[l].type);
+  for (const auto& t : out_types) outputs_.emplace_back(t, n_inputs_);
+
+  size_t nb = p_.blocks.size();
+  wait_.assign(nb, {});
+  bits_.assign((nb + 63) / 64, 0);
+  pcs_.init(static_cast<size_t>(lanes_), 1);
+  pc_depth_.assign(static_cast<size_t>(lanes_), 0);
+  lane_input_.assign(static_cast<size_t>(lanes_), 0);
+  set_shared_inputs();
+  if (opt_.max_steps > 0) lane_steps_.assign(static_cast<size_t>(lanes_), 0);
+  start_all_lanes();
+  bind_blocks();
+  live_ = lanes_;
+  peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
+  tracing_ = opt_.trace && opt_.trace->on();
+  check_at_ = next_check(opt_, 0);
+  if (tracing_) {
+    // Threads are numbered by input, also under --lanes.
+    std::vector<std::string> names;
+    for (const auto& b : p_.blocks) names.push_back(b.label.name);
+    opt_.trace->header("stack", n_inputs_, names);
+  }
+  if (opt_.stats) {
+    std::vector<std::string> names;
+    for (const auto& b : p_.blocks) names.push_back(b.label.name);
+    opt_.stats->init(names);
+  }
+  PoolVector<uint32_t> cur;
+  res.log = jit_log_;
+  if (in_place_bytes_ > 0)
+    res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
+               std::to_string(in_place_bytes_) + " bytes";
+  if (opt_.stats && code_) opt_.stats->seconds["jit"] += cached_ ? 0.0 : code_->seconds;
+  while (live_ > 0) {
+    uint32_t b = next_block();
+    if (b == kHalt) break;  // every remaining thread is stuck (cannot happen in a sound program)
+    cur.swap(wait_[b]);
+    wait_[b].clear();
+    bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
+    if (opt_.persistent && blocks_[b].self >= 0) {
+      const DenseLoop& d = blocks_[b].dense;
+      // The dense form counts no steps per thread: not with --max-steps.
+      const bool dense = d.fn && opt_.max_steps == 0;
+      if (dense && !d.may_fail) {
+        // A window of threads loops in the block, refilled from the list.
+        res.error = run_dense_loop(b, cur.data(), static_cast<int64_t>(cur.size()));
+        if (res.error) break;
+        continue;
+      }
+      // Each chunk loops in the block until all its threads have left.
+      for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
+        int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
+        res.error =
+            dense ? run_dense_loop(b, cur.data() + s, n) : run_loop(b, cur.data() + s, n, false);
+      }
+      if (res.error) break;
+      continue;
+    }
+    int64_t total = static_cast<int64_t>(cur.size());
+    res.error = begin_step(b, cur.data(), total);
+    for (int64_t s = 0; s < total && !res.error; s += kChunk) {
+      int64_t n = std::min<int64_t>(kChunk, total - s);
+      res.error = run_chunk(b, cur.data() + s, n);
+    }
+    if (res.error) break;
+  }
+  res.steps = step_;
+  if (chain_calls_ > 0)
+    res.log += "; chain: " + std::to_string(chain_calls_) + " calls, " +
+               std::to_string(chain_runs_) + " calls and loop iterations run by threads alone, " +
+               std::to_string(chain_stuck_) + " blocks left to the interpreter, " +
+               std::to_string(chain_spent_) + " threads paused after " +
+               std::to_string(kChainBudget) + " calls and loop iterations";
+  res.cancelled = cancelled_;
+  res.finished = next_input_ - live_;
+  if (opt_.stats)
+    opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
+  if (!res.error) {
+    res.outputs = std::move(outputs_);
+    res.failed = std::move(failed_);
+    finish_failed(res.outputs, res.failed);
+  }
+  return res;
+}
+
+// One step of block b on n threads: counted against --max-steps, traced
+// and recorded. `lanes` is the threads' list (for the trace and the error);
+// threads over --max-steps leave it (record mode). Utilization is over the
+// threads the step could have run: the live ones, or for a persistent
+// loop's step (`chunk`) at most a chunk of them.
+std::optional<RuntimeError> StackVM::begin_step(uint32_t b, uint32_t* lanes, int64_t& n,
+                                       bool chunk) {
+  ++step_;
+  if (opt_.max_steps > 0) {
+    if (auto e = count_steps(b, lanes, n)) return e;
+    if (n == 0) {  // every thread failed: no step
+      --step_;
+      return std::nullopt;
+    }
+  }
+  if (step_ > check_at_) [[unlikely]]
+    if (auto e = checkpoint(b, lanes[0])) return e;
+  const int64_t could = chunk ? std::min(live_, kChunk) : live_;
+  if (tracing_) trace_step(b, lanes, n, could);
+  if (opt_.stats) opt_.stats->record_step(b, n, could, blocks_[b].prims);
+  return std::nullopt;
+}
+
+// The cancel flag and the progress callback (RunOptions).
+std::optional<RuntimeError> StackVM::checkpoint(uint32_t b, uint32_t lane) {
+  if (auto e = cancelled(b, lane)) return e;
+  if (opt_.progress) opt_.progress(step_ - 1, next_input_ - live_);
+  check_at_ = next_check(opt_, step_);
+  return std::nullopt;
+}
+
+// The cancel flag: if set, the run stops with the interrupted error.
+std::optional<RuntimeError> StackVM::cancelled(uint32_t b, uint32_t lane) {
+  if (!opt_.cancel || !opt_.cancel->load(std::memory_order_relaxed)) return std::nullopt;
+  cancelled_ = true;
+  return error_at(b, p_.blocks[b].label.loc, lane,
+                  interrupted_message(step_ - 1, next_input_ - live_, n_inputs_));
+}
+
+// The step's threads by input (a lane runs several under --lanes) and
+// their call depths.
+void StackVM::trace_step(uint32_t b, const uint32_t* lanes, int64_t n, int64_t could) {
+  trace_threads_.resize(static_cast<size_t>(n));
+  trace_depths_.resize(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    trace_threads_[j] = static_cast<uint32_t>(lane_input_[lanes[j]]);
+    trace_depths_[j] = pc_depth_[lanes[j]];
+  }
+  TraceStep s;
+  s.step = step_ - 1;
+  s.block = b;
+  s.threads = trace_threads_.data();
+  s.n = static_cast<size_t>(n);
+  s.live = could;
+  s.depths = trace_depths_.data();
+  opt_.trace->step(s);
+}
+
+}  // namespace ab::stack
+
+namespace ab {
+
+RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
+                    int64_t batch, const RunOptions& opt) {
+  if (batch == 0) {
+    RunResult r;
+    // No threads: empty outputs of the right types.
+    std::vector<TensorType> leaves;
+    for (const auto& o : p.outputs) {
+      auto it = types.vars.find(o.name);
+      if (it != types.vars.end()) it->second.leaves(leaves);
+    }
+    for (const auto& t : leaves) r.outputs.emplace_back(t, 0);
+    return r;
+  }
+  stack::StackVM vm(p, types, inputs, batch, opt);
+  return vm.run();
+}
+
+}  // namespace ab

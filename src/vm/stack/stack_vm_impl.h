@@ -1,0 +1,344 @@
+// The stack VM's internals (the interface is vm/stack_vm.h, which describes
+// the design): the compiled form of blocks (ops, segments, dense loops,
+// blocks compiled whole), the storage of variables (leaves), and the class
+// StackVM whose member functions are defined by responsibility in this
+// folder: storage.cpp (storage plan), compile.cpp (IR to ops), lanes.cpp
+// (lanes and stacks), interpreter.cpp, loops.cpp (persistent and dense
+// loops), dispatch.cpp (compiled and chained blocks), scheduler.cpp (the run
+// loop) and jit_plan.cpp (what is compiled). Functions called per lane stay
+// inline here.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/lowered_names.h"
+#include "ir/type_info.h"
+#include "passes/sharing.h"
+#include "support/log.h"
+#include "vm/coalesce.h"
+#include "vm/jit/jit.h"
+#include "vm/kernel.h"
+#include "vm/lane_stack.h"
+#include "vm/literal.h"
+#include "vm/run.h"
+#include "vm/slots.h"
+
+namespace ab::stack {
+
+constexpr int64_t kChunk = 256;
+constexpr uint32_t kHalt = UINT32_MAX;
+// Iterations per call of a compiled loop body running one thread alone, at
+// most (the VM looks at cancel and progress in between).
+constexpr int64_t kSoloBurst = int64_t{1} << 20;
+constexpr int32_t kMaxCopies = 8;  // iterations per call of a compiled loop body, at most
+// A lane's budget per call of the chain (the VM looks at cancel and progress
+// in between): the blocks a call or a backward jump leads to that it may
+// enter, some thousands of calls or loop iterations, so that a chunk's call
+// stays within some milliseconds.
+constexpr int64_t kChainBudget = int64_t{1} << 12;
+constexpr int64_t kChainPoll = int64_t{1} << 20;  // budget used in the chain between polls
+
+// One tensor leaf of one variable, stored by its class.
+struct Leaf {
+  std::string var;
+  StorageClass cls = StorageClass::Register;
+  bool shared = false;
+  bool shared_ready = false;
+  bool borrowed = false;  // `top` is the caller's input array, read in place (never written)
+  TensorType type;
+  size_t ebytes = 0;
+  Buffer top;                   // register/full: one event per lane; shared: one event
+  Buffer scratch;               // temporary/null: one event per lane of a chunk
+  PoolVector<uint32_t> depth;   // full: stack depth per thread (the top included)
+  LaneStack<uint64_t> below;    // full: the values below the top, in 8-byte words
+  size_t words = 0;             // words per event
+  bool full() const { return cls == StorageClass::Full && !shared; }
+  bool in_scratch() const {
+    return !shared && (cls == StorageClass::Temporary || cls == StorageClass::Null);
+  }
+};
+
+struct Ref {
+  int32_t leaf = -1;      // a variable's leaf, or
+  int32_t constant = -1;  // a literal
+};
+
+struct Out {
+  int32_t leaf;
+  bool in_place;
+};
+
+struct Op {
+  enum class Kind : uint8_t { Kernel, Copy, Pop };
+  Kind kind = Kind::Kernel;
+  KernelFn fn = nullptr;
+  PrimId prim = PrimId::Tuple;
+  PrimAttrs attrs;
+  std::vector<Ref> args;
+  std::vector<Out> outs;
+  std::vector<int32_t> pops;
+  bool shared = false;  // computes values stored once: runs once
+  SourceLoc loc;
+};
+
+// A run of a block's ops compiled into one native loop (gather form).
+struct Seg {
+  size_t first = 0, last = 0;  // ops [first, last)
+  jit::GatherFn fn = nullptr;
+  std::vector<void*> base;      // per slot: where its values live
+  std::vector<int32_t> spills;  // full leaves pushed by the segment's ops: spilled before it
+  std::vector<int32_t> thread_out, scratch_out;  // leaves written (saved if it may fail)
+  bool may_fail = false;
+};
+
+// A block that branches to itself, compiled whole in the dense form.
+struct DenseLoop {
+  jit::DenseFn fn = nullptr;
+  jit::DenseMultiFn multi = nullptr;  // `copies` iterations per call (bodies that cannot fail)
+  jit::DenseSoloFn solo = nullptr;    // a window of one lane, until it leaves (the same bodies)
+  int32_t copies = 1;
+  std::vector<int32_t> slot_leaf;  // per slot: its leaf
+  std::vector<jit::SlotKind> kind;
+  std::vector<bool> written;
+  bool may_fail = false;
+};
+
+struct CBlock {
+  std::vector<Op> ops;
+  std::vector<Seg> segs;
+  std::vector<int32_t> seg_at;  // per op: the segment starting there, or -1
+  int32_t self = -1;            // Branch to itself: 1 if it stays on true, 0 on false
+  // A branch on an i64 comparison whose bool is a temporary, made by the
+  // block's last op: the terminator compares and splits in one pass and
+  // the op is not run (fused_cmp: its PrimId; cmp_a, cmp_b: its operands).
+  bool fused_cmp = false;
+  PrimId cmp = PrimId::Eq;
+  Ref cmp_a, cmp_b;
+  DenseLoop dense;
+  // The whole block compiled (jit::BlockFn, for blocks that are not loops):
+  // its slots' and stacks' leaves; block_base is bound per run (bind_blocks).
+  jit::BlockFn block_fn = nullptr;
+  bool chained = false;  // compiled whole into the chain instead (jit::ChainFn)
+  std::vector<int32_t> block_slots, block_stacks;
+  std::vector<void*> block_base;
+  TermKind term = TermKind::Halt;
+  int32_t cond = -1;  // Branch: the condition's leaf (or constant, negative - 2)
+  uint32_t t1 = 0, t2 = 0;
+  int64_t prims = 0;
+  SourceLoc term_loc;
+};
+
+struct Constant {
+  TensorType type;
+  Buffer data;
+};
+
+static_assert(LaneStack<uint64_t>::kFlat == jit::kFlatLevels);
+
+class StackVM {
+ public:
+  StackVM(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
+          int64_t n_inputs, const RunOptions& opt)
+      : p_(p), inputs_(inputs), n_inputs_(n_inputs), opt_(opt) {
+    lanes_ = opt.lanes > 0 ? std::min<int64_t>(opt.lanes, n_inputs) : n_inputs;
+    for (size_t i = 0; i < p.blocks.size(); ++i)
+      label_index_[p.blocks[i].label.name] = static_cast<uint32_t>(i);
+    analyze_sharing();
+    make_leaves(types);
+    compile(types);
+    if (opt.jit) build_jit();
+  }
+
+  RunResult run();
+
+
+ private:
+  const Program& p_;
+  const std::vector<Array>& inputs_;
+  int64_t n_inputs_;
+  RunOptions opt_;
+  int64_t lanes_ = 0;
+  std::map<std::string, uint32_t> label_index_;
+  std::map<std::string, bool> shared_var_;
+  std::map<std::string, std::vector<int32_t>> var_leaves_;
+  std::map<std::string, uint32_t> slots_leaf_count_;  // variable -> its leaves
+  int64_t in_place_bytes_ = 0;  // the bytes of inputs read in place (not copied)
+  std::vector<Leaf> leaves_;
+  std::vector<Constant> constants_;
+  std::vector<CBlock> blocks_;
+  std::vector<PoolVector<uint32_t>> wait_;
+  std::vector<uint64_t> bits_;
+  LaneStack<uint32_t> pcs_;         // program counters: where each frame returns
+  PoolVector<uint32_t> pc_depth_;   // per lane: frames, counting the halt at the bottom
+  PoolVector<int64_t> lane_input_;
+  std::vector<int64_t> thread_ids_;  // thread_index's operand: lane -> its thread
+  std::vector<Array> outputs_;
+  int64_t next_input_ = 0;
+  int64_t live_ = 0;
+  int64_t peak_depth_ = 0;
+  int64_t step_ = 0;
+  int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
+  bool cancelled_ = false;
+  bool tracing_ = false;
+  std::vector<uint32_t> trace_threads_, trace_depths_;
+  PoolVector<int64_t> lane_steps_;    // --max-steps: blocks the lane's thread started
+  std::vector<RuntimeError> failed_;  // --on-error record: the failed threads
+  int64_t fail_pos_ = 0;              // execute's failing lane (an index into its list)
+  std::vector<int32_t> full_leaves_, output_leaves_;
+  std::vector<std::pair<size_t, int32_t>> input_leaves_;  // (input, leaf)
+  // The JIT's code for this program (null: interpreted), and per-run buffers
+  // of the compiled paths.
+  std::shared_ptr<const jit::Code> code_;
+  bool cached_ = false;
+  std::string jit_log_;
+  std::vector<uint64_t> saved_;                // a segment's outputs, while it may fail
+  std::vector<std::vector<uint64_t>> dense_;   // a dense loop's Thread slots
+  std::vector<std::vector<uint64_t>> backup_;  // the same at the iteration's start
+  std::vector<void*> dense_base_;
+  // The chain (jit::ChainFn): its blocks (those compiled whole, in the order
+  // compiled) and their bases for this run. Whether a run chains is
+  // build_jit's choice (CBlock::chained).
+  std::vector<uint32_t> chain_blocks_;
+  std::vector<void* const*> chain_bases_;
+  int64_t chain_calls_ = 0, chain_runs_ = 0, chain_stuck_ = 0, chain_spent_ = 0;  // for the log
+  int64_t chain_poll_at_ = kChainPoll;  // chain_runs_ at which run_chain polls
+  uint32_t ids_[kChunk];
+  jit::ActiveWord active_[kChunk];
+  jit::ActiveWord active_backup_[kChunk];
+
+
+  // ---- storage.cpp -------------------------------------------------
+  void analyze_sharing();
+  std::set<std::string> written_vars() const;
+  const Array* borrowable_input(const std::string& var, const TensorType& tt, bool shared,
+                                const std::set<std::string>& written) const;
+  size_t var_leaf_count(const std::string& var) const;
+  void make_leaves(const FunctionTypes& types);
+  std::map<std::string, std::string> storage_aliases(const Slots& slots) const;
+
+  // ---- compile.cpp -------------------------------------------------
+  void flatten(const Pattern& p, std::vector<Out>& out) const;
+  Ref constant(const Literal& lit, const std::optional<Type>& t);
+  void compile(const FunctionTypes& types);
+  bool same_storage(const Op& op) const;
+  bool cmp_operand(const Ref& r, bool allow_constant) const;
+  void fuse_compare(CBlock& cb);
+
+  // ---- lanes.cpp ---------------------------------------------------
+  void set_shared_inputs();
+  void find_start_leaves();
+  void start_all_lanes();
+  void start_lane(uint32_t t, int64_t input);
+  RuntimeError error_at(uint32_t block, SourceLoc loc, uint32_t lane, std::string msg) const;
+  uint32_t push_frames(const uint32_t* idx, int64_t n, uint32_t ret);
+  std::optional<RuntimeError> called(uint32_t b, uint32_t* idx, int64_t n, uint32_t deepest);
+  void returned(const uint32_t* idx, const uint32_t* rets, int64_t n);
+  void halt_lanes(const uint32_t* lanes, int64_t n);
+  std::optional<RuntimeError> too_deep(uint32_t b, uint32_t* idx, int64_t& n);
+  std::optional<RuntimeError> count_steps(uint32_t b, uint32_t* lanes, int64_t& n);
+  void halt(uint32_t t);
+  void release(uint32_t t);
+  void store_outputs(uint32_t t) { store_outputs(&t, 1); }
+  void store_outputs(const uint32_t* lanes, int64_t n);
+
+  // ---- interpreter.cpp ---------------------------------------------
+  int64_t compare_split(const CBlock& cb, const uint32_t* idx, int64_t n, uint32_t* yes,
+                        uint32_t* no) const;
+  void spill(Leaf& l, const uint32_t* idx, int64_t n);
+  std::optional<RuntimeError> pop(uint32_t b, const Op& op, const uint32_t* idx, int64_t n);
+  static void copy_lanes(const ArgView& src, const OutView& dst, int64_t n, size_t eb);
+  std::optional<RuntimeError> run_op(uint32_t b, Op& op, uint32_t* idx, int64_t& n);
+  void push_copy8(Leaf& l, const ArgView& src, const uint32_t* idx, int64_t n);
+  std::optional<RuntimeError> retry(uint32_t b, const Op& op, uint32_t* idx, int64_t& n,
+                                    RuntimeError e);
+  void drop(uint32_t* idx, int64_t& n, int64_t j, RuntimeError e, bool scratch);
+  std::optional<RuntimeError> execute(uint32_t b, const Op& op, const uint32_t* idx, int64_t n,
+                                      const uint32_t* lanes, int64_t off = 0);
+  std::optional<RuntimeError> interpret(uint32_t b, uint32_t* idx, int64_t n);
+  std::optional<RuntimeError> run_ops(uint32_t b, uint32_t* idx, int64_t& n);
+  std::optional<RuntimeError> run_seg(uint32_t b, const Seg& s, uint32_t* idx, int64_t& n);
+
+  // ---- loops.cpp ---------------------------------------------------
+  std::optional<RuntimeError> run_loop(uint32_t b, const uint32_t* idx, int64_t n, bool counted);
+  std::optional<RuntimeError> run_dense_loop(uint32_t b, uint32_t* idx, int64_t n);
+
+  // ---- dispatch.cpp ------------------------------------------------
+  std::optional<RuntimeError> run_block(uint32_t b, uint32_t* idx, int64_t n, int64_t* done);
+  std::optional<RuntimeError> run_chain(uint32_t b, uint32_t* idx, int64_t n);
+  std::optional<RuntimeError> run_chunk(uint32_t b, uint32_t* idx, int64_t n);
+
+  // ---- scheduler.cpp -----------------------------------------------
+  std::optional<RuntimeError> begin_step(uint32_t b, uint32_t* lanes, int64_t& n,
+                                         bool chunk = false);
+  std::optional<RuntimeError> checkpoint(uint32_t b, uint32_t lane);
+  std::optional<RuntimeError> cancelled(uint32_t b, uint32_t lane);
+  void trace_step(uint32_t b, const uint32_t* lanes, int64_t n, int64_t could);
+
+  // ---- jit_plan.cpp ------------------------------------------------
+  bool scalar_leaf(int32_t l) const;
+  DType ref_dtype(const Ref& r) const;
+  bool compilable(const Op& op) const;
+  jit::Segment make_segment(uint32_t bi, size_t first, size_t last, bool dense,
+                            std::vector<int32_t>& slot_leaf,
+                            std::vector<int32_t>* stack_leaf = nullptr);
+  bool word_stack(int32_t l) const;
+  bool block_form(const CBlock& cb) const;
+  void bind_blocks();
+  void build_jit();
+
+  // ---- called per lane or per op: inline -------------------------------
+  void push_lane(uint32_t block, uint32_t t) {
+    wait_[block].push_back(t);
+    bits_[block >> 6] |= uint64_t{1} << (block & 63);
+  }
+  void append_lanes(uint32_t block, const uint32_t* lanes, int64_t n) {
+    if (n == 0) return;
+    auto& w = wait_[block];
+    w.insert(w.end(), lanes, lanes + n);
+    bits_[block >> 6] |= uint64_t{1} << (block & 63);
+  }
+  uint32_t next_block() const {
+    for (size_t w = 0; w < bits_.size(); ++w)
+      if (bits_[w])
+        return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits_[w])));
+    return kHalt;
+  }
+  // `off`: the first lane's position in the chunk (where its temporaries are).
+  ArgView view(const Ref& r, const uint32_t* idx, int64_t off = 0) const {
+    if (r.constant >= 0) {
+      const Constant& c = constants_[r.constant];
+      return ArgView{c.data.data(), Access::Shared, nullptr, &c.type};
+    }
+    const Leaf& l = leaves_[r.leaf];
+    if (l.shared) return ArgView{l.top.data(), Access::Shared, nullptr, &l.type};
+    if (l.in_scratch())
+      return ArgView{l.scratch.data() + off * l.ebytes, Access::Dense, nullptr, &l.type};
+    return ArgView{l.top.data(), Access::Gather, idx, &l.type};
+  }
+  OutView out_view(const Out& o, const uint32_t* idx, int64_t off = 0) {
+    Leaf& l = leaves_[o.leaf];
+    if (l.shared) return OutView{l.top.data(), Access::Dense, nullptr, &l.type};
+    if (l.in_scratch())
+      return OutView{l.scratch.data() + off * l.ebytes, Access::Dense, nullptr, &l.type};
+    return OutView{l.top.data(), Access::Gather, idx, &l.type};
+  }
+  template <typename F>
+  static void by_size(size_t eb, F&& f) {
+    if (eb == 8)
+      f(uint64_t{});
+    else if (eb == 4)
+      f(uint32_t{});
+    else
+      f(uint8_t{});
+  }
+};
+
+}  // namespace ab::stack
