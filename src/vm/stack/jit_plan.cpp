@@ -47,7 +47,10 @@ bool StackVM::compilable(const Op& op) const {
       if (ref_dtype(op.args[k]) != leaves_[op.outs[k].leaf].type.dtype) return false;
     return true;
   }
-  if (op.outs.size() != 1) return false;
+  // One result, or split's two keys (of one dtype).
+  if (op.outs.size() != 1 && !(op.prim == PrimId::Split && op.outs.size() == 2)) return false;
+  for (const auto& o : op.outs)
+    if (leaves_[o.leaf].type.dtype != leaves_[op.outs[0].leaf].type.dtype) return false;
   std::vector<DType> ds;
   for (const auto& a : op.args) ds.push_back(ref_dtype(a));
   return jit::supported(op.prim, ds, leaves_[op.outs[0].leaf].type.dtype);
@@ -57,8 +60,8 @@ bool StackVM::compilable(const Op& op) const {
 // leaf. With stack_leaf, the block form (jit::BlockFn): pops and the pushes
 // of full variables are ops too, and stack_leaf gets each stack's leaf.
 jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool dense,
-                          std::vector<int32_t>& slot_leaf,
-                          std::vector<int32_t>* stack_leaf) {
+                                   std::vector<int32_t>& slot_leaf,
+                                   std::vector<int32_t>* stack_leaf) {
   const CBlock& cb = blocks_[bi];
   jit::Segment seg;
   std::map<int32_t, int32_t> slot_of;
@@ -132,7 +135,7 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
     jit::FOp f;
     f.prim = op.prim;
     for (const auto& a : op.args) f.args.push_back(arg(a));
-    f.outs.push_back(slot(op.outs[0].leaf));
+    for (const auto& o : op.outs) f.outs.push_back(slot(o.leaf));
     f.cast_to = leaves_[op.outs[0].leaf].type.dtype;
     seg.ops.push_back(std::move(f));
   }
@@ -317,10 +320,11 @@ void StackVM::build_jit() {
       }
       for (const auto& f : seg.ops) {
         s.may_fail = s.may_fail || jit::may_fail(f, seg.slots);
-        int32_t o = f.outs[0];
-        std::vector<int32_t>& dst =
-            seg.slots[o].kind == jit::SlotKind::Thread ? s.thread_out : s.scratch_out;
-        if (std::find(dst.begin(), dst.end(), sl[o]) == dst.end()) dst.push_back(sl[o]);
+        for (int32_t o : f.outs) {
+          std::vector<int32_t>& dst =
+              seg.slots[o].kind == jit::SlotKind::Thread ? s.thread_out : s.scratch_out;
+          if (std::find(dst.begin(), dst.end(), sl[o]) == dst.end()) dst.push_back(sl[o]);
+        }
       }
       cb.seg_at[s.first] = static_cast<int32_t>(cb.segs.size());
       gwhere.push_back({bi, cb.segs.size()});
@@ -341,7 +345,12 @@ void StackVM::build_jit() {
         jit::Segment seg = make_segment(bi, 0, cb.ops.size(), true, sl);
         bool fails = false;
         for (const auto& f : seg.ops) fails = fails || jit::may_fail(f, seg.slots);
-        seg.copies = fails ? 1 : loop_copies(seg.ops.size());
+        // A random primitive is some sixty instructions of Philox (or a
+        // call): it weighs as 16 ops, so that its loop is not copied (the
+        // copies cost compile time and gain nothing on so long a body).
+        size_t weight = 0;
+        for (const auto& f : seg.ops) weight += !f.copy && prim_random(f.prim) ? 16 : 1;
+        seg.copies = fails ? 1 : loop_copies(weight);
         dsegs.push_back(std::move(seg));
         dslots.push_back(std::move(sl));
         dwhere.push_back(bi);
@@ -393,7 +402,7 @@ void StackVM::build_jit() {
     for (size_t s = 0; s < dsegs[k].slots.size(); ++s) d.kind.push_back(dsegs[k].slots[s].kind);
     d.written.assign(d.slot_leaf.size(), false);
     for (const auto& f : dsegs[k].ops) {
-      d.written[f.outs[0]] = true;
+      for (int32_t o : f.outs) d.written[o] = true;
       d.may_fail = d.may_fail || jit::may_fail(f, dsegs[k].slots);
     }
     max_slots = std::max(max_slots, d.slot_leaf.size());
@@ -410,8 +419,8 @@ void StackVM::build_jit() {
   if (multi)
     jit_log_ += "; " + std::to_string(multi) + " loop blocks run several iterations per call";
   if (code_->chain)
-    jit_log_ += "; the " + std::to_string(bwhere.size()) +
-                " blocks compiled whole are chained (" + std::to_string(code_->chain_copy_sites) +
+    jit_log_ += "; the " + std::to_string(bwhere.size()) + " blocks compiled whole are chained (" +
+                std::to_string(code_->chain_copy_sites) +
                 " call sites jump to copies of their callee's first blocks)";
 }
 
