@@ -16,6 +16,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vm/jit/jit.h"
@@ -123,7 +124,8 @@ class Gen {
   Value* kernel_call(const char* name, Type* ret, std::vector<Value*> args);
   // prims_random.cpp: Philox and the samplers.
   Value* random(const FOp& o, const std::vector<Value*>& v);
-  std::array<Value*, 4> philox(Value* key, uint32_t domain, Value* c0, Value* c1);
+  std::array<Value*, 4> philox(Value* key, Value* domain, Value* c0, Value* c1);
+  std::pair<Value*, Value*> philox_words(Value* key, uint32_t domain, Value* c0, Value* c1);
   Value* join64(Value* lo, Value* hi);
   Value* unit_double(Value* bits64);
   void fail_if(Value* c) { bad_ = b_.CreateOr(bad_, c); }

@@ -29,12 +29,12 @@ uint32_t domain_of(RandomDomain d) { return static_cast<uint32_t>(d); }
 
 // The block with counter {c0, c1, 0, domain} under the i64 key: ten rounds
 // of philox_round (32x32 -> 64-bit products), the key bumped between them.
-std::array<Value*, 4> Gen::philox(Value* key, uint32_t domain, Value* c0, Value* c1) {
+std::array<Value*, 4> Gen::philox(Value* key, Value* domain, Value* c0, Value* c1) {
   Type* i32 = b_.getInt32Ty();
   Type* i64 = b_.getInt64Ty();
   Value* k0 = b_.CreateTrunc(key, i32);
   Value* k1 = b_.CreateTrunc(b_.CreateLShr(key, 32), i32);
-  std::array<Value*, 4> c = {c0, c1, b_.getInt32(0), b_.getInt32(domain)};
+  std::array<Value*, 4> c = {c0, c1, b_.getInt32(0), domain};
   for (int r = 0; r < 10; ++r) {
     if (r > 0) {
       k0 = b_.CreateAdd(k0, b_.getInt32(kWeyl0));
@@ -50,6 +50,43 @@ std::array<Value*, 4> Gen::philox(Value* key, uint32_t domain, Value* c0, Value*
          lo0};
   }
   return c;
+}
+
+// The block's two words x1:x0 and x3:x2. The dense loops compute it inline
+// (vectorised with the rest of the body); the other forms call one copy of
+// it in the module, which keeps their code, and its compile time, small.
+std::pair<Value*, Value*> Gen::philox_words(Value* key, uint32_t domain, Value* c0, Value* c1) {
+  if (dense_) {
+    std::array<Value*, 4> x = philox(key, b_.getInt32(domain), c0, c1);
+    return {join64(x[0], x[1]), join64(x[2], x[3])};
+  }
+  Type* i64 = b_.getInt64Ty();
+  Type* i32 = b_.getInt32Ty();
+  Function* f = m_.getFunction("ab.philox");
+  if (!f) {
+    StructType* pair = StructType::get(ctx_, {i64, i64});
+    f = Function::Create(FunctionType::get(pair, {i64, i32, i32, i32}, false),
+                         Function::InternalLinkage, "ab.philox", m_);
+    f->addFnAttr(Attribute::NoUnwind);
+    f->addFnAttr(Attribute::NoInline);
+    f->addFnAttr(Attribute::WillReturn);
+    f->setDoesNotAccessMemory();
+    IRBuilderBase::InsertPointGuard keep(b_);
+    b_.SetInsertPoint(BasicBlock::Create(ctx_, "entry", f));
+    auto a = f->arg_begin();
+    Value* k = &*a++;
+    Value* d = &*a++;
+    Value* x0 = &*a++;
+    Value* x1 = &*a++;
+    std::array<Value*, 4> x = philox(k, d, x0, x1);
+    Value* r = UndefValue::get(pair);
+    r = b_.CreateInsertValue(r, join64(x[0], x[1]), 0);
+    r = b_.CreateInsertValue(r, join64(x[2], x[3]), 1);
+    b_.CreateRet(r);
+  }
+  CallInst* r = b_.CreateCall(f, {key, b_.getInt32(domain), c0, c1});
+  r->setDoesNotAccessMemory();
+  return {b_.CreateExtractValue(r, 0), b_.CreateExtractValue(r, 1)};
 }
 
 // hi:lo as an i64.
@@ -70,8 +107,7 @@ Value* Gen::random(const FOp& o, const std::vector<Value*>& v) {
   Value* zero = b_.getInt32(0);
   // Element 0 of uniform's scheme in `domain`.
   auto uniform = [&](RandomDomain domain) {
-    std::array<Value*, 4> x = philox(v[0], domain_of(domain), zero, zero);
-    return unit_double(join64(x[0], x[1]));
+    return unit_double(philox_words(v[0], domain_of(domain), zero, zero).first);
   };
   switch (o.prim) {
     case PrimId::Uniform:
@@ -86,16 +122,15 @@ Value* Gen::random(const FOp& o, const std::vector<Value*>& v) {
       return to_bool(b_.CreateFCmpOLT(u, p));
     }
     case PrimId::Split: {
-      std::array<Value*, 4> x = philox(v[0], domain_of(RandomDomain::Split), zero, zero);
-      second_ = join64(x[2], x[3]);
-      return join64(x[0], x[1]);
+      auto [first, second] = philox_words(v[0], domain_of(RandomDomain::Split), zero, zero);
+      second_ = second;
+      return first;
     }
     case PrimId::FoldIn: {
       Value* x64 = dtype_of(o.args[1]) == DType::I32 ? b_.CreateSExt(v[1], i64) : v[1];
       Value* lo = b_.CreateTrunc(x64, b_.getInt32Ty());
       Value* hi = b_.CreateTrunc(b_.CreateLShr(x64, 32), b_.getInt32Ty());
-      std::array<Value*, 4> x = philox(v[0], domain_of(RandomDomain::FoldIn), lo, hi);
-      return join64(x[0], x[1]);
+      return philox_words(v[0], domain_of(RandomDomain::FoldIn), lo, hi).first;
     }
     case PrimId::Normal:
       return kernel_call("ab_scalar_normal", f64, {v[0]});
