@@ -56,9 +56,11 @@ bool supported(PrimId op, const std::vector<DType>& args, DType out) {
   if (is_custom_prim(op) || prim_jit(op) == JitKind::None) return false;
   const PrimInfo& info = prim_info(op);
   const size_t n = args.size();
-  if (static_cast<int>(n) < info.min_args ||
-      (info.max_args >= 0 && static_cast<int>(n) > info.max_args))
-    if (info.kind != PrimKind::Other) return false;
+  // The operand count of ops.def (Kind Other: checked by its own rule, as
+  // thread_index gets its row as an operand).
+  const bool arity = static_cast<int>(n) >= info.min_args &&
+                     (info.max_args < 0 || static_cast<int>(n) <= info.max_args);
+  if (!arity && info.kind != PrimKind::Other) return false;
   const DType d = n ? args[0] : out;
   switch (info.kind) {
     case PrimKind::Arith2:
