@@ -279,7 +279,7 @@ std::vector<Case> cases_of(const PrimInfo& p) {
       break;
     }
     case PrimId::ThreadIndex: {
-      Case c{"", {"k", "k2"}, {i64, i64}, {i64}, i64};
+      Case c{"", {"k", "k2"}, {i64, i64}, {i64, i64}, i64};  // the VM's row operands
       c.text = sig(c) +
                " -> (i64, i64, i64) {\nentry:\n  t = thread_index()\n  u = add(t, k)\n  v = "
                "mul(u, t)\n  return t, u, v\n}\n";
@@ -319,9 +319,7 @@ TEST_CASE("jit prims: every compiled primitive gives the kernels' bits and error
           CAPTURE(persistent);
           RunResult on = run_prog(l, true, persistent);
           same_results(off, on);
-          // thread_index compiles given its thread's row as an operand,
-          // which the stack VM does not pass yet: it stays with its kernel.
-          if (jit::available() && p.id != PrimId::ThreadIndex) {
+          if (jit::available()) {
             CAPTURE(on.log);
             CHECK(all_fused(on.log));
           }

@@ -173,7 +173,7 @@ Value* Gen::op(const FOp& o) {
     case PrimId::Lgamma:
       return kernel_call(d == DType::F32 ? "ab_scalar_lgammaf" : "ab_scalar_lgamma", ty(d), {v[0]});
     case PrimId::ThreadIndex:
-      return v[0];  // the operand the VM passes: the thread's input row
+      return b_.CreateAdd(v[0], v[1]);  // the operands the VM passes: row + first thread
     case PrimId::Sigmoid: {
       Value* one = ConstantFP::get(ty(d), 1.0);
       Value* pos = b_.CreateFDiv(one, b_.CreateFAdd(one, libm("exp", d, {b_.CreateFNeg(v[0])})));

@@ -43,8 +43,8 @@ bool other_supported(PrimId op, const std::vector<DType>& args, DType out) {
     case PrimId::FoldIn:
       return n == 2 && args[0] == DType::I64 && is_int(args[1]) && out == DType::I64;
     case PrimId::ThreadIndex:
-      // The VM passes the thread's input row as the operand.
-      return n == 1 && args[0] == DType::I64 && out == DType::I64;
+      // The VM passes the thread's input row and the batch's first thread.
+      return n == 2 && args[0] == DType::I64 && args[1] == DType::I64 && out == DType::I64;
     default:
       return false;  // a primitive of Kind Other needs its rule here to compile
   }

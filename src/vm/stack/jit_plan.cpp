@@ -53,6 +53,9 @@ bool StackVM::compilable(const Op& op) const {
     if (leaves_[o.leaf].type.dtype != leaves_[op.outs[0].leaf].type.dtype) return false;
   std::vector<DType> ds;
   for (const auto& a : op.args) ds.push_back(ref_dtype(a));
+  // A primitive that reads its thread (thread_index) gets the thread's input
+  // row and the batch's first thread as operands (make_segment).
+  if (prim_per_thread(op.prim)) ds = {DType::I64, DType::I64};
   return jit::supported(op.prim, ds, leaves_[op.outs[0].leaf].type.dtype);
 }
 
@@ -68,13 +71,18 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
   auto slot = [&](int32_t leaf) {
     auto it = slot_of.find(leaf);
     if (it != slot_of.end()) return it->second;
-    const Leaf& l = leaves_[leaf];
     jit::Slot sl;
-    sl.dtype = l.type.dtype;
-    sl.kind = l.shared         ? jit::SlotKind::Shared
-              : l.in_scratch() ? jit::SlotKind::Scratch
-                               : jit::SlotKind::Thread;
     sl.keep = false;
+    if (leaf == kRowLeaf || leaf == kFirstThreadLeaf) {  // thread_index's operands
+      sl.dtype = DType::I64;
+      sl.kind = leaf == kRowLeaf ? jit::SlotKind::Thread : jit::SlotKind::Shared;
+    } else {
+      const Leaf& l = leaves_[leaf];
+      sl.dtype = l.type.dtype;
+      sl.kind = l.shared         ? jit::SlotKind::Shared
+                : l.in_scratch() ? jit::SlotKind::Scratch
+                                 : jit::SlotKind::Thread;
+    }
     if (sl.kind == jit::SlotKind::Scratch && !dense && !stack_leaf) {
       // Kept if anything else in the block (or its branch) reads it.
       sl.keep = cb.term == TermKind::Branch && cb.cond == leaf;
@@ -135,6 +143,9 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
     jit::FOp f;
     f.prim = op.prim;
     for (const auto& a : op.args) f.args.push_back(arg(a));
+    if (prim_per_thread(op.prim)) {  // thread_index: the lane's input row + first_thread
+      f.args = {jit::Arg{slot(kRowLeaf)}, jit::Arg{slot(kFirstThreadLeaf)}};
+    }
     for (const auto& o : op.outs) f.outs.push_back(slot(o.leaf));
     f.cast_to = leaves_[op.outs[0].leaf].type.dtype;
     seg.ops.push_back(std::move(f));
@@ -208,13 +219,25 @@ bool StackVM::block_form(const CBlock& cb) const {
   return true;
 }
 
+void* StackVM::thread_operand(int32_t l) {
+  if (l == kRowLeaf) return lane_input_.data();
+  return &opt_.first_thread;
+}
+
 // Compiled blocks: each one's base (jit.h, BlockFn), for this run's arrays.
 void StackVM::bind_blocks() {
+  for (CBlock& cb : blocks_)
+    for (Seg& s : cb.segs)
+      for (auto [k, l] : s.thread_operands) s.base[k] = thread_operand(l);
   for (CBlock& cb : blocks_) {
     if (!cb.block_fn && !cb.chained) continue;
     auto& base = cb.block_base;
     base.clear();
     for (int32_t l : cb.block_slots) {
+      if (l == kRowLeaf || l == kFirstThreadLeaf) {
+        base.push_back(thread_operand(l));
+        continue;
+      }
       Leaf& x = leaves_[l];
       base.push_back(x.in_scratch() ? x.scratch.data() : x.top.data());
     }
@@ -314,6 +337,11 @@ void StackVM::build_jit() {
       std::vector<int32_t> sl;
       jit::Segment seg = make_segment(bi, s.first, s.last, false, sl);
       for (size_t k = 0; k < seg.slots.size(); ++k) {
+        if (sl[k] == kRowLeaf || sl[k] == kFirstThreadLeaf) {  // bound per run (bind_blocks)
+          s.thread_operands.push_back({k, sl[k]});
+          s.base.push_back(nullptr);
+          continue;
+        }
         const Leaf& l = leaves_[sl[k]];
         s.base.push_back(const_cast<std::byte*>(
             seg.slots[k].kind == jit::SlotKind::Scratch ? l.scratch.data() : l.top.data()));
@@ -337,7 +365,8 @@ void StackVM::build_jit() {
       bool ok = scalar_leaf(cb.cond);
       for (const auto& op : cb.ops) {
         if (op.shared) continue;
-        ok = ok && compilable(op);
+        // (a dense body's Thread slots are leaves it copies: not the thread's row)
+        ok = ok && compilable(op) && !prim_per_thread(op.prim);
         for (const auto& o : op.outs) ok = ok && !(leaves_[o.leaf].full() && !o.in_place);
       }
       if (ok) {

@@ -96,6 +96,8 @@ struct Seg {
   std::vector<void*> base;      // per slot: where its values live
   std::vector<int32_t> spills;  // full leaves pushed by the segment's ops: spilled before it
   std::vector<int32_t> thread_out, scratch_out;  // leaves written (saved if it may fail)
+  // (slot, kRowLeaf or kFirstThreadLeaf): thread_index's operands, bound per run
+  std::vector<std::pair<size_t, int32_t>> thread_operands;
   bool may_fail = false;
 };
 
@@ -292,6 +294,11 @@ class StackVM {
   bool word_stack(int32_t l) const;
   bool block_form(const CBlock& cb) const;
   void bind_blocks();
+  // thread_index's operands in compiled code, in place of leaves: each
+  // thread's input row (lane_input_, per thread slot) and the batch's first
+  // thread (opt_.first_thread).
+  static constexpr int32_t kRowLeaf = -2, kFirstThreadLeaf = -3;
+  void* thread_operand(int32_t l);
   void build_jit();
 
   // ---- called per lane or per op: inline -------------------------------
