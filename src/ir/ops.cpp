@@ -7,12 +7,28 @@
 
 namespace ab {
 
-static const PrimInfo kPrims[] = {
-#define AB_PRIM(id, name, lo, hi, attrs, group, kind, dtypes, doc) \
-  {PrimId::id, name, lo, hi, attrs, group, PrimKind::kind, DtypeGroups::dtypes, doc},
+namespace {
+using namespace prim_effect;  // the Effects column's names
+const PrimInfo kPrims[] = {
+#define AB_PRIM(id, name, lo, hi, attrs, group, kind, dtypes, effects, speculate, jit, symbol, \
+                doc)                                                                           \
+  {PrimId::id,                                                                                 \
+   name,                                                                                       \
+   lo,                                                                                         \
+   hi,                                                                                         \
+   attrs,                                                                                      \
+   group,                                                                                      \
+   PrimKind::kind,                                                                             \
+   DtypeGroups::dtypes,                                                                        \
+   static_cast<uint8_t>(effects),                                                              \
+   Speculate::speculate,                                                                       \
+   JitKind::jit,                                                                               \
+   symbol,                                                                                     \
+   doc},
 #include "ir/ops.def"
 #undef AB_PRIM
 };
+}  // namespace
 
 constexpr size_t kBuiltins = std::size(kPrims);
 static_assert(kBuiltins == kBuiltinPrimCount);
@@ -75,8 +91,21 @@ std::optional<PrimId> register_custom_prim(CustomPrimDef def) {
   if (g_count == kMaxCustomPrims) return std::nullopt;
   auto id = static_cast<PrimId>(kBuiltins + g_count);
   auto* c = new Custom{std::move(def), {}};  // lives for the process
-  c->info = PrimInfo{id,     c->def.name.c_str(), c->def.min_args, c->def.max_args, "",
-                     "custom", PrimKind::Other, DtypeGroups::None, c->def.doc.c_str()};
+  // An embedder's primitive may fail (or cost) anywhere: never speculated;
+  // the JIT leaves it to its kernel.
+  c->info = PrimInfo{id,
+                     c->def.name.c_str(),
+                     c->def.min_args,
+                     c->def.max_args,
+                     "",
+                     "custom",
+                     PrimKind::Other,
+                     DtypeGroups::None,
+                     prim_effect::Fails,
+                     Speculate::Never,
+                     JitKind::None,
+                     "",
+                     c->def.doc.c_str()};
   g_custom[g_count++].store(c, std::memory_order_release);
   return id;
 }
@@ -114,6 +143,47 @@ void make_prim_global(PrimId id) {
 
 PrimScope::PrimScope(const std::vector<PrimId>* ids) : prev_(t_scope) { t_scope = ids; }
 PrimScope::~PrimScope() { t_scope = prev_; }
+
+std::string prim_effects_name(uint8_t effects) {
+  std::string out;
+  auto add = [&](uint8_t bit, const char* name) {
+    if (!(effects & bit)) return;
+    if (!out.empty()) out += ",";
+    out += name;
+  };
+  add(prim_effect::Random, "random");
+  add(prim_effect::Thread, "thread");
+  add(prim_effect::Fails, "fails");
+  return out.empty() ? "pure" : out;
+}
+
+const char* speculate_name(Speculate s) {
+  switch (s) {
+    case Speculate::Always:
+      return "always";
+    case Speculate::Never:
+      return "never";
+    case Speculate::IfCannotFail:
+      return "if it cannot fail";
+  }
+  return "?";
+}
+
+const char* jit_kind_name(JitKind k) {
+  switch (k) {
+    case JitKind::Inline:
+      return "inline";
+    case JitKind::Intrinsic:
+      return "intrinsic";
+    case JitKind::Libm:
+      return "libm";
+    case JitKind::Kernel:
+      return "kernel call";
+    case JitKind::None:
+      return "none";
+  }
+  return "?";
+}
 
 std::vector<AttrSpec> PrimInfo::attr_specs() const {
   std::vector<AttrSpec> out;

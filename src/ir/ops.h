@@ -13,7 +13,7 @@
 namespace ab {
 
 enum class PrimId : uint16_t {
-#define AB_PRIM(id, name, lo, hi, attrs, group, kind, dtypes, doc) id,
+#define AB_PRIM(id, ...) id,
 #include "ir/ops.def"
 #undef AB_PRIM
 };
@@ -55,6 +55,32 @@ enum class DtypeGroups : uint8_t {
   None,           // nothing must agree
 };
 
+// What running a primitive may do besides computing its result (ops.def's
+// Effects column): bits, Pure when none.
+namespace prim_effect {
+constexpr uint8_t Pure = 0;
+constexpr uint8_t Fails = 1;   // may report an error at run time
+constexpr uint8_t Random = 2;  // draws numbers from its key operand
+constexpr uint8_t Thread = 4;  // reads which thread runs it
+}  // namespace prim_effect
+
+// Whether a primitive may run for a thread that would not have run it
+// (ops.def's Speculate column; if_convert).
+enum class Speculate : uint8_t {
+  Always,
+  Never,
+  IfCannotFail,  // when its operands show it cannot fail (a rule per primitive)
+};
+
+// How the JIT compiles a primitive on scalars (ops.def's Jit column).
+enum class JitKind : uint8_t {
+  Inline,     // an instruction sequence of its own
+  Intrinsic,  // the LLVM intrinsic named by its symbol
+  Libm,       // the C library function named by its symbol ("f" appended for f32)
+  Kernel,     // the exported scalar function named by its symbol (vm/kernels_scalar.h)
+  None,       // not compiled
+};
+
 struct AttrSpec {
   std::string key;
   bool required = false;
@@ -69,6 +95,10 @@ struct PrimInfo {
   const char* group;
   PrimKind kind;
   DtypeGroups dtypes;
+  uint8_t effects;  // prim_effect bits
+  Speculate speculate;
+  JitKind jit;
+  const char* symbol;  // Intrinsic, Libm, Kernel: what it compiles to
   const char* doc;
   std::vector<AttrSpec> attr_specs() const;
 };
@@ -78,9 +108,19 @@ const PrimInfo* find_prim(std::string_view name);
 const PrimInfo& prim_info(PrimId id);
 std::vector<std::string> prim_names();
 
+// The effect columns of a primitive (custom ones: may fail, see
+// register_custom_prim).
+inline bool prim_may_fail(PrimId id) { return prim_info(id).effects & prim_effect::Fails; }
+inline bool prim_random(PrimId id) { return prim_info(id).effects & prim_effect::Random; }
 // A primitive whose value differs between threads even when its operands are
 // shared (thread_index): never computed once for all threads.
-inline bool prim_per_thread(PrimId id) { return id == PrimId::ThreadIndex; }
+inline bool prim_per_thread(PrimId id) { return prim_info(id).effects & prim_effect::Thread; }
+inline Speculate prim_speculate(PrimId id) { return prim_info(id).speculate; }
+inline JitKind prim_jit(PrimId id) { return prim_info(id).jit; }
+// Names of the columns' values, for `autobatch ops` and messages.
+std::string prim_effects_name(uint8_t effects);  // "pure", "fails", "random,fails", ...
+const char* speculate_name(Speculate s);
+const char* jit_kind_name(JitKind k);
 
 // Custom primitives: registered at run time (by an embedder, through the
 // public API), with ids after the built-ins. A registration lives for the

@@ -59,12 +59,9 @@ bool index_in_range(const Instr& in, const TypeMap& types) {
 
 // The instruction can run for any thread without raising (or having an
 // effect beyond its destinations).
-bool is_safe(const Instr& in, const TypeMap& types) {
-  if (in.kind == InstrKind::Copy) return true;
-  if (in.kind != InstrKind::Prim) return false;  // calls, pops
-  // A primitive registered by an embedder may fail (or cost) anywhere: never
-  // run it for a thread that would not have.
-  if (is_custom_prim(in.prim)) return false;
+// Whether a primitive that ops.def marks IfCannotFail cannot fail on these
+// operands: each such primitive has its rule here.
+bool cannot_fail(const Instr& in, const TypeMap& types) {
   switch (in.prim) {
     case PrimId::Div:
     case PrimId::Mod:
@@ -81,14 +78,25 @@ bool is_safe(const Instr& in, const TypeMap& types) {
     case PrimId::Get:
     case PrimId::Set:
       return index_in_range(in, types);
-    case PrimId::Tuple:
-    case PrimId::Gamma:  // fail on bad parameters (and may draw many numbers)
-    case PrimId::Poisson:
-    case PrimId::Categorical:
-      return false;
     default:
-      return true;
+      return false;  // a new IfCannotFail primitive needs its rule here
   }
+}
+
+// Whether `in` may run for a thread that would not have run it: ops.def's
+// Speculate column (custom primitives: never).
+bool is_safe(const Instr& in, const TypeMap& types) {
+  if (in.kind == InstrKind::Copy) return true;
+  if (in.kind != InstrKind::Prim) return false;  // calls, pops
+  switch (prim_speculate(in.prim)) {
+    case Speculate::Always:
+      return true;
+    case Speculate::Never:
+      return false;
+    case Speculate::IfCannotFail:
+      return cannot_fail(in, types);
+  }
+  return false;
 }
 
 bool all_safe(const Block& b, const TypeMap& types) {
@@ -139,7 +147,7 @@ class Converter {
   std::vector<int> preds_;
   LivenessInfo live_;
   std::vector<std::optional<VarSet>> defined_out_;  // nullopt: not reached yet
-  std::vector<bool> rewritten_;  // [block]: converted this round
+  std::vector<bool> rewritten_;                     // [block]: converted this round
 
   void analyse() {
     const auto& bs = f_.blocks;
@@ -410,6 +418,10 @@ class Converter {
 };
 
 }  // namespace
+
+bool speculatable(const Instr& in, const std::map<std::string, Type>& var_types) {
+  return is_safe(in, var_types);
+}
 
 bool if_convert_function(Function& f, const TypeMap& var_types) {
   if (f.blocks.empty()) return false;

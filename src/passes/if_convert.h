@@ -53,6 +53,11 @@ constexpr size_t kMaxHeader = 8;
 // Returns whether anything changed.
 bool if_convert_function(Function& f, const std::map<std::string, Type>& var_types);
 
+// Whether instruction `in` may run for a thread that would not have run it
+// (the safety rule above): from ops.def's Speculate column, and for an
+// IfCannotFail primitive its operands.
+bool speculatable(const Instr& in, const std::map<std::string, Type>& var_types);
+
 // Every function of a verified module, with the types inference found.
 bool if_convert(Module& m, const TypeInfo& types);
 

@@ -42,7 +42,7 @@ constexpr auto kTrampolines = make_trampolines(std::make_index_sequence<kMaxCust
 
 KernelFn kernel_for(PrimId op) {
   static const KernelFn kTable[] = {
-#define AB_PRIM(id, name, lo, hi, attrs, group, kind, dtypes, doc) &kern::kernel_##id,
+#define AB_PRIM(id, ...) &kern::kernel_##id,
 #include "ir/ops.def"
 #undef AB_PRIM
   };

@@ -221,7 +221,7 @@ namespace ab::kern {
 // One kernel per primitive, named after its PrimId (kernel_Add, ...), defined
 // in the kernels_*.cpp files; the X-macro makes a primitive without a kernel
 // a link error.
-#define AB_PRIM(id, name, lo, hi, attrs, group, kind, dtypes, doc) \
+#define AB_PRIM(id, ...) \
   bool kernel_##id(const KernelCall& call, KernelError* err);
 #include "ir/ops.def"
 #undef AB_PRIM

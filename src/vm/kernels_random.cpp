@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "vm/elementwise_impl.h"
+#include "vm/kernels_scalar.h"
 #include "vm/philox.h"
 
 namespace ab::kern {
@@ -84,8 +85,6 @@ bool gamma_of(const KernelCall& c, KernelError* err) {
         return "'gamma' needs a finite alpha > 0, got " + format_number(a);
       });
 }
-
-constexpr double kMaxPoissonRate = 1e15;
 
 template <class P>
 bool poisson_of(const KernelCall& c, KernelError* err) {

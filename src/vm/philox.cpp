@@ -298,6 +298,15 @@ void random_exponential_lanes(const int64_t* keys, double* const* out, int64_t c
     for (int64_t e = 0; e < count; ++e) out[j][e] = -std::log1p(-out[j][e]);
 }
 
+double random_normal_one(int64_t key) {
+  const PhiloxCounter x = random_block(key, RandomDomain::Normal, 0);
+  double u1 = small_to_double((join64(x[0], x[1]) >> 11) + 1) * kTwoPow53Inv;  // (0, 1]
+  double u2 = small_to_double(join64(x[2], x[3]) >> 11) * kTwoPow53Inv;        // [0, 1)
+  double r = std::sqrt(-2.0 * std::log(u1));
+  double theta = 2.0 * std::numbers::pi * u2;
+  return r * std::cos(theta);
+}
+
 int64_t random_fold_in(int64_t key, int64_t x) {
   uint64_t k = static_cast<uint64_t>(key), v = static_cast<uint64_t>(x);
   PhiloxCounter c = philox4x32_10({static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32), 0u,

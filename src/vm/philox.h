@@ -97,6 +97,8 @@ void random_exponential_lanes(const int64_t* keys, double* const* out, int64_t c
                               int64_t lanes);
 
 int64_t random_fold_in(int64_t key, int64_t x);
+// normal(key) of a scalar shape (element 0), as random_normal_lanes gives it.
+double random_normal_one(int64_t key);
 
 // One element's draw: element `element` of gamma(key, alpha) (alpha > 0,
 // finite) and of poisson(key, lam) (0 <= lam, finite).

@@ -47,9 +47,15 @@ bool StackVM::compilable(const Op& op) const {
       if (ref_dtype(op.args[k]) != leaves_[op.outs[k].leaf].type.dtype) return false;
     return true;
   }
-  if (op.outs.size() != 1) return false;
+  // One result, or split's two keys (of one dtype).
+  if (op.outs.size() != 1 && !(op.prim == PrimId::Split && op.outs.size() == 2)) return false;
+  for (const auto& o : op.outs)
+    if (leaves_[o.leaf].type.dtype != leaves_[op.outs[0].leaf].type.dtype) return false;
   std::vector<DType> ds;
   for (const auto& a : op.args) ds.push_back(ref_dtype(a));
+  // A primitive that reads its thread (thread_index) gets the thread's input
+  // row and the batch's first thread as operands (make_segment).
+  if (prim_per_thread(op.prim)) ds = {DType::I64, DType::I64};
   return jit::supported(op.prim, ds, leaves_[op.outs[0].leaf].type.dtype);
 }
 
@@ -65,13 +71,18 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
   auto slot = [&](int32_t leaf) {
     auto it = slot_of.find(leaf);
     if (it != slot_of.end()) return it->second;
-    const Leaf& l = leaves_[leaf];
     jit::Slot sl;
-    sl.dtype = l.type.dtype;
-    sl.kind = l.shared         ? jit::SlotKind::Shared
-              : l.in_scratch() ? jit::SlotKind::Scratch
-                               : jit::SlotKind::Thread;
     sl.keep = false;
+    if (leaf == kRowLeaf || leaf == kFirstThreadLeaf) {  // thread_index's operands
+      sl.dtype = DType::I64;
+      sl.kind = leaf == kRowLeaf ? jit::SlotKind::Thread : jit::SlotKind::Shared;
+    } else {
+      const Leaf& l = leaves_[leaf];
+      sl.dtype = l.type.dtype;
+      sl.kind = l.shared         ? jit::SlotKind::Shared
+                : l.in_scratch() ? jit::SlotKind::Scratch
+                                 : jit::SlotKind::Thread;
+    }
     if (sl.kind == jit::SlotKind::Scratch && !dense && !stack_leaf) {
       // Kept if anything else in the block (or its branch) reads it.
       sl.keep = cb.term == TermKind::Branch && cb.cond == leaf;
@@ -132,7 +143,10 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
     jit::FOp f;
     f.prim = op.prim;
     for (const auto& a : op.args) f.args.push_back(arg(a));
-    f.outs.push_back(slot(op.outs[0].leaf));
+    if (prim_per_thread(op.prim)) {  // thread_index: the lane's input row + first_thread
+      f.args = {jit::Arg{slot(kRowLeaf)}, jit::Arg{slot(kFirstThreadLeaf)}};
+    }
+    for (const auto& o : op.outs) f.outs.push_back(slot(o.leaf));
     f.cast_to = leaves_[op.outs[0].leaf].type.dtype;
     seg.ops.push_back(std::move(f));
   }
@@ -205,13 +219,25 @@ bool StackVM::block_form(const CBlock& cb) const {
   return true;
 }
 
+void* StackVM::thread_operand(int32_t l) {
+  if (l == kRowLeaf) return lane_input_.data();
+  return &opt_.first_thread;
+}
+
 // Compiled blocks: each one's base (jit.h, BlockFn), for this run's arrays.
 void StackVM::bind_blocks() {
+  for (CBlock& cb : blocks_)
+    for (Seg& s : cb.segs)
+      for (auto [k, l] : s.thread_operands) s.base[k] = thread_operand(l);
   for (CBlock& cb : blocks_) {
     if (cb.mode != ExecMode::WholeBlock && cb.mode != ExecMode::Chained) continue;
     auto& base = cb.block_base;
     base.clear();
     for (int32_t l : cb.block_slots) {
+      if (l == kRowLeaf || l == kFirstThreadLeaf) {
+        base.push_back(thread_operand(l));
+        continue;
+      }
       Leaf& x = leaves_[l];
       base.push_back(x.in_scratch() ? x.scratch.data() : x.top.data());
     }
@@ -251,7 +277,7 @@ std::string StackVM::not_compiled(const Op& op) const {
       return name + " on tensors is not compiled";
   for (const auto& o : op.outs)
     if (!scalar_leaf(o.leaf)) return name + " on tensors is not compiled";
-  if (op.outs.size() != 1 && op.kind != Op::Kind::Copy)
+  if (op.outs.size() != 1 && op.kind != Op::Kind::Copy && op.prim != PrimId::Split)
     return name + " with several results is not compiled";
   std::string types;
   for (const auto& a : op.args)
@@ -327,6 +353,10 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
     for (const auto& op : cb.ops) {
       if (op.shared || !f.dense_blocker.empty()) continue;
       if (!compilable(op)) f.dense_blocker = not_compiled(op);
+      // (a dense body's Thread slots are leaves it copies: not the thread's row)
+      else if (prim_per_thread(op.prim))
+        f.dense_blocker = "op '" + std::string(prim_info(op.prim).name) +
+                          "' reads the thread's input row, which a dense body does not carry";
       for (const auto& o : op.outs)
         if (leaves_[o.leaf].full() && !o.in_place && f.dense_blocker.empty())
           f.dense_blocker = "it pushes the stack of '" + leaves_[o.leaf].var + "'";
@@ -336,7 +366,12 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
       c.dense = make_segment(bi, 0, cb.ops.size(), true, c.dense_slots);
       f.dense_fail_op = failing_op(c.dense);
       f.dense_fails = !f.dense_fail_op.empty();
-      f.dense_copies = f.dense_fails ? 1 : loop_copies(c.dense.ops.size());
+      // A random primitive is some sixty instructions of Philox (or a call):
+      // it weighs as 16 ops, so that its loop is not copied (the copies cost
+      // compile time and gain nothing on so long a body).
+      size_t weight = 0;
+      for (const auto& op : c.dense.ops) weight += !op.copy && prim_random(op.prim) ? 16 : 1;
+      f.dense_copies = f.dense_fails ? 1 : loop_copies(weight);
       c.dense.copies = f.dense_copies;
     }
     return;
@@ -451,16 +486,22 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
       std::vector<int32_t> sl;
       jit::Segment seg = make_segment(bi, s.first, s.last, false, sl);
       for (size_t k = 0; k < seg.slots.size(); ++k) {
+        if (sl[k] == kRowLeaf || sl[k] == kFirstThreadLeaf) {  // bound per run (bind_blocks)
+          s.thread_operands.push_back({k, sl[k]});
+          s.base.push_back(nullptr);
+          continue;
+        }
         const Leaf& l = leaves_[sl[k]];
         s.base.push_back(const_cast<std::byte*>(
             seg.slots[k].kind == jit::SlotKind::Scratch ? l.scratch.data() : l.top.data()));
       }
       for (const auto& f : seg.ops) {
         s.may_fail = s.may_fail || jit::may_fail(f, seg.slots);
-        int32_t o = f.outs[0];
-        std::vector<int32_t>& dst =
-            seg.slots[o].kind == jit::SlotKind::Thread ? s.thread_out : s.scratch_out;
-        if (std::find(dst.begin(), dst.end(), sl[o]) == dst.end()) dst.push_back(sl[o]);
+        for (int32_t o : f.outs) {
+          std::vector<int32_t>& dst =
+              seg.slots[o].kind == jit::SlotKind::Thread ? s.thread_out : s.scratch_out;
+          if (std::find(dst.begin(), dst.end(), sl[o]) == dst.end()) dst.push_back(sl[o]);
+        }
       }
       cb.seg_at[s.first] = static_cast<int32_t>(cb.segs.size());
       gwhere.push_back({bi, cb.segs.size()});
@@ -508,7 +549,7 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
     for (size_t s = 0; s < dsegs[k].slots.size(); ++s) d.kind.push_back(dsegs[k].slots[s].kind);
     d.written.assign(d.slot_leaf.size(), false);
     for (const auto& f : dsegs[k].ops) {
-      d.written[f.outs[0]] = true;
+      for (int32_t o : f.outs) d.written[o] = true;
       d.may_fail = d.may_fail || jit::may_fail(f, dsegs[k].slots);
     }
     max_slots = std::max(max_slots, d.slot_leaf.size());

@@ -91,6 +91,8 @@ struct Seg {
   std::vector<void*> base;      // per slot: where its values live
   std::vector<int32_t> spills;  // full leaves pushed by the segment's ops: spilled before it
   std::vector<int32_t> thread_out, scratch_out;  // leaves written (saved if it may fail)
+  // (slot, kRowLeaf or kFirstThreadLeaf): thread_index's operands, bound per run
+  std::vector<std::pair<size_t, int32_t>> thread_operands;
   bool may_fail = false;
 };
 
@@ -305,6 +307,11 @@ class StackVM {
   std::string whole_blocker(const CBlock& cb) const;
   void gather_facts(uint32_t bi, BlockFacts& f, Candidates& c);
   void plan();
+  // thread_index's operands in compiled code, in place of leaves: each
+  // thread's input row (lane_input_, per thread slot) and the batch's first
+  // thread (opt_.first_thread).
+  static constexpr int32_t kRowLeaf = -2, kFirstThreadLeaf = -3;
+  void* thread_operand(int32_t l);
   void build_jit(std::vector<Candidates>& cand);
 
   // ---- called per lane or per op: inline -------------------------------

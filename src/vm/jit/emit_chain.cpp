@@ -1,0 +1,496 @@
+// The chain form of the JIT (ChainFn in jit.h): every block of a program
+// with calls in one function, a lane running from block to block as code
+// written for one thread does, with its variables and stack entries in
+// registers and local arrays while it stays in the chain.
+#include <map>
+#include <set>
+
+#include "vm/jit/gen.h"
+
+namespace ab::jit::detail {
+
+using namespace llvm;
+
+namespace {
+
+// The chain copies a callee's first blocks for each call site when they are
+// at most this many blocks and instructions (see Gen::chain).
+constexpr size_t kCopyBlocks = 4;
+constexpr size_t kCopyOps = 32;
+
+}  // namespace
+
+// The chain (ChainFn): every block of `blocks` in one function. A lane
+// goes from block to block as code written for one thread does: a goto,
+// branch or call jumps straight to its target's code, and each return
+// has its own switch over the blocks calls return to (so the CPU
+// predicts each jump on its own). Every block's code starts by counting
+// the lane's budget and checking its stacks.
+Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint32_t>& return_to,
+                     uint32_t frames, const std::string& name) {
+  Type* i64 = b_.getInt64Ty();
+  Type* i32 = b_.getInt32Ty();
+  Type* ptr = PointerType::get(ctx_, 0);
+  // The function for one lane (its slot index and first block), called per
+  // lane of the list by the ChainFn below: kept apart so that the list's
+  // loop takes no registers from the lane's values. It returns the budget
+  // it used times 2^32 plus its out_pc. Only `bases` and the slot index
+  // stay live throughout: what the lane's exit needs besides (the VM's
+  // arrays) is loaded again there, so the hot path keeps its registers.
+  Function* fn = Function::Create(FunctionType::get(i64, {ptr, i64, i64, ptr}, false),
+                                  Function::InternalLinkage, name + ".lane", m_);
+  fn->addFnAttr(Attribute::NoUnwind);
+  fn->addFnAttr(Attribute::NoInline);
+  Function* outer = Function::Create(FunctionType::get(i64, {ptr, ptr, i64, i64, ptr, ptr}, false),
+                                     Function::ExternalLinkage, name, m_);
+  outer->addFnAttr(Attribute::NoUnwind);
+  auto arg = fn->arg_begin();
+  Value* bases = &*arg++;
+  slot_index_ = &*arg++;
+  Value* start = &*arg++;
+  Value* limits = &*arg++;
+  lane_ = b_.getInt64(0);  // (a whole block writes its temporaries before reading them)
+
+  BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
+  BasicBlock* stop = BasicBlock::Create(ctx_, "stop", fn);
+  BasicBlock* next = BasicBlock::Create(ctx_, "next", fn);
+  b_.SetInsertPoint(entry);
+  Value* budget = b_.CreateLoad(i64, limits);
+  Value* start_pc = b_.CreateTrunc(start, i32);
+  std::vector<BlockCtx> ctx;
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    seg_ = &blocks[k];
+    dense_ = false;
+    make_scopes(name + "." + std::to_string(k), blocks[k].slots.size());
+    Value* base = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, bases, k));
+    ctx.push_back(block_context(blocks[k], base));
+  }
+  // One home per variable (each Thread slot's and each stack's depth, by
+  // the variable it is), loaded when a lane starts and stored when it
+  // leaves: from block to block its values stay in registers.
+  struct Home {
+    Value* at = nullptr;   // the alloca
+    Value* mem = nullptr;  // the VM's per-lane array
+    Type* type = nullptr;
+    Type* reg = nullptr;      // the alloca's type, if wider (a depth: i64, so no index widens it)
+    bool written = false;     // stored back (a variable no block writes may be a read-only input)
+    size_t blk = 0, pos = 0;  // mem is entry `pos` of block blk's base
+  };
+  std::map<int32_t, Home> tops, depths;  // by variable; depths[-1]: the pc stack
+  // Each stack's entries, while the lane is in the chain: a local array
+  // (kFlatLevels words; entry i+off is row level i, off = 1 for a
+  // variable's stack, whose push at depth 0 writes a dummy entry 0, and 0
+  // for the pc stack), copied in when the lane starts and back when it
+  // leaves. A push or pop is then one access at a fixed offset from the
+  // frame, with no row table and no lane index.
+  std::map<int32_t, Value*> bufs;
+  std::map<int32_t, StackPtrs> stack_of;  // by variable: one set of pointers for every block
+  std::map<int32_t, std::pair<size_t, size_t>> rows_at;  // by variable: its rows' (blk, pos)
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    const Segment& s = blocks[k];
+    BlockCtx& c = ctx[k];
+    for (size_t st = 0; st < c.stacks.size(); ++st) {
+      const bool pc = st + 1 == c.stacks.size();
+      if (!pc && st >= s.stack_var.size()) continue;
+      c.stacks[st].ready = b_.getInt32(kFlatLevels);  // the VM makes every row first
+      const int32_t var = pc ? -1 : s.stack_var[st];
+      if (!stack_of.count(var)) rows_at[var] = {k, s.slots.size() + 3 * st + 1};
+      c.stacks[st] = stack_of.emplace(var, c.stacks[st]).first->second;
+    }
+    c.slot_home.assign(s.slots.size(), nullptr);
+    c.depth_home.assign(c.stacks.size(), nullptr);
+    c.buf_home.assign(c.stacks.size(), nullptr);
+    for (size_t i = 0; i < s.slots.size(); ++i) {
+      if (s.slots[i].kind != SlotKind::Thread || i >= s.slot_var.size()) continue;
+      Home& h = tops[s.slot_var[i]];
+      if (!h.at) {
+        h.type = ty(s.slots[i].dtype);
+        h.at = b_.CreateAlloca(h.type);
+        h.mem = c.ptr[i];
+        h.blk = k;
+        h.pos = i;
+      }
+      c.slot_home[i] = h.at;
+    }
+    for (const FOp& o : s.ops) {
+      if (o.kind == FOp::Kind::Push) continue;
+      for (int32_t out : o.outs)  // (split writes two)
+        if (static_cast<size_t>(out) < s.slot_var.size() && s.slots[out].kind == SlotKind::Thread)
+          tops[s.slot_var[out]].written = true;
+    }
+    for (size_t st = 0; st < c.stacks.size(); ++st) {
+      const bool pc = st + 1 == c.stacks.size();
+      if (!pc && st >= s.stack_var.size()) continue;
+      const int32_t var = pc ? -1 : s.stack_var[st];
+      Home& h = depths[var];
+      if (!h.at) {
+        h.type = i32;
+        h.reg = i64;
+        h.at = b_.CreateAlloca(i64);
+        h.mem = c.stacks[st].depth;
+        h.blk = k;
+        h.pos = s.slots.size() + 3 * st;
+        h.written = true;
+        bufs[var] = b_.CreateAlloca(ArrayType::get(pc ? i32 : i64, kFlatLevels + 1));
+      }
+      c.depth_home[st] = h.at;
+      c.buf_home[st] = bufs[var];
+    }
+  }
+  // A call needs fewer frames than the pc stack's rows and the bound (a
+  // constant: one register fewer on the hot path).
+  Value* call_limit = b_.getInt64(std::min<uint32_t>(frames, kFlatLevels));
+  // Entry pos of block blk's base, loaded again (volatile: not merged with
+  // the entry's load, which would keep the pointer live all the way).
+  auto reload = [&](size_t blk, size_t pos) {
+    LoadInst* base = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, bases, blk));
+    base->setVolatile(true);
+    LoadInst* p = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, pos));
+    p->setVolatile(true);
+    return p;
+  };
+  auto homes = [&](bool load) {
+    for (auto* m : {&tops, &depths})
+      for (auto& [v, h] : *m) {
+        if (!load && !h.written) continue;
+        Value* mem = b_.CreateGEP(h.type, load ? h.mem : reload(h.blk, h.pos), slot_index_);
+        if (load) {
+          Value* v = b_.CreateLoad(h.type, mem);
+          b_.CreateStore(h.reg ? b_.CreateZExt(v, h.reg) : v, h.at);
+        } else if (h.written) {
+          Value* v = b_.CreateLoad(h.reg ? h.reg : h.type, h.at);
+          b_.CreateStore(h.reg ? b_.CreateTrunc(v, h.type) : v, mem);
+        }
+      }
+  };
+
+  // Per block: its entry (the budget, counted down at the blocks calls
+  // and backward jumps lead to: a lane that has used it stops there), its
+  // check and its body.
+  std::map<uint32_t, size_t> at;  // pc -> k
+  std::vector<BasicBlock*> enter(blocks.size()), check(blocks.size());
+  std::vector<PHINode*> runs(blocks.size());
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    at[blocks[k].pc] = k;
+    enter[k] = BasicBlock::Create(ctx_, "enter", fn, stop);
+    check[k] = BasicBlock::Create(ctx_, "check", fn, stop);
+    b_.SetInsertPoint(enter[k]);
+    runs[k] = b_.CreatePHI(i64, 2);
+  }
+  b_.SetInsertPoint(stop);
+  PHINode* stop_pc = b_.CreatePHI(i32, 4);
+  PHINode* stop_runs = b_.CreatePHI(i64, 4);
+  // An edge to block `pc` with the lane's runs so far: its code, or stop.
+  auto edge = [&](Value* pc, Value* r) {
+    BasicBlock* e = BasicBlock::Create(ctx_, "edge", fn, stop);
+    IRBuilder<> eb(e);
+    auto* c = dyn_cast<ConstantInt>(pc);
+    auto it = c ? at.find(static_cast<uint32_t>(c->getZExtValue())) : at.end();
+    if (it != at.end()) {
+      eb.CreateBr(enter[it->second]);
+      runs[it->second]->addIncoming(r, e);
+    } else {
+      eb.CreateBr(stop);
+      stop_pc->addIncoming(pc, e);
+      stop_runs->addIncoming(r, e);
+    }
+    return e;
+  };
+
+  b_.SetInsertPoint(entry);
+  homes(true);
+  // A lane whose stacks go deeper than the rows the code addresses is
+  // the interpreter's (stuck at its first block); else its entries are
+  // copied to the local arrays.
+  BasicBlock* too_deep = BasicBlock::Create(ctx_, "too_deep", fn);
+  {
+    Value* fits = b_.getTrue();
+    for (auto& [v, buf] : bufs) {
+      Value* d = b_.CreateLoad(i64, depths.at(v).at);
+      fits = b_.CreateAnd(fits, b_.CreateICmpULE(d, b_.getInt64(kFlatLevels + (v < 0 ? 0 : 1))));
+    }
+    BasicBlock* copy = BasicBlock::Create(ctx_, "copy_in", fn, stop);
+    b_.CreateCondBr(fits, copy, too_deep);
+    b_.SetInsertPoint(too_deep);
+    b_.CreateRet(b_.CreateZExt(b_.CreateOr(start_pc, b_.getInt32(kChainStuck)), i64));
+    b_.SetInsertPoint(copy);
+    for (auto& [v, buf] : bufs)
+      copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i64, depths.at(v).at), v < 0, true);
+  }
+  {
+    BasicBlock* other = BasicBlock::Create(ctx_, "edge", fn, stop);
+    SwitchInst* first = b_.CreateSwitch(start_pc, other, static_cast<unsigned>(blocks.size()));
+    for (size_t k = 0; k < blocks.size(); ++k)
+      first->addCase(b_.getInt32(blocks[k].pc), edge(b_.getInt32(blocks[k].pc), budget));
+    IRBuilder<> eb(other);
+    eb.CreateBr(stop);
+    stop_pc->addIncoming(start_pc, other);
+    stop_runs->addIncoming(budget, other);
+  }
+
+  // The blocks calls return to, in the chain.
+  std::set<uint32_t> returns_to;
+  for (uint32_t r : return_to)
+    if (at.count(r)) returns_to.insert(r);
+
+  // The blocks whose entry looks at the budget: those calls go to and
+  // those a goto or branch reaches from a block not before them. Every
+  // endless path goes through one of them again and again: without calls
+  // a thread returns finitely often, and without returns and such jumps
+  // its pc only grows.
+  std::set<uint32_t> counted;
+  for (const Segment& s : blocks) {
+    if (s.exit == Exit::Call) counted.insert(s.target);
+    if ((s.exit == Exit::Goto || s.exit == Exit::Branch) && s.target <= s.pc)
+      counted.insert(s.target);
+    if (s.exit == Exit::Branch && s.target2 <= s.pc) counted.insert(s.target2);
+  }
+
+  // Copies of a callee's first blocks, one set per call site. At a call
+  // whose callee starts with a few blocks (joined by gotos and branches,
+  // none ending in a call) at least one of which returns, such
+  // as fib's `n <= 1` case, the call jumps to a copy of those blocks made
+  // for that call site: a return there goes straight to the block the
+  // call returns to (the frame the call pushed is the one it pops), with
+  // no switch on the popped pc, and LLVM sees the pushed values come back.
+  // A copy's path that leaves them goes on in the shared code. No copy
+  // ends in a call, so every call of a recursion reaches a copy. A loop
+  // within a copy looks at the budget as the shared code does (the same
+  // blocks, by pc, are counted).
+  struct Copy {
+    size_t k = 0;  // the block copied
+    BasicBlock* enter = nullptr;
+    BasicBlock* check = nullptr;
+    PHINode* runs = nullptr;
+  };
+  using CopySet = std::map<uint32_t, Copy>;                 // by pc
+  std::map<std::pair<uint32_t, uint32_t>, CopySet> copies;  // by (callee, return block)
+  for (const Segment& s : blocks) {
+    if (s.exit != Exit::Call || !at.count(s.target)) continue;
+    auto key = std::make_pair(s.target, s.ret_pc);
+    if (copies.count(key)) continue;
+    std::vector<uint32_t> todo{s.target};
+    std::set<uint32_t> region;
+    size_t ops = 0;
+    bool returns = false, fits = true;
+    while (!todo.empty() && fits) {
+      const uint32_t pc = todo.back();
+      todo.pop_back();
+      auto it = at.find(pc);
+      if (region.count(pc) || it == at.end()) continue;
+      const Segment& b = blocks[it->second];
+      if (b.exit == Exit::Call) continue;
+      region.insert(pc);
+      ops += b.ops.size();
+      fits = region.size() <= kCopyBlocks && ops <= kCopyOps;
+      returns = returns || b.exit == Exit::Return;
+      if (b.exit == Exit::Goto || b.exit == Exit::Branch) todo.push_back(b.target);
+      if (b.exit == Exit::Branch) todo.push_back(b.target2);
+    }
+    if (!fits || !returns) continue;
+    CopySet& set = copies[key];
+    for (uint32_t pc : region) {
+      Copy c;
+      c.k = at.at(pc);
+      c.enter = BasicBlock::Create(ctx_, "copy_enter", fn, stop);
+      c.check = BasicBlock::Create(ctx_, "copy_check", fn, stop);
+      b_.SetInsertPoint(c.enter);
+      c.runs = b_.CreatePHI(i64, 2);
+      set[pc] = c;
+    }
+  }
+  auto copy_edge = [&](Copy& c, Value* r) {
+    BasicBlock* e = BasicBlock::Create(ctx_, "edge", fn, stop);
+    IRBuilder<> eb(e);
+    eb.CreateBr(c.enter);
+    c.runs->addIncoming(r, e);
+    return e;
+  };
+
+  std::vector<std::pair<BasicBlock*, Value*>> stuck;  // (a stuck block, the lane's runs)
+  std::vector<uint32_t> stuck_pc;                     // its out_pc
+  // Block k's code from `enter` (whose PHI `runs` has the lane's budget
+  // left): the budget, `check`, the body and the exit. `set` is the copy
+  // set it belongs to (a goto or branch to a block of the set stays in
+  // it, and a return goes to `ret_to`), or null for the shared code.
+  auto emit = [&](size_t k, BasicBlock* enter_k, PHINode* runs_k, BasicBlock* check_k, CopySet* set,
+                  uint32_t ret_to) {
+    const Segment& s = blocks[k];
+    auto go = [&](uint32_t pc, Value* r) {
+      if (set) {
+        auto it = set->find(pc);
+        if (it != set->end()) return copy_edge(it->second, r);
+      }
+      return edge(b_.getInt32(pc), r);
+    };
+    restore(ctx[k]);
+    b_.SetInsertPoint(enter_k);
+    if (counted.count(s.pc))
+      b_.CreateCondBr(b_.CreateICmpNE(runs_k, b_.getInt64(0)), check_k,
+                      edge_to_stop(stop, stop_pc, stop_runs, s.pc, runs_k, fn));
+    else
+      b_.CreateBr(check_k);
+    BasicBlock* body = BasicBlock::Create(ctx_, "body", fn, stop);
+    b_.SetInsertPoint(check_k);
+    // Stuck: out[j] says so here, off the path the lane takes on.
+    BasicBlock* stuck_k = BasicBlock::Create(ctx_, "stuck", fn, stop);
+    b_.CreateCondBr(block_check(ctx[k], call_limit), body, stuck_k);
+    IRBuilder<>(stuck_k).CreateBr(next);
+    stuck.push_back({stuck_k, runs_k});
+    stuck_pc.push_back(s.pc | kChainStuck);
+    b_.SetInsertPoint(body);
+    block_ops(ctx[k]);
+    const size_t pcs = ctx[k].stacks.size() - 1;
+    Value* r1 = counted.count(s.pc) ? b_.CreateSub(runs_k, b_.getInt64(1)) : runs_k;
+    Value* cond = nullptr;
+    Value* popped = nullptr;
+    switch (s.exit) {
+      case Exit::Goto:
+        break;
+      case Exit::Branch:
+        cond = b_.CreateICmpNE(read(Arg{s.cond}), b_.getInt8(0));
+        break;
+      case Exit::Call:
+        push_frame(pcs, s.ret_pc);
+        break;
+      case Exit::Return:
+        popped = pop_frame(pcs);
+        break;
+    }
+    store_written();
+    switch (s.exit) {
+      case Exit::Goto:
+        b_.CreateBr(go(s.target, r1));
+        break;
+      case Exit::Call: {  // (the frame is pushed above)
+        auto it = copies.find({s.target, s.ret_pc});
+        b_.CreateBr(it != copies.end() ? copy_edge(it->second.at(s.target), r1)
+                                       : edge(b_.getInt32(s.target), r1));
+        break;
+      }
+      case Exit::Branch: {
+        BasicBlock* yes = go(s.target, r1);
+        b_.CreateCondBr(cond, yes, go(s.target2, r1));
+        break;
+      }
+      case Exit::Return: {
+        if (set) {  // the frame popped is the one the call site pushed
+          b_.CreateBr(edge(b_.getInt32(ret_to), r1));
+          break;
+        }
+        SwitchInst* back =
+            b_.CreateSwitch(popped, edge(popped, r1), static_cast<unsigned>(returns_to.size()));
+        for (uint32_t t : returns_to) back->addCase(b_.getInt32(t), edge(b_.getInt32(t), r1));
+        break;
+      }
+    }
+  };
+  for (size_t k = 0; k < blocks.size(); ++k) emit(k, enter[k], runs[k], check[k], nullptr, 0);
+  copy_sites_ = copies.size();
+  for (auto& [key, set] : copies)
+    for (auto& [pc, c] : set) emit(c.k, c.enter, c.runs, c.check, &set, key.second);
+
+  // Leaves the chain at stop_pc (a block outside it, halt, or out of budget).
+  b_.SetInsertPoint(stop);
+  b_.CreateBr(next);
+
+  // A lane's end (from `stop` or a stuck block): its homes back to the
+  // VM's arrays.
+  b_.SetInsertPoint(next);
+  PHINode* ran = b_.CreatePHI(i64, 1 + stuck.size());
+  PHINode* out_pc = b_.CreatePHI(i32, 1 + stuck.size());
+  ran->addIncoming(stop_runs, stop);
+  out_pc->addIncoming(stop_pc, stop);
+  for (size_t i = 0; i < stuck.size(); ++i) {
+    ran->addIncoming(stuck[i].second, stuck[i].first);
+    out_pc->addIncoming(b_.getInt32(stuck_pc[i]), stuck[i].first);
+  }
+  Value* used = b_.CreateSub(budget, ran);
+  homes(false);
+  for (auto& [v, buf] : bufs) {
+    const auto& [blk, pos] = rows_at.at(v);
+    copy_rows(buf, reload(blk, pos), b_.CreateLoad(i64, depths.at(v).at), v < 0, false);
+  }
+  b_.CreateRet(b_.CreateOr(b_.CreateShl(used, 32), b_.CreateZExt(out_pc, i64)));
+
+  // The ChainFn: the lane function per lane of the list.
+  {
+    auto oa = outer->arg_begin();
+    Value* o_bases = &*oa++;
+    Value* o_idx = &*oa++;
+    Value* o_n = &*oa++;
+    Value* o_start = &*oa++;
+    Value* o_out = &*oa++;
+    Value* o_limits = &*oa++;
+    BasicBlock* o_entry = BasicBlock::Create(ctx_, "entry", outer);
+    BasicBlock* o_lane = BasicBlock::Create(ctx_, "lane", outer);
+    BasicBlock* o_exit = BasicBlock::Create(ctx_, "exit", outer);
+    b_.SetInsertPoint(o_entry);
+    b_.CreateCondBr(b_.CreateICmpSGT(o_n, b_.getInt64(0)), o_lane, o_exit);
+    b_.SetInsertPoint(o_lane);
+    PHINode* j = b_.CreatePHI(i64, 2);
+    PHINode* total = b_.CreatePHI(i64, 2);
+    j->addIncoming(b_.getInt64(0), o_entry);
+    total->addIncoming(b_.getInt64(0), o_entry);
+    Value* slot = b_.CreateZExt(b_.CreateLoad(i32, b_.CreateGEP(i32, o_idx, j)), i64);
+    Value* got = b_.CreateCall(fn, {o_bases, slot, o_start, o_limits});
+    b_.CreateStore(b_.CreateTrunc(got, i32), b_.CreateGEP(i32, o_out, j));
+    Value* jn = b_.CreateAdd(j, b_.getInt64(1));
+    Value* tn = b_.CreateAdd(total, b_.CreateLShr(got, 32));
+    j->addIncoming(jn, o_lane);
+    total->addIncoming(tn, o_lane);
+    mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, o_n), o_lane, o_exit), false);
+    b_.SetInsertPoint(o_exit);
+    PHINode* r = b_.CreatePHI(i64, 2);
+    r->addIncoming(b_.getInt64(0), o_entry);
+    r->addIncoming(tn, o_lane);
+    b_.CreateRet(r);
+  }
+  return outer;
+}
+
+// Copies this lane's entries of a stack at depth d (i32) between its rows
+// and the chain's local array `buf` (in: to the array). The pc stack's
+// levels are 0 .. d-1 at entries 0 .. d-1; a variable's, 0 .. d-2 at
+// entries 1 .. d-1 (its top is not on the stack).
+void Gen::copy_rows(Value* buf, Value* rows, Value* d, bool pc, bool in) {
+  Type* i64 = b_.getInt64Ty();
+  Type* w = pc ? b_.getInt32Ty() : i64;
+  Type* ptr = PointerType::get(ctx_, 0);
+  Function* fn = b_.GetInsertBlock()->getParent();
+  BasicBlock* before = b_.GetInsertBlock();
+  BasicBlock* loop = BasicBlock::Create(ctx_, in ? "copy_in" : "copy_out", fn);
+  BasicBlock* done = BasicBlock::Create(ctx_, "copied", fn);
+  const int64_t off = pc ? 0 : 1;
+  Value* count = b_.CreateSub(b_.CreateZExt(d, i64), b_.getInt64(static_cast<uint64_t>(off)));
+  b_.CreateCondBr(b_.CreateICmpSGT(count, b_.getInt64(0)), loop, done);
+  b_.SetInsertPoint(loop);
+  PHINode* level = b_.CreatePHI(i64, 2);
+  level->addIncoming(b_.getInt64(0), before);
+  Value* row = b_.CreateLoad(ptr, b_.CreateGEP(ptr, rows, level));
+  Value* mem = b_.CreateGEP(w, row, slot_index_);
+  Value* local = b_.CreateInBoundsGEP(
+      ArrayType::get(w, kFlatLevels + 1), buf,
+      {b_.getInt64(0), b_.CreateAdd(level, b_.getInt64(static_cast<uint64_t>(off)))});
+  if (in)
+    b_.CreateStore(b_.CreateLoad(w, mem), local);
+  else
+    b_.CreateStore(b_.CreateLoad(w, local), mem);
+  Value* next = b_.CreateAdd(level, b_.getInt64(1));
+  level->addIncoming(next, loop);
+  mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(next, count), loop, done), false);
+  b_.SetInsertPoint(done);
+}
+
+// An edge into `stop` for a lane whose budget ran out at block pc.
+BasicBlock* Gen::edge_to_stop(BasicBlock* stop, PHINode* stop_pc, PHINode* stop_runs, uint32_t pc,
+                              Value* r, Function* fn) {
+  BasicBlock* e = BasicBlock::Create(ctx_, "spent", fn, stop);
+  IRBuilder<> eb(e);
+  eb.CreateBr(stop);
+  stop_pc->addIncoming(b_.getInt32(pc), e);
+  stop_runs->addIncoming(r, e);
+  return e;
+}
+
+}  // namespace ab::jit::detail

@@ -1,0 +1,377 @@
+// The JIT's engine and code cache: one LLJIT per process (created on first
+// use), the cache of compiled modules keyed by their segments, and
+// compile(), which has Gen (gen.h) build a module's functions, optimises
+// them and links the machine code into the session.
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <mutex>
+
+#include "vm/jit/gen.h"
+#include "vm/jit/jit.h"
+#include "vm/kernels_scalar.h"
+
+namespace ab::jit {
+
+namespace {
+
+using namespace llvm;
+using detail::Gen;
+using llvm::Function;
+using llvm::Module;
+using llvm::Type;
+using llvm::Value;
+
+struct Engine {
+  std::unique_ptr<orc::LLJIT> jit;
+  std::string error;
+};
+
+Engine& engine() {
+  static Engine e;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+    InitializeNativeTargetAsmParser();
+    auto jtmb = orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) {
+      e.error = toString(jtmb.takeError());
+      return;
+    }
+    jtmb->setCodeGenOptLevel(CodeGenOpt::Default);
+    auto jit = orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+    if (!jit) {
+      e.error = toString(jit.takeError());
+      return;
+    }
+    // The C library's math functions resolve to this process's libm: the
+    // same functions the kernels call.
+    auto gen = orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        (*jit)->getDataLayout().getGlobalPrefix());
+    if (!gen) {
+      e.error = toString(gen.takeError());
+      return;
+    }
+    (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
+    // The scalar kernels compiled code calls (ops.def's Jit column Kernel),
+    // by their addresses: they are in this executable, not in its dynamic
+    // symbol table.
+    orc::SymbolMap scalar;
+    for (const ScalarFunction& f : scalar_functions())
+      scalar[(*jit)->mangleAndIntern(f.name)] =
+          JITEvaluatedSymbol(pointerToJITTargetAddress(f.address),
+                             JITSymbolFlags::Exported | JITSymbolFlags::Callable);
+    if (auto err = (*jit)->getMainJITDylib().define(orc::absoluteSymbols(std::move(scalar)))) {
+      e.error = toString(std::move(err));
+      return;
+    }
+    e.jit = std::move(*jit);
+  });
+  return e;
+}
+
+class LlvmCode : public Code {
+ public:
+  orc::ResourceTrackerSP tracker;
+  ~LlvmCode() override {
+    if (tracker) consumeError(tracker->remove());
+  }
+};
+
+std::atomic<uint64_t> module_counter{0};
+
+// What identifies a module: every segment, field by field.
+std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segment>& dense,
+                      const std::vector<Segment>& blocks, const std::vector<uint32_t>* chain) {
+  std::string k(1, chain ? 'c' : '-');
+  if (chain) {
+    k.append(reinterpret_cast<const char*>(chain->data()), chain->size() * sizeof(uint32_t));
+    k.push_back(';');
+  }
+  auto num = [&](uint64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const auto* list : {&gather, &dense, &blocks}) {
+    num(list->size());
+    for (const Segment& s : *list) {
+      num(s.slots.size());
+      for (const Slot& sl : s.slots)
+        num(static_cast<uint64_t>(sl.dtype) | static_cast<uint64_t>(sl.kind) << 8 |
+            static_cast<uint64_t>(sl.keep) << 16);
+      num(s.ops.size());
+      for (const FOp& o : s.ops) {
+        num(static_cast<uint64_t>(o.copy) | static_cast<uint64_t>(o.prim) << 8 |
+            static_cast<uint64_t>(o.cast_to) << 24 | static_cast<uint64_t>(o.kind) << 32);
+        num(static_cast<uint64_t>(static_cast<int64_t>(o.stack)));
+        num(o.args.size());
+        for (const Arg& a : o.args) {
+          num(static_cast<uint64_t>(static_cast<int64_t>(a.slot)));
+          num(static_cast<uint64_t>(a.dtype));
+          num(a.bits);
+        }
+        num(o.outs.size());
+        for (int32_t x : o.outs) num(static_cast<uint64_t>(x));
+      }
+      num(static_cast<uint64_t>(static_cast<int64_t>(s.cond)));
+      num(s.stay_on_true);
+      num(static_cast<uint64_t>(static_cast<int64_t>(s.copies)));
+      num(static_cast<uint64_t>(s.exit) | static_cast<uint64_t>(s.ret_pc) << 8);
+      num(static_cast<uint64_t>(s.stacks));
+      num(static_cast<uint64_t>(s.pc) | static_cast<uint64_t>(s.target) << 32);
+      num(static_cast<uint64_t>(s.target2));
+      for (const auto* v : {&s.slot_var, &s.stack_var}) {
+        num(v->size());
+        for (int32_t x : *v) num(static_cast<uint64_t>(static_cast<int64_t>(x)));
+      }
+    }
+  }
+  return k;
+}
+
+std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
+                                           const std::vector<Segment>& dense,
+                                           const std::vector<Segment>& blocks,
+                                           const std::vector<uint32_t>* chain,
+                                           uint32_t chain_frames, std::string* error);
+
+}  // namespace
+
+bool available() { return engine().jit != nullptr; }
+
+std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
+                                    const std::vector<Segment>& dense,
+                                    const std::vector<Segment>& blocks,
+                                    const std::vector<uint32_t>* chain, uint32_t chain_frames,
+                                    std::string* error, bool* cached) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Code> > cache;
+  std::string key = cache_key(gather, dense, blocks, chain);
+  if (chain) key += "f" + std::to_string(chain_frames);
+  // One compilation at a time; a second run of the same program waits for the first's code.
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  *cached = it != cache.end();
+  if (*cached) return it->second;
+  std::shared_ptr<const Code> code =
+      compile_module(gather, dense, blocks, chain, chain_frames, error);
+  if (code) cache.emplace(std::move(key), code);
+  return code;
+}
+
+namespace {
+
+// Modules without a dense loop: instruction selection by FastISel (opt level
+// None) and a short pass pipeline. On programs/nuts.ab (22 segments) this
+// takes the JIT from 75-90 ms of CPU to about 9; the segments' share of run
+// time is small (measured with callgrind on nuts and random_walk: fewer
+// instructions in total, compile included). Knobs for experiments:
+// AUTOBATCH_JIT_LIGHT_CG=none|less|default, AUTOBATCH_JIT_LIGHT_PIPELINE=<new
+// pass manager pipeline text, e.g. default<O1>>.
+CodeGenOpt::Level codegen_level(bool light) {
+  if (!light) return CodeGenOpt::Default;
+  const char* v = std::getenv("AUTOBATCH_JIT_LIGHT_CG");
+  std::string s = v ? v : "none";
+  if (s == "less") return CodeGenOpt::Less;
+  if (s == "default") return CodeGenOpt::Default;
+  return CodeGenOpt::None;
+}
+std::string light_pipeline() {
+  const char* v = std::getenv("AUTOBATCH_JIT_LIGHT_PIPELINE");
+  if (v && *v) return v;
+  return "function(sroa,early-cse,instcombine,simplifycfg)";
+}
+
+std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
+                                           const std::vector<Segment>& dense,
+                                           const std::vector<Segment>& blocks,
+                                           const std::vector<uint32_t>* chain,
+                                           uint32_t chain_frames, std::string* error) {
+  auto cpu_ms = [] {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  };
+  const double cpu0 = cpu_ms();
+  auto t0 = std::chrono::steady_clock::now();
+  auto ms = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
+  };
+  Engine& e = engine();
+  double t_init = ms();
+  if (!e.jit) {
+    *error = "LLVM could not be initialised: " + e.error;
+    return nullptr;
+  }
+  auto ctx = std::make_unique<LLVMContext>();
+  // Two modules, each with its own code generation: the segments and loop
+  // bodies (m), and the blocks compiled whole (mb). Modules of gather
+  // segments only (no dense loop) get cheap code generation (see
+  // codegen_level); the whole blocks always get the full one, which makes
+  // their loops about twice as fast (fib) and costs little, their code being
+  // short.
+  auto m = std::make_unique<Module>("autobatch", *ctx);
+  auto mb = std::make_unique<Module>("autobatch_blocks", *ctx);
+  const bool light = dense.empty();
+  auto machine = [&](CodeGenOpt::Level level) -> std::unique_ptr<TargetMachine> {
+    auto jtmb = orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) {
+      *error = toString(jtmb.takeError());
+      return nullptr;
+    }
+    jtmb->setCodeGenOptLevel(level);
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) {
+      *error = toString(tm.takeError());
+      return nullptr;
+    }
+    return std::move(*tm);
+  };
+  std::unique_ptr<TargetMachine> tm = machine(codegen_level(light));
+  std::unique_ptr<TargetMachine> tmb = blocks.empty() ? nullptr : machine(CodeGenOpt::Default);
+  if (!tm || (!blocks.empty() && !tmb)) return nullptr;
+  for (Module* x : {m.get(), mb.get()}) {
+    x->setDataLayout(e.jit->getDataLayout());
+    x->setTargetTriple(tm->getTargetTriple().str());
+  }
+  const std::string prefix = "ab" + std::to_string(module_counter++) + "_";
+  std::vector<std::string> gnames, dnames, mnames, snames, bnames;
+  std::string cname;
+  size_t copy_sites = 0;
+  {
+    Gen gb(*ctx, *mb);
+    for (size_t i = 0; i < blocks.size() && !chain; ++i) {
+      bnames.push_back(prefix + "b" + std::to_string(i));
+      gb.block(blocks[i], bnames.back());
+    }
+    if (chain && !blocks.empty()) {
+      cname = prefix + "chain";
+      gb.chain(blocks, *chain, chain_frames, cname);
+      copy_sites = gb.copy_sites_;
+    }
+    Gen g(*ctx, *m);
+    for (size_t i = 0; i < gather.size(); ++i) {
+      gnames.push_back(prefix + "g" + std::to_string(i));
+      g.gather(gather[i], gnames.back());
+    }
+    for (size_t i = 0; i < dense.size(); ++i) {
+      dnames.push_back(prefix + "d" + std::to_string(i));
+      g.dense(dense[i], dnames.back());
+      mnames.push_back(dense[i].copies > 1 ? prefix + "m" + std::to_string(i) : "");
+      if (!mnames.back().empty()) g.dense_multi(dense[i], mnames.back());
+      snames.push_back(dense[i].copies > 1 ? prefix + "s" + std::to_string(i) : "");
+      if (!snames.back().empty()) g.dense_solo(dense[i], snames.back());
+    }
+  }
+  const std::string cpu = tm->getTargetCPU().str();
+  const std::string features = tm->getTargetFeatureString().str();
+  for (Module* x : {m.get(), mb.get()})
+    for (Function& f : *x) {
+      if (f.isDeclaration()) continue;
+      f.addFnAttr("target-cpu", cpu);
+      f.addFnAttr("target-features", features);
+    }
+  for (Module* x : {m.get(), mb.get()}) {
+    std::string verr;
+    raw_string_ostream vs(verr);
+    if (verifyModule(*x, &vs)) {
+      *error = "internal error: generated code does not verify: " + vs.str();
+      return nullptr;
+    }
+  }
+  double t_gen = ms();
+  // The IR passes: O2 for loop bodies (to vectorise them), else a short pipeline.
+  auto optimise = [&](Module& x, TargetMachine* t, bool short_pipeline) {
+    LoopAnalysisManager lam;
+    FunctionAnalysisManager fam;
+    CGSCCAnalysisManager cgam;
+    ModuleAnalysisManager mam;
+    PassBuilder pb(t);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    if (short_pipeline) {
+      ModulePassManager mpm;
+      if (auto err = pb.parsePassPipeline(mpm, light_pipeline())) {
+        *error = "internal error: " + toString(std::move(err));
+        return false;
+      }
+      mpm.run(x, mam);
+    } else {
+      pb.buildPerModuleDefaultPipeline(OptimizationLevel::O2).run(x, mam);
+    }
+    return true;
+  };
+  if (!optimise(*m, tm.get(), light)) return nullptr;
+  if (tmb && !optimise(*mb, tmb.get(), true)) return nullptr;
+  double t_opt = ms();
+  // AUTOBATCH_JIT_DUMP=1 prints the optimised modules (to see what vectorised).
+  if (const char* dump = std::getenv("AUTOBATCH_JIT_DUMP"); dump && *dump == '1') {
+    m->print(errs(), nullptr);
+    if (tmb) mb->print(errs(), nullptr);
+  }
+  // Machine code with each module's own target machine (its opt level), then
+  // linked into the session as objects.
+  auto code = std::make_unique<LlvmCode>();
+  code->tracker = e.jit->getMainJITDylib().createResourceTracker();
+  std::vector<std::pair<Module*, TargetMachine*> > units{{m.get(), tm.get()}};
+  if (tmb) units.push_back({mb.get(), tmb.get()});
+  for (auto [x, t] : units) {
+    auto object = orc::SimpleCompiler(*t)(*x);
+    if (!object) {
+      *error = toString(object.takeError());
+      return nullptr;
+    }
+    if (auto err = e.jit->addObjectFile(code->tracker, std::move(*object))) {
+      *error = toString(std::move(err));
+      return nullptr;
+    }
+  }
+  // One lookup for every function: the module is compiled once, as a whole.
+  orc::SymbolLookupSet names;
+  for (const auto* list : {&gnames, &dnames, &mnames, &snames, &bnames})
+    for (const auto& n : *list)
+      if (!n.empty()) names.add(e.jit->mangleAndIntern(n));
+  if (!cname.empty()) names.add(e.jit->mangleAndIntern(cname));
+  auto syms = e.jit->getExecutionSession().lookup(
+      orc::makeJITDylibSearchOrder(&e.jit->getMainJITDylib()), std::move(names));
+  if (!syms) {
+    *error = toString(syms.takeError());
+    return nullptr;
+  }
+  auto address = [&](const std::string& n) {
+    return (*syms)[e.jit->mangleAndIntern(n)].getAddress();
+  };
+  for (const auto& n : gnames) code->gather.push_back(reinterpret_cast<GatherFn>(address(n)));
+  for (const auto& n : bnames) code->block.push_back(reinterpret_cast<BlockFn>(address(n)));
+  if (!cname.empty()) code->chain = reinterpret_cast<ChainFn>(address(cname));
+  code->chain_copy_sites = copy_sites;
+  for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
+  for (const auto& n : mnames)
+    code->dense_multi.push_back(n.empty() ? nullptr : reinterpret_cast<DenseMultiFn>(address(n)));
+  for (const auto& n : snames)
+    code->dense_solo.push_back(n.empty() ? nullptr : reinterpret_cast<DenseSoloFn>(address(n)));
+  code->seconds = ms() / 1e3;
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "%.1f ms of CPU; IR %.1f ms, optimise %.1f ms, machine code %.1f ms",
+                cpu_ms() - cpu0, t_gen - t_init, t_opt - t_gen, ms() - t_opt);
+  code->detail = buf;
+  return code;
+}
+
+}  // namespace
+
+}  // namespace ab::jit
