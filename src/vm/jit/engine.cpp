@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 
+#include "support/env_options.h"
 #include "vm/jit/gen.h"
 #include "vm/jit/jit.h"
 #include "vm/kernels_scalar.h"
@@ -180,15 +181,13 @@ namespace {
 // pass manager pipeline text, e.g. default<O1>>.
 CodeGenOpt::Level codegen_level(bool light) {
   if (!light) return CodeGenOpt::Default;
-  const char* v = std::getenv("AUTOBATCH_JIT_LIGHT_CG");
-  std::string s = v ? v : "none";
+  const std::string& s = ab::env_options().jit_light_cg;
   if (s == "less") return CodeGenOpt::Less;
   if (s == "default") return CodeGenOpt::Default;
   return CodeGenOpt::None;
 }
 std::string light_pipeline() {
-  const char* v = std::getenv("AUTOBATCH_JIT_LIGHT_PIPELINE");
-  if (v && *v) return v;
+  if (const std::string& v = ab::env_options().jit_light_pipeline; !v.empty()) return v;
   return "function(sroa,early-cse,instcombine,simplifycfg)";
 }
 
@@ -318,7 +317,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   if (tmb && !optimise(*mb, tmb.get(), true)) return nullptr;
   double t_opt = ms();
   // AUTOBATCH_JIT_DUMP=1 prints the optimised modules (to see what vectorised).
-  if (const char* dump = std::getenv("AUTOBATCH_JIT_DUMP"); dump && *dump == '1') {
+  if (ab::env_options().jit_dump) {
     m->print(errs(), nullptr);
     if (tmb) mb->print(errs(), nullptr);
   }
