@@ -264,3 +264,36 @@ TEST_CASE("plan: a loop body that can fail runs as dense chunks") {
   for (const auto& e : r.execution)
     if (e.mode == "dense_chunks") CHECK(has(e.reason, "can fail"));
 }
+
+// Every loop of scalar values compiles: the example programs that loop on
+// scalars (random numbers and integer division included) run no block op at
+// a time. Programs whose loops carry tensors are not in the list: ops on
+// tensors run in the kernels (docs/engine.md, "The JIT").
+TEST_CASE("plan: the example programs that loop on scalars run no block interpreted") {
+  if (!ab::jit::available()) return;
+  const char* programs[][2] = {
+      {"random_walk", "walk"}, {"collatz", "collatz_steps"}, {"gcd", "gcd"},
+      {"mandelbrot", "escape_time"}, {"straggler", "spin"}, {"spin", "spin"},
+      {"sum_to", "sum_to"}, {"random_keys", "main"}, {"collatz_select", "collatz_steps"},
+      {"deep_recursion", "tri"}, {"fib", "fib"}, {"terminators", "main"}};
+  for (const auto& [name, entry] : programs) {
+    CAPTURE(name);
+    autobatch::CompileOptions co;
+    co.entry = entry;
+    const std::string dir = std::string(AUTOBATCH_SOURCE_DIR) + "/programs/";
+    auto p = autobatch::compile_file(dir + name + ".ab", co);
+    REQUIRE_MESSAGE(p, p.rendered());
+    auto in = p->load_inputs({dir + name + ".json"});
+    REQUIRE_MESSAGE(in, in.rendered());
+    autobatch::RunOptions o;
+    o.threads = 1;
+    auto r = p->run(*in, o);
+    REQUIRE_MESSAGE(r.ok(), r.rendered());
+    REQUIRE(!r.execution.empty());
+    for (const auto& e : r.execution) {
+      CAPTURE(e.block);
+      CAPTURE(e.reason);
+      CHECK(e.mode != "interpreted");
+    }
+  }
+}

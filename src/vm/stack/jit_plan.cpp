@@ -314,7 +314,12 @@ std::vector<Seg> StackVM::find_segments(uint32_t bi) const {
       }
     }
     s.last = i;
-    if (static_cast<int64_t>(s.last - s.first) >= kTuning.min_segment) out.push_back(std::move(s));
+    // A run shorter than min_segment gains little over its kernels, but when
+    // it is the whole block (every instruction compiles) it is compiled all
+    // the same: the block then has no instruction left to the interpreter.
+    const bool whole = s.first == 0 && s.last == end;
+    if (static_cast<int64_t>(s.last - s.first) >= kTuning.min_segment || whole)
+      out.push_back(std::move(s));
   }
   return out;
 }

@@ -27,7 +27,8 @@
 //     (full code generation) would not repay itself.
 //  4. Otherwise runs of at least Tuning::min_segment consecutive compilable
 //     ops are compiled as segments (a shorter run gains nothing over its
-//     kernels), the rest run op at a time; with no such run, interpreted.
+//     kernels), and so is a block whose every op compiles, however short;
+//     the rest run op at a time; with no segment, interpreted.
 #pragma once
 #include <cstdint>
 #include <string>
