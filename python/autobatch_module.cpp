@@ -277,7 +277,7 @@ struct PyPrimitives {
 
 // `on_error`: "abort" (default) stops the run at the first runtime error
 // (ExecutionError); "record" keeps the other threads going and returns the
-// failed threads in the result's `errors` (SPEC 5.4).
+// failed threads in the result's `errors` (docs/language.md, "Runtime errors").
 void apply_on_error(autobatch::RunOptions& ro, const std::string& mode) {
   if (mode == "abort") {
     ro.on_error = autobatch::OnError::Abort;

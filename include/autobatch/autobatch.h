@@ -402,7 +402,7 @@ struct Progress {
   int64_t threads = 0;   // of the batch
   double seconds = 0;    // since the run started
 };
-// What a runtime error does (SPEC 5.4): Abort stops the run (no outputs);
+// What a runtime error does (docs/language.md, "Runtime errors"): Abort stops the run (no outputs);
 // Record stops only the thread that failed, the others run to the end, and
 // RunResult::errors lists the failed threads (their outputs are zero, NaN
 // for floats).
@@ -433,8 +433,8 @@ struct RunOptions {
   bool jit = true;
   // Trace: to a file and/or one call per line (without the newline). A trace
   // forces one OS thread. Formats (README, "Tracing and the report"):
-  // "jsonl" (a line per step, SPEC 5.5), "compact" (steps in columns, sampled
-  // masks, a summary: a few bytes per step), "chrome" (Chrome Trace Event
+  // "jsonl" (a line per step, docs/engine.md, "Traces and statistics"), "compact" (steps in
+  // columns, sampled masks, a summary: a few bytes per step), "chrome" (Chrome Trace Event
   // JSON for Perfetto), "auto" (jsonl up to kAutoJsonlBatch threads, else compact).
   std::string trace_path;
   std::function<void(std::string_view line)> trace_callback;
@@ -449,7 +449,7 @@ struct RunOptions {
   int64_t total_batch = 0;
   // Called between steps (about every 256 steps, from the thread running the
   // first shard) with how far the run got; keep it cheap. A step of chained
-  // blocks (recursion, README "Execution") can run long: within it the call
+  // blocks (recursion, docs/engine.md, "The chain") can run long: within it the call
   // comes every few million blocks, with the same step count (steps never
   // decrease) and more threads finished.
   std::function<void(const Progress&)> progress;
@@ -463,7 +463,7 @@ struct RunOptions {
 constexpr int64_t kAutoJsonlBatch = 64;
 
 // How one block ran: the stack VM plans each block once before the run
-// (README "Execution"); the stackless VM and the reference interpreter
+// (docs/engine.md, "The chain"); the stackless VM and the reference interpreter
 // interpret every block.
 struct BlockExecution {
   std::string block;   // FUNCTION.BLOCK, as in Stats::block_executions
@@ -519,7 +519,8 @@ struct RunResult {
   std::vector<BlockExecution> execution;
   // Why the run did not start (inputs, types, options): the CLI's exit 2.
   std::vector<Diagnostic> diagnostics;
-  // Why it stopped (SPEC runtime errors, out of memory): the CLI's exit 1.
+  // Why it stopped (runtime errors, docs/language.md, "Runtime errors", out of memory): the CLI's
+  // exit 1.
   std::optional<RuntimeError> runtime_error;
   // Stopped by RunOptions::cancel (runtime_error->message: "interrupted
   // after N steps (F of T threads finished)").

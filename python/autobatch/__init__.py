@@ -4,7 +4,7 @@
     prog = autobatch.load("programs/fib.ab", entry="fib")
     (out,) = prog.run(n=np.array([6, 7, 8, 7]))     # array([13, 21, 34, 21])
 
-A program is written in the autobatch language (SPEC.md); every input
+A program is written in the autobatch language (docs/language.md); every input
 array is a batch (its first axis: one thread per row) and every output
 comes back batch first. Python functions can be primitives of the
 language (see Primitive). Errors raise CompileError, InputError or

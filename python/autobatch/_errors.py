@@ -32,7 +32,7 @@ class InputError(AutobatchError, ValueError):
 
 
 class ExecutionError(AutobatchError, RuntimeError):
-    """A runtime error stopped the run (SPEC 5.4): integer division by zero,
+    """A runtime error stopped the run (docs/language.md, "Runtime errors"): integer division by zero,
     stack bound or max_steps exceeded, an index out of range, a Python
     primitive that raised...
 

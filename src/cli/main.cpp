@@ -1,7 +1,7 @@
 // autobatch: the command-line tool. Each subcommand is a thin layer over the
 // library: parse flags (CLI11), call the library, print, and map the outcome
-// to the exit codes of SPEC §6 (0 ok, 2 usage/parse/type/input error,
-// 1 runtime error).
+// to the exit codes of docs/language.md, "Diagnostics and exit status" (0 ok, 2
+// usage/parse/type/input error, 1 runtime error).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>

@@ -1,5 +1,5 @@
-// Loading the entry function's inputs from the --inputs flags (SPEC
-// section 3): inline JSON, JSON files and NAME=FILE.npy, mixed freely, each
+// Loading the entry function's inputs from the --inputs flags (docs/language.md,
+// "Inputs and outputs"): inline JSON, JSON files and NAME=FILE.npy, mixed freely, each
 // parameter given exactly once. The result holds one Array per parameter
 // and the batch size (number of threads) of the run.
 #pragma once

@@ -27,8 +27,8 @@ std::pair<size_t, size_t> line_col(std::string_view text, size_t pos) {
 
 // Python's json.dump writes NaN and the infinities as the bare words NaN,
 // Infinity and -Infinity, which JSON does not have: outside strings, each
-// becomes the string form ("NaN") that SPEC §3 reads. `quotes` receives the
-// offsets (in the result) of the quotes inserted, to map error positions
+// becomes the string form ("NaN") that inputs accept (docs/language.md, "Inputs and outputs").
+// `quotes` receives the offsets (in the result) of the quotes inserted, to map error positions
 // back. Returns false (and leaves `out` alone) if there is none.
 bool quote_bare_nonfinite(std::string_view text, std::string& out, std::vector<size_t>& quotes) {
   auto word_char = [](char c) {

@@ -1,6 +1,6 @@
 // The results of a run, as JSON ({"outputs": [R1, R2, ...]}) or as .npy
-// files, on stdout or in files written whole or not at all (SPEC section 3).
-// Results are the entry's result leaves in order; each has batch `batch`, or
+// files, on stdout or in files written whole or not at all (docs/language.md, "Inputs and
+// outputs"). Results are the entry's result leaves in order; each has batch `batch`, or
 // 1 when it is shared by all threads (then it is repeated: sharing is
 // invisible in the outputs).
 #pragma once

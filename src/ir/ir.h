@@ -1,6 +1,6 @@
-// The IR: modules of functions (the source language, SPEC §1) and lowered
-// programs (SPEC §4). Every node carries its SourceLoc. Locations never take
-// part in equality: `a == b` compares programs, not where they were written,
+// The IR: modules of functions (the source language, docs/language.md) and lowered
+// programs (docs/language.md, "The lowered form"). Every node carries its SourceLoc. Locations
+// never take part in equality: `a == b` compares programs, not where they were written,
 // which is what the round trip parse(print(p)) == p needs.
 #pragma once
 #include <optional>

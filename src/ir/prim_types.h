@@ -4,7 +4,7 @@
 // verifier, `autobatch ops` and the kernels' callers all ask this one
 // function, so a primitive's typing lives in exactly one place.
 //
-// Choices made here (SPEC §2 leaves them open):
+// Choices made here (docs/language.md, "Design choices"):
 // - Reductions take `axis=k` with -rank <= k < rank; a negative k counts from
 //   the last dimension (NumPy). Without `axis` they reduce every event
 //   dimension to a scalar. reduce_max/reduce_min over zero elements have no
@@ -12,8 +12,8 @@
 // - get/set index the first event dimension; i may be i32 or i64.
 // - set(x, i, v): v has x's dtype and a shape that broadcasts to x[i]'s.
 // - reshape's shape may hold one -1, inferred from the element count.
-// - dot/matvec/matmul/outer accept integer operands too (SPEC §2 says an
-//   integer dot wraps); transpose accepts any dtype.
+// - dot/matvec/matmul/outer accept integer operands too (docs/language.md, "Integer and float
+//   semantics", says an integer dot wraps); transpose accepts any dtype.
 // - Compare ops accept any dtype, bool included (false < true).
 #pragma once
 #include <cstdint>

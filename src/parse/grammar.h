@@ -1,6 +1,6 @@
-// The PEGTL grammar of `.ab` files: the source language (SPEC §1) and the
-// lowered forms (SPEC §4). grammar/autobatch.peg is the readable version of
-// this file; keep the two in step.
+// The PEGTL grammar of `.ab` files: the source language (docs/language.md) and the
+// lowered forms (docs/language.md, "The lowered form"). grammar/autobatch.peg is the readable
+// version of this file; keep the two in step.
 //
 // Newlines end instructions, except inside (...) and [...]. A function body
 // is parsed as a flat sequence of lines (labels, instructions, terminators);
@@ -134,10 +134,10 @@ struct pat_tuple
 struct pat_elem : p::sor<pat_tuple, pat_name> {};
 struct pattern : p::seq<pat_elem, p::star<sp, p::one<','>, sp, pat_elem>> {};
 
-// ---- expressions (SPEC 1.6) ----------------------------------------------------
-// Loosest first: or; and; prefix not; comparisons (not chained); + -; * / %;
-// prefix -; ** (right-associative). Operators may be followed by a newline
-// (the expression continues on the next line); they may not begin one.
+// ---- expressions (docs/language.md, "The structured form")
+// ---------------------------------------------------- Loosest first: or; and; prefix not;
+// comparisons (not chained); + -; * / %; prefix -; ** (right-associative). Operators may be
+// followed by a newline (the expression continues on the next line); they may not begin one.
 struct expr;
 struct expr_req : p::seq<expr> {};  // an expression that must be there
 struct attr_value : p::sor<dtype, literal> {};

@@ -1,5 +1,5 @@
-// The syntax tree of an `.ab` file (SPEC §1.3, §1.6): what was written,
-// with nested expressions, structured statements and every comment. `fmt`
+// The syntax tree of an `.ab` file (docs/language.md, "The block form" and "The structured form"):
+// what was written, with nested expressions, structured statements and every comment. `fmt`
 // prints it (format.cpp); the front end turns it into the IR of ir.h
 // (to_blocks.cpp), where every later pass takes over.
 #pragma once

@@ -1,5 +1,5 @@
-// The front end (SPEC 1.6): statements and nested expressions become labelled
-// blocks and three-address instructions. Intermediate values go to fresh
+// The front end (docs/language.md, "The structured form"): statements and nested expressions become
+// labelled blocks and three-address instructions. Intermediate values go to fresh
 // temporaries `t.N` and new blocks get labels `KIND.N`; a function's own
 // names never take that shape unless written so, and the counter skips any
 // name the function already uses.

@@ -1,5 +1,5 @@
 // allocation_strategy: the cheapest sound storage class for every variable
-// of a lowered program (SPEC §4 step 5).
+// of a lowered program (docs/language.md, "Storage classes").
 //
 //   null       never read: writes are dropped.
 //   temporary  lives inside one block (never live into or out of a block):

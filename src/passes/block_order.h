@@ -1,4 +1,4 @@
-// block_order: the scheduling priority of blocks (SPEC §4 step 7, §5.1).
+// block_order: the scheduling priority of blocks (docs/engine.md, "Passes" and "The stack VM").
 //
 // The stack VM's min-pc policy runs, at each step, the waiting block with
 // the smallest index; this pass decides those indices by reordering the

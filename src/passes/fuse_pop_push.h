@@ -1,4 +1,4 @@
-// fuse_pop_push: stack optimization (SPEC §4 step 6), the seed's
+// fuse_pop_push: stack optimization (docs/engine.md, "Passes"), the seed's
 // `skip_push_mask`.
 //
 // `pop x` followed in the same block by a write of x, with no read of x in

@@ -1,5 +1,5 @@
 // if_convert: small branches become `select`s, so a loop body becomes one
-// block (SPEC §4 item 2). Runs on the block form after type inference.
+// block (docs/engine.md, "Passes"). Runs on the block form after type inference.
 //
 // What, in every function, repeated until nothing changes:
 // - Diamond: `B: branch c, T, F` where T and F are reached only from B and

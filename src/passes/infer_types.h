@@ -1,4 +1,5 @@
-// infer_types: whole-program type inference (SPEC §1.4, §1.5).
+// infer_types: whole-program type inference (docs/language.md, "Type inference" and "Literals and
+// dtypes").
 //
 // What: every variable, parameter, result and literal of the functions gets
 // one type, from the entry's input types (or annotations) flowing through

@@ -1,5 +1,5 @@
 // liveness: which variables are live into and out of every block and out of
-// every instruction (SPEC §4 step 3).
+// every instruction (docs/engine.md, "Passes").
 //
 // A backward dataflow fixpoint over the control-flow graph, so loops are
 // supported: live-out(B) = union of live-in over B's successors, and

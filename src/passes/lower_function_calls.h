@@ -1,5 +1,5 @@
 // lower_function_calls: functions and calls become one flat program with
-// explicit stacks (SPEC §4 step 4), the seed system's calling sequence.
+// explicit stacks (docs/engine.md, "Passes"), the seed system's calling sequence.
 //
 // Names: a function's variable x becomes `f.x`, its label L `f.L`; its
 // results are `f.ret.0`, `f.ret.1`, ...; temporaries the pass makes are

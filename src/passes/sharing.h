@@ -1,4 +1,4 @@
-// sharing: which variables hold the same value in every thread (SPEC §5.6),
+// sharing: which variables hold the same value in every thread (docs/language.md, "Shared values"),
 // so a VM can store and compute them once.
 //
 // What: a variable is shared when every thread holds the same value whenever

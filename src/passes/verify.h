@@ -1,4 +1,4 @@
-// verify: structural checks that need no types (SPEC §4 step 1).
+// verify: structural checks that need no types (docs/engine.md, "Passes").
 //
 // Functions: unique names; unique parameters and labels; branch/goto targets
 // exist; callees exist and get the right number of arguments; call patterns

@@ -3,7 +3,7 @@
 // lanes; the reference interpreter calls the same kernels with n = 1. So
 // every VM computes bit-identical values (except where a kernel itself
 // chooses a blocked algorithm by operand layout, such as one GEMM for a
-// shared matrix; SPEC §5.3 allows that rounding difference).
+// shared matrix; docs/language.md, "Reference semantics" allows that rounding difference).
 //
 // A kernel sees n lanes of each operand through a view that says where lane
 // j's event lives (see Access). Operands and results are tensor leaves
@@ -75,7 +75,7 @@ struct KernelCall {
   int nouts = 0;
   const PrimAttrs* attrs = nullptr;  // never null
   // thread_index only (null for the others): lane j's thread, the index of
-  // its input row in the whole batch (SPEC §2), for j < n.
+  // its input row in the whole batch (docs/language.md, "Primitives"), for j < n.
   const int64_t* threads = nullptr;
 };
 

@@ -1,6 +1,6 @@
 // Kernels of the arithmetic primitives (add sub mul div mod neg abs min max
-// pow): SPEC §2 semantics. Integers wrap (computed in unsigned arithmetic,
-// so there is no undefined behaviour); div and mod floor as Python does;
+// pow): the semantics of docs/language.md, "Integer and float semantics". Integers wrap (computed
+// in unsigned arithmetic, so there is no undefined behaviour); div and mod floor as Python does;
 // division or mod by zero and negative integer exponents are errors.
 #include <bit>
 #include <cmath>

@@ -4,12 +4,13 @@
 // operand is per lane, all n lanes are one GEMM through OpenBLAS instead of
 // n small products. Other layouts run per lane: plain loops for small
 // events, one BLAS call per lane for large float ones. Integer operands
-// (allowed: SPEC §2 says an integer dot wraps) always use wrapping loops.
+// (allowed: docs/language.md, "Integer and float semantics", says an integer dot wraps) always use
+// wrapping loops.
 //
 // Rounding: per-lane loops accumulate in index order; BLAS paths (and
 // small_gemm.h, for a small shared matrix on hosts with AVX-512) use fused
 // or blocked sums, so a float result may differ in the last bits between the
-// shared-matrix path and the per-lane path (SPEC §5.3 allows that).
+// shared-matrix path and the per-lane path (docs/language.md, "Reference semantics" allows that).
 #include <cblas.h>
 
 #include <climits>

@@ -1,5 +1,5 @@
-// The reference interpreter (SPEC §5.3): runs each thread alone, one after
-// the other, with no batching. It is the definition of what a program means,
+// The reference interpreter (docs/language.md, "Reference semantics"): runs each thread alone, one
+// after the other, with no batching. It is the definition of what a program means,
 // and every batched VM is checked against it. It calls the same kernels as
 // the batched VMs, with one lane.
 //

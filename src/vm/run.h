@@ -2,8 +2,8 @@
 // parameter, batch B or 1 = shared), and outputs (one Array per result
 // leaf, batch B) or a runtime error.
 //
-// Runtime errors (SPEC 5.4). With `record_errors` off (--on-error abort) the
-// first error stops the run: `error`. With it on (--on-error record) a thread
+// Runtime errors (docs/language.md, "Runtime errors"). With `record_errors` off (--on-error abort)
+// the first error stops the run: `error`. With it on (--on-error record) a thread
 // that fails stops there and is dropped from every later step (and from the
 // calls it was in); the others run to the end; `failed` holds one error per
 // failed thread and that thread's outputs are zero (NaN for floats). Errors

@@ -1,4 +1,4 @@
-// A runtime error (SPEC §5.4): where, in which thread, and what.
+// A runtime error (docs/language.md, "Runtime errors"): where, in which thread, and what.
 #pragma once
 #include <string>
 

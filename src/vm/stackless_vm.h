@@ -1,4 +1,4 @@
-// The stackless VM (SPEC §5.2, the seed's `stackless.execute`): runs the
+// The stackless VM (docs/engine.md, "The stackless VM", the seed's `stackless.execute`): runs the
 // unlowered program for every thread at once.
 //
 // Each call frame holds a queue of (block, instruction, lanes) entries. A
@@ -15,7 +15,7 @@
 // Frames live on an explicit stack (no host recursion), so recursion as deep
 // as --max-stack-depth allows cannot overflow the C++ stack. A frame's
 // storage is sized by its own threads, not by the batch. Values that are the
-// same in every thread of a frame are stored once (SPEC §5.6): literals,
+// same in every thread of a frame are stored once (docs/language.md, "Shared values"): literals,
 // inputs given with batch 1, arguments passed from such values, and
 // variables assigned at one place only from such values (computed once per
 // frame).

@@ -1,8 +1,8 @@
-// Tracing and statistics (SPEC §5.5), shared by every VM.
+// Tracing and statistics (docs/engine.md, "Traces and statistics"), shared by every VM.
 //
 // A VM reports each step (TraceStep) to a TraceWriter, which writes one of
 // three formats:
-// - jsonl (SPEC §5.5): the header line, then one line per step
+// - jsonl (docs/engine.md, "Traces and statistics"): the header line, then one line per step
 //     {"step": i, "block": "fib.recur", "pc": 3, "active": k, "live": l, "mask": "0110..."}
 //   with "depth" added by the stackless and reference VMs, and "depths" (each
 //   thread's call depth, in the mask's order) by the stack VM. The mask has one character per

@@ -30,7 +30,8 @@ SEED = 20240601
 # Programs whose float results may differ by rounding between the VMs, with the
 # reason. Only matrix kernels (matvec/matmul/dot) qualify: a batched VM may do them
 # as one blocked GEMM over the threads, whose summation order differs from the
-# per-thread product (SPEC 5.3). Everything else must agree bit for bit.
+# per-thread product (docs/language.md, "Reference semantics"). Everything else must agree bit for
+# bit.
 FLOAT_TOLERANT = {
     "linalg": "matvec of a 3x3 matrix and dot (a batched GEMM may sum in another order)",
     "power_iteration": "matvec on a shared matrix is one GEMM in the batched VMs",

@@ -4,7 +4,7 @@
     gen_inputs.py PROGRAM --batch B --seed S [--output FILE]
         print (or write) a JSON inputs file for PROGRAM (a name such as `fib`, or a
         path to programs/NAME.ab): an object keyed by the entry's parameter names,
-        batch first (SPEC section 3). Some parameters are given with batch 1
+        batch first (docs/language.md, "Inputs and outputs"). Some parameters are given with batch 1
         (shared by every thread) to exercise broadcasting; when every parameter
         ends up shared the run needs `--batch B` (check_programs.py always passes it).
     gen_inputs.py --check [--programs DIR]
@@ -13,7 +13,7 @@
     gen_inputs.py --list [--programs DIR]
         print `NAME ENTRY` for every program.
 
-Every program needs an entry in SPECS below: the dtype, event shape and value
+Every program needs an entry in INPUT_TABLE below: the dtype, event shape and value
 distribution of each parameter of its entry function, chosen so that the program
 terminates quickly and never raises a runtime error. A program without a spec is
 an error (exit 2), so a new program must get one. Python 3 standard library only.
@@ -143,7 +143,7 @@ INF, NAN = float("inf"), float("nan")
 # of tools/test), so costly values (deep recursions, long loops) are rare `special`s
 # rather than the bulk of a uniform range. A batch of 64 or more threads holds every
 # special value at least once (in a random thread), whatever its probability.
-SPECS = {
+INPUT_TABLE = {
     # n <= 1 stops at once (zero and negatives too); n <= 10^5 takes at most ~350 steps.
     "collatz": [("n", P("i64", ints(-3, 10**5, special=(0, 1, 2, 27, 97, 871, 77031))))],
     # Trip count n (wrapping i64 arithmetic): keep it short.
@@ -314,26 +314,26 @@ class SpecError(Exception):
 def spec_for(path):
     """The spec of a program, checked against its entry's parameters (SpecError if not)."""
     name = program_name(path)
-    if name not in SPECS:
+    if name not in INPUT_TABLE:
         raise SpecError(
-            "%s has no input spec: add an entry %r to SPECS in %s (dtype, event shape and a "
+            "%s has no input spec: add an entry %r to INPUT_TABLE in %s (dtype, event shape and a "
             "value range that keeps the program terminating and free of runtime errors)"
             % (path, name, os.path.relpath(__file__, os.getcwd())))
-    spec = SPECS[name]
+    spec = INPUT_TABLE[name]
     entry, params = entry_params(path)
     if isinstance(spec, Resample):
         own = own_inputs(path)
         missing = [p for p, _, _ in params if p not in own and p not in spec.draws]
         if missing:
-            raise SpecError("%s: SPECS[%r] resamples %s, which lacks %s"
+            raise SpecError("%s: INPUT_TABLE[%r] resamples %s, which lacks %s"
                             % (path, name, own_path(path), missing))
         return entry, spec
     if [p for p, _, _ in params] != [n for n, _ in spec]:
-        raise SpecError("%s: entry %s has parameters %s but its spec gives %s; update SPECS[%r]"
+        raise SpecError("%s: entry %s has parameters %s but its spec gives %s; update INPUT_TABLE[%r]"
                         % (path, entry, [p for p, _, _ in params], [n for n, _ in spec], name))
     for (pname, dtype, shape), (_, p) in zip(params, spec):
         if dtype is not None and (dtype != p.dtype or shape != p.shape):
-            raise SpecError("%s: parameter %s is %s%s but its spec says %s%s; update SPECS[%r]"
+            raise SpecError("%s: parameter %s is %s%s but its spec says %s%s; update INPUT_TABLE[%r]"
                             % (path, pname, dtype, list(shape), p.dtype, list(p.shape), name))
     return entry, spec
 
@@ -353,7 +353,7 @@ def check_all(programs_dir=DEFAULT_PROGRAMS):
 # ---------------------------------------------------------------------------
 # Generation.
 
-ALL_SPECIALS_FROM = 64   # batches at least this large hold every special value
+FULL_COVERAGE_FROM = 64   # batches at least this large hold every special value
 
 
 def stable_seed(*parts):
@@ -399,7 +399,7 @@ def generate(path, batch, seed, p_shared=0.25):
     if isinstance(spec, Resample):
         return resample(path, spec, batch, rng)
     shared = [batch > 1 and p.shareable and rng.random() < p_shared for _, p in spec]
-    if shared and all(shared) and batch >= ALL_SPECIALS_FROM:
+    if shared and all(shared) and batch >= FULL_COVERAGE_FROM:
         shared[0] = False   # every input shared (run with --batch) only in small batches
     out = {}
     for (name, p), shared in zip(spec, shared):
@@ -408,7 +408,7 @@ def generate(path, batch, seed, p_shared=0.25):
             continue
         n = 1 if shared else batch
         values = [p.thread_value(rng) for _ in range(n)]
-        if n >= ALL_SPECIALS_FROM:
+        if n >= FULL_COVERAGE_FROM:
             # every corner value once, in a random thread (and element), so that a large
             # batch surely holds the rare expensive or extreme cases
             threads = rng.sample(range(n), min(n, len(p.draw.special)))

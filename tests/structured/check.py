@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Structured-form programs against their plain-Python twins (SPEC 1.6).
+"""Structured-form programs against their plain-Python twins (docs/language.md, "The structured form").
 
 For every NAME.ab here with a NAME.py beside it: NAME.py defines main() and
 INPUTS (one list per parameter, the batch first). The expected outputs are

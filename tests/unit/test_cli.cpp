@@ -1,4 +1,4 @@
-// End-to-end tests of the `autobatch` command (SPEC §3 inputs/outputs,
+// End-to-end tests of the `autobatch` command (docs/language.md, "Inputs and outputs",
 // §5.4 runtime errors, §6 command line and exit codes). Each test runs the
 // built binary (AUTOBATCH_BINARY) as a child process in a fresh temporary
 // directory, with the programs and input files it needs written there by the

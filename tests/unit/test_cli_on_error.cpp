@@ -1,4 +1,4 @@
-// `autobatch run --on-error record` end to end (SPEC 5.4): the outputs of
+// `autobatch run --on-error record` end to end (docs/language.md, "Runtime errors"): the outputs of
 // the threads that finished plus an "errors" list on stdout, the errors on
 // stderr, exit status 1; with file outputs an errors.json beside them; the
 // default stays abort. Under every VM, with --lanes and --threads.

@@ -116,7 +116,7 @@ Array make_array(DType d, Shape event, int64_t batch, const std::string& bytes) 
 
 // ---------------------------------------------------------------- inputs: JSON
 
-TEST_CASE("inputs: the SPEC example is four i64 threads") {
+TEST_CASE("inputs: the README example is four i64 threads") {
   auto r = load({R"({"n": [6, 7, 8, 7]})"}, {untyped("n")});
   REQUIRE(r.ok());
   CHECK(r->batch == 4);
@@ -678,7 +678,7 @@ TEST_CASE("npy: bool bytes are normalised to 0 and 1") {
 
 // ---------------------------------------------------------------- outputs
 
-TEST_CASE("outputs: the SPEC example") {
+TEST_CASE("outputs: the README example") {
   Array a = make_array(DType::I64, {}, 4, bytes_of<int64_t>({13, 21, 34, 21}));
   CHECK(render_outputs_json({a}, 4) == R"({"outputs": [[13, 21, 34, 21]]})");
   CHECK(render_outputs_json({}, 4) == R"({"outputs": []})");

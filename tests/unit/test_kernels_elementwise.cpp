@@ -1,6 +1,6 @@
-// Elementwise kernels: SPEC §2 semantics at the edges (floor div/mod signs,
-// wrapping at the integer bounds, errors and their lanes, NaN, rounding,
-// casts, broadcasting, zero-size events).
+// Elementwise kernels: the semantics of docs/language.md, "Integer and float semantics" at the
+// edges (floor div/mod signs, wrapping at the integer bounds, errors and their lanes, NaN,
+// rounding, casts, broadcasting, zero-size events).
 #include <cmath>
 #include <limits>
 

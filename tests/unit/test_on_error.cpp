@@ -1,5 +1,5 @@
-// --on-error record and --max-steps (SPEC 5.4), through the public API, in
-// every VM configuration: the stack VM (JIT on and off, both schedules), the
+// --on-error record and --max-steps (docs/language.md, "Runtime errors"), through the public API,
+// in every VM configuration: the stack VM (JIT on and off, both schedules), the
 // stackless VM, the reference interpreter, and the lowered program under the
 // stack VM and the lowered reference; each with refill lanes and with
 // --threads shards. A thread that fails stops; the others must give exactly

@@ -37,7 +37,7 @@ const Instr& first_instr(const Module& m) { return m.funcs.at(0).blocks.at(0).in
 
 }  // namespace
 
-TEST_CASE("the spec's fibonacci parses and prints back unchanged") {
+TEST_CASE("the README's fibonacci parses and prints back unchanged") {
   std::string fib =
       "func fib(n: i64) -> i64 {\n"
       "entry:\n"

@@ -369,8 +369,8 @@ TEST_CASE("nuts: max_depth bounds the tree depth") {
 // Today the VMs agree bit for bit: the precision matrix reaches leapfrog
 // through build_tree's parameters, which are written at several call sites,
 // so the stack VM stores it per thread and multiplies per lane, as the
-// others do. SPEC 5.3 allows a blocked kernel (one GEMM over the lanes for a
-// shared matrix) to round differently, so floats are compared to 1e-12
+// others do. docs/language.md, "Reference semantics" allows a blocked kernel (one GEMM over the
+// lanes for a shared matrix) to round differently, so floats are compared to 1e-12
 // relative (absolute below 1) and integers exactly; a GEMM's rounding
 // differences stay ~1e-15 relative over these few iterations, since the
 // leapfrog map of a Gaussian is linear and stable. The lowered program runs

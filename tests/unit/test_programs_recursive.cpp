@@ -86,7 +86,8 @@ json run_outputs(const fs::path& dir, const std::vector<std::string>& args, json
 }
 
 // A double as JSON: shortest digits that read back exactly, always with a '.'
-// or an exponent (so the CLI reads an f64), infinities as the SPEC's strings.
+// or an exponent (so the CLI reads an f64), infinities as the strings of docs/language.md, "Inputs
+// and outputs".
 std::string json_double(double x) {
   if (std::isnan(x)) return "\"NaN\"";
   if (std::isinf(x)) return x > 0 ? "\"Infinity\"" : "\"-Infinity\"";
@@ -149,7 +150,8 @@ void run_everywhere(const TempDir& tmp, const std::string& prog, size_t n_all, s
         &stats);
     REQUIRE(stats.is_object());
     if (vm == "reference") {
-      // One thread at a time: utilization does not apply (SPEC 5.5, issue 13).
+      // One thread at a time: utilization does not apply (docs/engine.md, "Traces and statistics",
+      // issue 13).
       CHECK(stats["mean_utilization"].is_null());
     } else {
       const double u = stats.value("mean_utilization", -1.0);

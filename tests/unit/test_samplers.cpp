@@ -1,4 +1,4 @@
-// The primitives SPEC §2 added for simulations: the float math functions
+// The primitives for simulations (docs/language.md, "Primitives"): the float math functions
 // against the C library and Python's math module, the samplers' moments and
 // probabilities over 10^5 seeded draws (deterministic: a seed gives the same
 // numbers on every run, so these cannot flake), fold_in, the "shaped like"

@@ -109,7 +109,7 @@ TEST_CASE("stack VM: every program gives the reference's outputs") {
     INFO(e.path().string());
     Loaded l = load(e.path().string(), {json.string()}, true);
     // A matrix product on a shared matrix is one GEMM, which may round
-    // differently from per-thread products (SPEC §5.3).
+    // differently from per-thread products (docs/language.md, "Reference semantics").
     bool gemm = l.m.source->text().find("matvec") != std::string::npos ||
                 l.m.source->text().find("matmul") != std::string::npos;
     same(stack(l), reference(l), gemm ? 1e-12 : 0);

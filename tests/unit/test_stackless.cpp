@@ -1,4 +1,4 @@
-// The stackless VM (SPEC §5.2): every program in programs/ gives the
+// The stackless VM (docs/engine.md, "The stackless VM"): every program in programs/ gives the
 // reference interpreter's outputs bit for bit, and small cases named by what
 // they check: inactive threads, runtime errors, deep recursion, the step
 // bound, calls of every shape, shared values, trace and statistics.
@@ -79,7 +79,7 @@ RunResult reference(const Prepared& p, const RunOptions& opt = {}) {
 // Outputs equal bit for bit (floats included: both call the same kernels),
 // except that with `rel` > 0 f64 outputs may differ by that relative amount:
 // a matrix product on a matrix stored once is one GEMM, which may round
-// differently from per-thread products (SPEC §5.3).
+// differently from per-thread products (docs/language.md, "Reference semantics").
 void check_same_outputs(const RunResult& got, const RunResult& want, double rel = 0) {
   REQUIRE_FALSE(want.error);
   if (got.error) FAIL_CHECK(render_runtime_error(nullptr, *got.error));

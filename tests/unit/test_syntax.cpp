@@ -1,5 +1,5 @@
-// The structured form and nested expressions (SPEC 1.6): what the front end
-// makes of each construct, where its diagnostics point, and what `fmt`
+// The structured form and nested expressions (docs/language.md, "The structured form"): what the
+// front end makes of each construct, where its diagnostics point, and what `fmt`
 // prints (comments kept, idempotent).
 #include <doctest/doctest.h>
 

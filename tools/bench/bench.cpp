@@ -1,5 +1,5 @@
 // autobatch_bench: the batched VM against plain baselines on the workloads
-// of the performance targets (README, "Performance"). Every row runs one
+// of the performance targets (docs/performance.md). Every row runs one
 // program of programs/ through the library and one baseline on the same
 // inputs, checks that their outputs match, and reports:
 //   name, batch, baseline (what the VM is compared with), baseline_s, vm_s
