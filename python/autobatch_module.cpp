@@ -412,7 +412,8 @@ PYBIND11_MODULE(_autobatch, m) {
 
   py::class_<autobatch::OpInfo>(m, "OpInfo",
                                 "One row of the primitive table: name, min_args, max_args (-1: "
-                                "any), attrs ('!' marks a required one), group, doc, custom.")
+                                "any), attrs ('!' marks a required one), group, doc, custom, effects, "
+                                "speculate, compiles (ops.def's specification columns).")
       .def_readonly("name", &autobatch::OpInfo::name)
       .def_readonly("min_args", &autobatch::OpInfo::min_args)
       .def_readonly("max_args", &autobatch::OpInfo::max_args)
@@ -420,6 +421,9 @@ PYBIND11_MODULE(_autobatch, m) {
       .def_readonly("group", &autobatch::OpInfo::group)
       .def_readonly("doc", &autobatch::OpInfo::doc)
       .def_readonly("custom", &autobatch::OpInfo::custom)
+      .def_readonly("effects", &autobatch::OpInfo::effects)
+      .def_readonly("speculate", &autobatch::OpInfo::speculate)
+      .def_readonly("compiles", &autobatch::OpInfo::compiles)
       .def("__repr__", [](const autobatch::OpInfo& o) {
         return "OpInfo(" + o.name + ", group=" + o.group + ")";
       });

@@ -299,6 +299,15 @@ struct OpInfo {
   std::string group;  // "arithmetic", ..., "custom"
   std::string doc;
   bool custom = false;
+  // The specification columns of its row: what running it may do besides
+  // computing ("pure", or some of "fails", "random", "thread"), whether
+  // if_convert may run it for threads that would not have ("always",
+  // "never", "if it cannot fail"), and how compiled code computes it on
+  // scalars ("inline", "intrinsic llvm.sqrt", "libm erf", "kernel
+  // ab_scalar_normal", or "none": in the kernels only).
+  std::string effects;
+  std::string speculate;
+  std::string compiles;
 };
 // The built-ins (ops.def order), then the globally registered primitives,
 // then those of `extra`.

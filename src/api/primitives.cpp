@@ -181,7 +181,12 @@ Status register_primitive(Primitive p) {
 std::vector<OpInfo> ops(const Primitives* extra) {
   std::vector<OpInfo> out;
   auto add = [&](const ab::PrimInfo& p, bool custom) {
-    out.push_back({p.name, p.min_args, p.max_args, p.attrs, p.group, p.doc, custom});
+    OpInfo o{p.name, p.min_args, p.max_args, p.attrs, p.group, p.doc, custom};
+    o.effects = ab::prim_effects_name(p.effects);
+    o.speculate = ab::speculate_name(p.speculate);
+    o.compiles = ab::jit_kind_name(p.jit);
+    if (p.symbol && *p.symbol) o.compiles += std::string(" ") + p.symbol;
+    out.push_back(std::move(o));
   };
   for (const auto& p : ab::all_prims()) add(p, false);
   {

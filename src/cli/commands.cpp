@@ -85,10 +85,14 @@ int cmd_ops() {
                             ? std::to_string(p.min_args) + "+"
                             : std::to_string(p.min_args) + "-" + std::to_string(p.max_args);
     std::string attrs = p.attrs.empty() ? "-" : p.attrs;
-    std::printf("%-11s args %-3s attrs %-12s %s\n", p.name.c_str(), arity.c_str(), attrs.c_str(),
-                p.doc.c_str());
+    std::printf("%-11s args %-3s attrs %-12s %-13s %-17s %-26s %s\n", p.name.c_str(),
+                arity.c_str(), attrs.c_str(), p.effects.c_str(), p.speculate.c_str(),
+                p.compiles.c_str(), p.doc.c_str());
   }
-  std::printf("\n(attributes marked ! are required)\n");
+  std::printf(
+      "\n(attributes marked ! are required; then what running it may do besides computing, "
+      "whether a branch may run it for threads that would not have, how compiled code computes "
+      "it on scalars)\n");
   return kOk;
 }
 

@@ -4,6 +4,7 @@
 // -v log).
 #include <doctest/doctest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -295,5 +296,31 @@ TEST_CASE("plan: the example programs that loop on scalars run no block interpre
       CAPTURE(e.reason);
       CHECK(e.mode != "interpreted");
     }
+  }
+}
+
+// `autobatch ops` and autobatch::ops() show the specification columns of
+// ops.def from which the planner's "every op compiles" and if_convert's
+// safety rule derive.
+TEST_CASE("ops: each primitive's effects, speculation and compilation") {
+  std::map<std::string, autobatch::OpInfo> row;
+  for (const auto& o : autobatch::ops()) row[o.name] = o;
+  CHECK(row.at("add").effects == "pure");
+  CHECK(row.at("add").speculate == "always");
+  CHECK(row.at("add").compiles == "inline");
+  CHECK(row.at("div").effects == "fails");
+  CHECK(row.at("div").speculate == "if it cannot fail");
+  CHECK(row.at("erf").compiles == "libm erf");
+  CHECK(row.at("sqrt").compiles.rfind("intrinsic", 0) == 0);
+  CHECK(has(row.at("split").effects, "random"));
+  CHECK(row.at("split").compiles == "inline");
+  CHECK(row.at("normal").compiles.rfind("kernel call", 0) == 0);
+  CHECK(has(row.at("thread_index").effects, "thread"));
+  CHECK(row.at("matmul").compiles == "none");
+  for (const auto& [name, o] : row) {
+    CAPTURE(name);
+    CHECK(!o.effects.empty());
+    CHECK(!o.speculate.empty());
+    CHECK(!o.compiles.empty());
   }
 }
