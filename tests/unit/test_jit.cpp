@@ -21,54 +21,16 @@
 #include "vm/jit/jit.h"
 #include "vm/reference.h"
 #include "vm/stack_vm.h"
+#include "stack_harness.h"
 
 using namespace ab;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Prog {
-  Module m;
-  InputSet inputs;
-  std::vector<std::optional<Type>> types;
-  std::string entry;
-};
-
-// The program's entry is `entry`, else its first function.
-Prog load(const std::string& text, const std::string& inputs, const std::string& entry = "") {
-  Result<Module> m = parse_text("t.ab", text);
-  INFO(m.diags().render());
-  REQUIRE(m.ok());
-  Diagnostics d(m->source);
-  verify(*m, d);
-  REQUIRE_FALSE(d.has_errors());
-  Prog p{m.take(), {}, {}, entry};
-  if (p.entry.empty()) p.entry = p.m.funcs.front().name.name;
-  const Function* fp = p.m.find_func(p.entry);
-  REQUIRE(fp != nullptr);
-  const Function& f = *fp;
-  std::vector<ParamSpec> specs;
-  for (const auto& q : f.params) specs.push_back({q.name.name, q.type});
-  Result<InputSet> in = load_inputs({inputs}, specs, std::nullopt);
-  INFO(in.diags().render());
-  REQUIRE(in.ok());
-  p.inputs = in.take();
-  for (const auto& a : p.inputs.values) p.types.push_back(Type{false, a.type, {}});
-  return p;
-}
-
-RunResult stack(const Prog& p, RunOptions opt) {
-  CompileOptions co;
-  co.entry = p.entry;
-  co.entry_types = p.types;
-  Result<Compiled> c = compile(p.m, co);
-  INFO(c.diags().render());
-  REQUIRE(c.ok());
-  Diagnostics d;
-  FunctionTypes ft = infer_program_types(*c->lowered.program, p.types, d, p.m.source);
-  REQUIRE_FALSE(d.has_errors());
-  return run_stack(*c->lowered.program, ft, p.inputs.values, p.inputs.batch, opt);
-}
+using stack_harness::load;
+using stack_harness::Prog;
+using stack_harness::stack;
 
 // The plan's mode of block `block` ("" if there is no such block).
 std::string mode_of(const RunResult& r, const std::string& block) {

@@ -26,53 +26,25 @@
 #include "vm/jit/jit.h"
 #include "vm/kernels_scalar.h"
 #include "vm/stack_vm.h"
+#include "stack_harness.h"
 
 namespace {
 
 using namespace ab;
 using nlohmann::json;
 
-struct Loaded {
-  Module m;
-  InputSet inputs;
-  std::vector<std::optional<Type>> types;
-};
+using Loaded = stack_harness::Prog;
 
 Loaded load_prog(const std::string& text, const json& inputs, const std::string& entry = "main") {
-  Result<Module> m = parse_text("t.ab", text);
-  INFO(text);
-  INFO(m.diags().render());
-  REQUIRE(m.ok());
-  Diagnostics d(m->source);
-  verify(*m, d);
-  REQUIRE_FALSE(d.has_errors());
-  Loaded p{m.take(), {}, {}};
-  const Function* f = p.m.find_func(entry);
-  REQUIRE(f != nullptr);
-  std::vector<ParamSpec> specs;
-  for (const auto& q : f->params) specs.push_back({q.name.name, q.type});
-  Result<InputSet> in = load_inputs({inputs.dump()}, specs, std::nullopt);
-  INFO(in.diags().render());
-  REQUIRE(in.ok());
-  p.inputs = in.take();
-  for (const auto& a : p.inputs.values) p.types.push_back(Type{false, a.type, {}});
-  return p;
+  return stack_harness::load(text, inputs.dump(), entry);
 }
 
-RunResult run_prog(const Loaded& p, bool jit, bool persistent, const std::string& entry = "main") {
-  CompileOptions co;
-  co.entry = entry;
-  co.entry_types = p.types;
-  Result<Compiled> c = compile(p.m, co);
-  INFO(c.diags().render());
-  REQUIRE(c.ok());
-  Diagnostics d;
-  FunctionTypes ft = infer_program_types(*c->lowered.program, p.types, d, p.m.source);
-  REQUIRE_FALSE(d.has_errors());
+// The program's entry was given to load_prog.
+RunResult run_prog(const Loaded& p, bool jit, bool persistent) {
   RunOptions o;
   o.jit = jit;
   o.persistent = persistent;
-  return run_stack(*c->lowered.program, ft, p.inputs.values, p.inputs.batch, o);
+  return stack_harness::stack(p, o);
 }
 
 // Same bits (any NaN equals any NaN: the sign of a NaN the hardware makes
@@ -388,8 +360,8 @@ TEST_CASE("jit prims: random_walk's loop compiles whole with the JIT") {
   json in = {{"key", json::array()}, {"bound", json::array({5})}};
   for (int i = 0; i < 300; ++i) in["key"].push_back(i * 7919 - 1000);
   Loaded l = load_prog(text, in, "walk");
-  RunResult off = run_prog(l, false, true, "walk");
-  RunResult on = run_prog(l, true, true, "walk");
+  RunResult off = run_prog(l, false, true);
+  RunResult on = run_prog(l, true, true);
   same_results(off, on);
   if (jit::available()) {
     CAPTURE(on.log);
