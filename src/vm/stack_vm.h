@@ -19,7 +19,7 @@
 // GEMM over the chunk. Every thread has a program-counter stack whose bottom
 // holds halt.
 //
-// Inputs are read in place when that is safe (issue 12): a parameter no
+// Inputs are read in place when that is safe: a parameter no
 // instruction writes (no output, in-place output or pop names it) keeps no
 // copy; its storage is the caller's array (a batch-1 input: its one row; a
 // batched input: all rows, when lane t runs input t, i.e. without refill
@@ -28,7 +28,7 @@
 // lane's value is copied in when its thread starts. RunResult::log says how
 // many bytes were read in place.
 //
-// Execution core (issue 10): with RunOptions::persistent (the default
+// Execution core: with RunOptions::persistent (the default
 // schedule) a block that branches back to itself keeps its chunk, iteration
 // after iteration (one step each), until every thread has left; with
 // RunOptions::jit the runs of scalar elementwise instructions of each block

@@ -1,4 +1,4 @@
-// Block compilation for the stack VM (issue 10): a run of a block's scalar
+// Block compilation for the stack VM: a run of a block's scalar
 // elementwise instructions (a "segment") becomes one native loop over a
 // chunk of lanes, compiled at run time with LLVM 15's ORC JIT. Values stay
 // in registers from one instruction to the next; only what outlives the

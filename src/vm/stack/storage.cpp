@@ -46,7 +46,7 @@ std::set<std::string> StackVM::written_vars() const {
   return w;
 }
 
-// Inputs read in place (issue 12: a large input is not copied). A leaf of
+// Inputs read in place (a large input is not copied). A leaf of
 // an entry parameter that no instruction writes needs no storage of its
 // own: its `top` borrows the caller's array. A shared leaf (batch-1 input)
 // borrows the one row; a per-thread leaf borrows the whole batch when
