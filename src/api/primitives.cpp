@@ -181,7 +181,14 @@ Status register_primitive(Primitive p) {
 std::vector<OpInfo> ops(const Primitives* extra) {
   std::vector<OpInfo> out;
   auto add = [&](const ab::PrimInfo& p, bool custom) {
-    OpInfo o{p.name, p.min_args, p.max_args, p.attrs, p.group, p.doc, custom};
+    OpInfo o;
+    o.name = p.name;
+    o.min_args = p.min_args;
+    o.max_args = p.max_args;
+    o.attrs = p.attrs;
+    o.group = p.group;
+    o.doc = p.doc;
+    o.custom = custom;
     o.effects = ab::prim_effects_name(p.effects);
     o.speculate = ab::speculate_name(p.speculate);
     o.compiles = ab::jit_kind_name(p.jit);
