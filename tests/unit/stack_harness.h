@@ -1,6 +1,6 @@
 // A small program given as text, its inputs as JSON text, compiled and run
 // on the stack VM with chosen options: the helper the JIT's tests share
-// (test_jit.cpp, test_jit_prims.cpp).
+// (test_jit.cpp, test_jit_prims.cpp, test_stack_vm.cpp).
 #pragma once
 #include <doctest/doctest.h>
 
@@ -48,7 +48,7 @@ inline Prog load(const std::string& text, const std::string& inputs,
 }
 
 // Compiles the program for its entry and runs it on the stack VM.
-inline RunResult stack(const Prog& p, RunOptions opt) {
+inline RunResult stack(const Prog& p, RunOptions opt = {}) {
   CompileOptions co;
   co.entry = p.entry;
   co.entry_types = p.types;

@@ -14,18 +14,15 @@
 #include "passes/verify.h"
 #include "vm/reference.h"
 #include "vm/stack_vm.h"
+#include "stack_harness.h"
 
 using namespace ab;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Loaded {
-  Module m;
-  std::string entry;
-  InputSet inputs;
-  std::vector<std::optional<Type>> types;
-};
+using Loaded = stack_harness::Prog;
+using stack_harness::stack;
 
 std::string header_entry(const Module& m) {
   const std::string& text = m.source->text();
@@ -42,7 +39,7 @@ Loaded load(const std::string& text_or_path, const std::vector<std::string>& inp
   Diagnostics d(m->source);
   ab::verify(*m, d);
   REQUIRE_FALSE(d.has_errors());
-  Loaded l{m.take(), "", {}, {}};
+  Loaded l{m.take(), {}, {}, ""};
   l.entry = header_entry(l.m);
   const Function* f = l.m.find_func(l.entry);
   REQUIRE(f);
@@ -54,19 +51,6 @@ Loaded load(const std::string& text_or_path, const std::vector<std::string>& inp
   l.inputs = in.take();
   for (const auto& a : l.inputs.values) l.types.push_back(Type{false, a.type, {}});
   return l;
-}
-
-RunResult stack(const Loaded& l, RunOptions opt = {}) {
-  CompileOptions co;
-  co.entry = l.entry;
-  co.entry_types = l.types;
-  Result<Compiled> c = compile(l.m, co);
-  INFO(c.diags().render());
-  REQUIRE(c.ok());
-  Diagnostics d;
-  FunctionTypes ft = infer_program_types(*c->lowered.program, l.types, d, l.m.source);
-  REQUIRE_FALSE(d.has_errors());
-  return run_stack(*c->lowered.program, ft, l.inputs.values, l.inputs.batch, opt);
 }
 
 RunResult reference(const Loaded& l, RunOptions opt = {}) {
