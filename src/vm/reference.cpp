@@ -28,6 +28,16 @@ struct CompiledFunction {
   std::vector<std::vector<PrimAttrs>> attrs;
   std::vector<std::vector<Type>> result_types;  // a prim's result type
   std::vector<std::vector<size_t>> callees;     // a call's function index
+  // [block][instr]: the destination's slot, or kTupleOut when the
+  // destination is a tuple pattern (bound leaf by leaf through `slots`).
+  std::vector<std::vector<size_t>> out_slot;
+  static constexpr size_t kTupleOut = ~size_t{0};
+  // [block]: a branch's condition slot and both targets' block indices (a
+  // goto's target is `then`).
+  struct Jump {
+    size_t cond = 0, then = 0, otherwise = 0;
+  };
+  std::vector<Jump> jumps;
   size_t n_results = 0;
 };
 
@@ -90,6 +100,7 @@ class Interpreter {
   std::vector<Type> entry_results_;
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
   Poller poll_;                           // cancel and progress
+  std::vector<const Value*> values_;      // a primitive's operands (reused)
   int64_t thread_steps_ = 0;              // blocks the current thread started (--max-steps)
   std::vector<std::string> block_names_;  // every function's blocks, qualified
   std::vector<size_t> offsets_;           // first block of each function in that list
@@ -123,6 +134,8 @@ class Interpreter {
     cf.attrs.resize(f.blocks.size());
     cf.result_types.resize(f.blocks.size());
     cf.callees.resize(f.blocks.size());
+    cf.out_slot.resize(f.blocks.size());
+    cf.jumps.resize(f.blocks.size());
     for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
       const Block& b = f.blocks[bi];
       for (size_t ii = 0; ii < b.instrs.size(); ++ii) {
@@ -145,7 +158,14 @@ class Interpreter {
         size_t callee = 0;
         if (in.kind == InstrKind::Call) callee = index_of(in.callee.name);
         cf.callees[bi].push_back(callee);
+        cf.out_slot[bi].push_back(in.out.is_tuple ? CompiledFunction::kTupleOut : slot(in.out.name));
       }
+      const Terminator& t = b.term;
+      if (t.kind == TermKind::Branch)
+        cf.jumps[bi] = {slot(t.cond.name), cf.labels.at(t.target.name),
+                        cf.labels.at(t.target2.name)};
+      else if (t.kind == TermKind::Goto)
+        cf.jumps[bi].then = cf.labels.at(t.target.name);
       for (size_t vi = 0; vi < b.term.values.size(); ++vi) {
         CompiledFunction::Arg a;
         const Operand& o = b.term.values[vi];
@@ -188,6 +208,15 @@ class Interpreter {
       bind(fr, cf, p.elems[i], std::move(v.elems[i]));
   }
 
+  // Binds the destination of the frame's current instruction.
+  void bind_out(Frame& fr, const CompiledFunction& cf, const Instr& in, Value v) {
+    size_t s = cf.out_slot[fr.block][fr.instr];
+    if (s != CompiledFunction::kTupleOut)
+      fr.vars[s] = std::move(v);
+    else
+      bind(fr, cf, in.out, std::move(v));
+  }
+
   RuntimeError error_at(const Frame& fr, SourceLoc loc, std::string msg) const {
     const Function& f = *fns_[fr.func].f;
     return RuntimeError{loc,    std::move(msg), thread_,
@@ -201,16 +230,16 @@ class Interpreter {
       Value v;
       v.is_tuple = true;
       for (const auto& a : args) v.elems.push_back(arg_value(fr, a));
-      bind(fr, cf, in.out, std::move(v));
+      bind_out(fr, cf, in, std::move(v));
       return std::nullopt;
     }
     Value result = Value::of_type(rt);
-    std::vector<const Value*> values;
-    for (const auto& a : args) values.push_back(&arg_value(fr, a));
-    if (auto e = apply_kernel(in.prim, values, cf.attrs[fr.block][fr.instr], result,
+    values_.clear();
+    for (const auto& a : args) values_.push_back(&arg_value(fr, a));
+    if (auto e = apply_kernel(in.prim, values_, cf.attrs[fr.block][fr.instr], result,
                               opt_.first_thread + thread_))
       return error_at(fr, in.callee.loc, *e);
-    bind(fr, cf, in.out, std::move(result));
+    bind_out(fr, cf, in, std::move(result));
     return std::nullopt;
   }
 
@@ -258,7 +287,7 @@ class Interpreter {
       if (fr.instr < b.instrs.size()) {
         const Instr& in = b.instrs[fr.instr];
         if (in.kind == InstrKind::Copy) {
-          bind(fr, cf, in.out, Value(arg_value(fr, cf.args[fr.block][fr.instr][0])));
+          bind_out(fr, cf, in, Value(arg_value(fr, cf.args[fr.block][fr.instr][0])));
         } else if (in.kind == InstrKind::Prim) {
           if (auto e = prim(fr, cf, in)) return e;
         } else if (in.kind == InstrKind::Call) {
@@ -277,15 +306,16 @@ class Interpreter {
       }
       const Terminator& t = b.term;
       if (t.kind == TermKind::Branch) {
-        const Value& c = fr.vars[cf.slots.at(t.cond.name)];
+        const CompiledFunction::Jump& j = cf.jumps[fr.block];
+        const Value& c = fr.vars[j.cond];
         bool taken = c.data.size() && static_cast<uint8_t>(c.data.data()[0]) != 0;
-        fr.block = cf.labels.at(taken ? t.target.name : t.target2.name);
+        fr.block = taken ? j.then : j.otherwise;
         fr.instr = 0;
         block_start = true;
         continue;
       }
       if (t.kind == TermKind::Goto) {
-        fr.block = cf.labels.at(t.target.name);
+        fr.block = cf.jumps[fr.block].then;
         fr.instr = 0;
         block_start = true;
         continue;
@@ -310,7 +340,7 @@ class Interpreter {
           v.is_tuple = true;
           v.elems = std::move(vals);
         }
-        bind(caller, ccf, call.out, std::move(v));
+        bind_out(caller, ccf, call, std::move(v));
       }
       ++caller.instr;
       block_start = true;

@@ -36,6 +36,10 @@ class ProgramInterpreter {
     }
     constants_.resize(p.blocks.size());
     attrs_.resize(p.blocks.size());
+    arg_slots_.resize(p.blocks.size());
+    out_slots_.resize(p.blocks.size());
+    out_types_.resize(p.blocks.size());
+    jumps_.resize(p.blocks.size());
     for (size_t b = 0; b < p.blocks.size(); ++b) {
       const Block& blk = p.blocks[b];
       for (size_t i = 0; i < blk.instrs.size(); ++i) {
@@ -49,8 +53,21 @@ class ProgramInterpreter {
           cs.push_back(literal_constant(in.args[a].lit, operand_type(types, b, i, a)));
         }
         constants_[b].push_back(std::move(cs));
+        std::vector<uint32_t> slots;
+        for (const auto& a : in.args) slots.push_back(a.is_var ? index_.at(a.name) : 0);
+        for (const auto& n : in.popped) slots.push_back(index_.at(n.name));
+        arg_slots_[b].push_back(std::move(slots));
+        out_slots_[b].push_back(in.out.is_tuple ? kTupleOut : index_.at(in.out.name));
+        out_types_[b].push_back(in.kind == InstrKind::Prim ? pattern_type(in.out) : Type{});
         attrs_[b].push_back(in.kind == InstrKind::Prim ? resolve_attrs(in) : PrimAttrs{});
       }
+      const Terminator& t = blk.term;
+      Jump& j = jumps_[b];
+      if (t.kind == TermKind::Branch) j.cond = index_.at(t.cond.name);
+      if (t.kind == TermKind::Branch || t.kind == TermKind::Goto || t.kind == TermKind::PushGoto)
+        j.then = labels_.at(t.target.name);
+      if (t.kind == TermKind::Branch || t.kind == TermKind::PushGoto)
+        j.otherwise = labels_.at(t.target2.name);
     }
   }
 
@@ -95,6 +112,20 @@ class ProgramInterpreter {
   std::vector<Slot> slots_;
   std::vector<std::vector<std::vector<Value>>> constants_;
   std::vector<std::vector<PrimAttrs>> attrs_;
+  // Names resolved once: [block][instr] the variable operands' slots (0 for a
+  // literal) followed by a pop's slots; the destination's slot (kTupleOut for
+  // a tuple pattern); [block] a terminator's condition slot and targets (a
+  // push_goto's return point is `then`, its callee `otherwise`).
+  static constexpr uint32_t kTupleOut = ~uint32_t{0};
+  std::vector<std::vector<std::vector<uint32_t>>> arg_slots_;
+  std::vector<std::vector<uint32_t>> out_slots_;
+  std::vector<std::vector<Type>> out_types_;  // a primitive's result type
+  struct Jump {
+    uint32_t cond = 0;
+    size_t then = 0, otherwise = 0;
+  };
+  std::vector<Jump> jumps_;
+  std::vector<const Value*> args_;  // an instruction's operands (reused)
   std::vector<std::vector<Value>> stacks_;  // per slot; non-full slots hold at most one
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
   Poller poll_;  // cancel and progress
@@ -106,7 +137,12 @@ class ProgramInterpreter {
   }
 
   std::optional<RuntimeError> read(const std::string& name, SourceLoc loc, const Value*& out) {
-    auto& st = stacks_[index_.at(name)];
+    return read_slot(index_.at(name), name, loc, out);
+  }
+
+  std::optional<RuntimeError> read_slot(uint32_t slot, const std::string& name, SourceLoc loc,
+                                        const Value*& out) {
+    auto& st = stacks_[slot];
     if (st.empty())
       return error(loc, "read of '" + name +
                             "', which holds no value here (the lowered program is unbalanced)");
@@ -120,7 +156,11 @@ class ProgramInterpreter {
         if (auto e = write(p.elems[i], std::move(v.elems[i]), loc)) return e;
       return std::nullopt;
     }
-    size_t s = index_.at(p.name);
+    return write_slot(index_.at(p.name), p, std::move(v), loc);
+  }
+
+  // A plain (not tuple) destination `p`, whose slot is `s`.
+  std::optional<RuntimeError> write_slot(size_t s, const Pattern& p, Value v, SourceLoc loc) {
     auto& st = stacks_[s];
     if (p.in_place) {
       if (st.empty()) return error(loc, empty_stack_message("in-place update", p.name));
@@ -143,35 +183,45 @@ class ProgramInterpreter {
       out = &constants_[b][i][a];
       return std::nullopt;
     }
-    return read(in.args[a].name, in.args[a].loc, out);
+    return read_slot(arg_slots_[b][i][a], in.args[a].name, in.args[a].loc, out);
   }
 
   std::optional<RuntimeError> exec(size_t b, size_t i) {
     const Instr& in = p_.blocks[b].instrs[i];
     if (in.kind == InstrKind::Pop) {
-      for (const auto& n : in.popped) {
-        size_t s = index_.at(n.name);
+      for (size_t k = 0; k < in.popped.size(); ++k) {
+        const auto& n = in.popped[k];
+        size_t s = arg_slots_[b][i][in.args.size() + k];
         if (!slots_[s].full) continue;
         if (stacks_[s].empty()) return error(n.loc, empty_stack_message("pop", n.name));
         stacks_[s].pop_back();
       }
       return std::nullopt;
     }
-    std::vector<const Value*> args(in.args.size());
+    std::vector<const Value*>& args = args_;
+    args.resize(in.args.size());
     for (size_t a = 0; a < in.args.size(); ++a)
       if (auto e = operand(b, i, a, args[a])) return e;
-    if (in.kind == InstrKind::Copy) return write(in.out, *args[0], in.loc);
+    if (in.kind == InstrKind::Copy) return dest(b, i, *args[0]);
     if (in.kind != InstrKind::Prim) return error(in.loc, "'call' cannot run in a lowered program");
     if (in.prim == PrimId::Tuple) {
       Value v;
       v.is_tuple = true;
       for (const Value* a : args) v.elems.push_back(*a);
-      return write(in.out, std::move(v), in.loc);
+      return dest(b, i, std::move(v));
     }
-    Value result = Value::of_type(pattern_type(in.out));
+    Value result = Value::of_type(out_types_[b][i]);
     if (auto e = apply_kernel(in.prim, args, attrs_[b][i], result, opt_.first_thread + thread_))
       return error(in.callee.loc, *e);
-    return write(in.out, std::move(result), in.loc);
+    return dest(b, i, std::move(result));
+  }
+
+  // Writes instruction i of block b's destination.
+  std::optional<RuntimeError> dest(size_t b, size_t i, Value v) {
+    const Instr& in = p_.blocks[b].instrs[i];
+    uint32_t s = out_slots_[b][i];
+    if (s == kTupleOut) return write(in.out, std::move(v), in.loc);
+    return write_slot(s, in.out, std::move(v), in.loc);
   }
 
   Type pattern_type(const Pattern& p) const {
@@ -220,20 +270,20 @@ class ProgramInterpreter {
       switch (t.kind) {
         case TermKind::Branch: {
           const Value* c = nullptr;
-          if (auto e = read(t.cond.name, t.cond.loc, c)) return e;
+          if (auto e = read_slot(jumps_[block_].cond, t.cond.name, t.cond.loc, c)) return e;
           bool taken = c->data.size() && static_cast<uint8_t>(c->data.data()[0]) != 0;
-          next = labels_.at(taken ? t.target.name : t.target2.name);
+          next = taken ? jumps_[block_].then : jumps_[block_].otherwise;
           break;
         }
         case TermKind::Goto:
-          next = labels_.at(t.target.name);
+          next = jumps_[block_].then;
           break;
         case TermKind::PushGoto:
           if (static_cast<int64_t>(pcs.size()) >= opt_.max_stack_depth)
             return error(t.loc,
                          stack_depth_message(opt_.max_stack_depth, owner_function(t.target2.name)));
-          pcs.push_back(labels_.at(t.target.name));
-          next = labels_.at(t.target2.name);
+          pcs.push_back(jumps_[block_].then);
+          next = jumps_[block_].otherwise;
           break;
         case TermKind::IndirectGoto:
           next = pcs.back();

@@ -8,20 +8,38 @@ namespace ab {
 
 std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args,
                                         const PrimAttrs& attrs, Value& result, int64_t thread) {
-  std::vector<Value*> outs;
-  result.leaves(outs);
-  std::vector<ArgView> views;
-  for (const Value* a : args)
-    views.push_back(ArgView{a->data.data(), Access::Dense, nullptr, &a->type});
-  std::vector<OutView> out_views;
-  for (Value* o : outs)
-    out_views.push_back(OutView{o->data.data(), Access::Dense, nullptr, &o->type});
+  // Views on the stack for the usual few operands (this runs once per
+  // instruction of the reference interpreters); the heap past that.
+  constexpr size_t kFew = 8;
+  ArgView arg_few[kFew];
+  std::vector<ArgView> arg_many;
+  ArgView* views = arg_few;
+  if (args.size() > kFew) {
+    arg_many.resize(args.size());
+    views = arg_many.data();
+  }
+  for (size_t i = 0; i < args.size(); ++i)
+    views[i] = ArgView{args[i]->data.data(), Access::Dense, nullptr, &args[i]->type};
+  OutView out_one;
+  std::vector<OutView> out_many;
+  OutView* out_views = &out_one;
+  int nouts = 1;
+  if (!result.is_tuple) {
+    out_one = OutView{result.data.data(), Access::Dense, nullptr, &result.type};
+  } else {
+    std::vector<Value*> outs;
+    result.leaves(outs);
+    for (Value* o : outs)
+      out_many.push_back(OutView{o->data.data(), Access::Dense, nullptr, &o->type});
+    out_views = out_many.data();
+    nouts = static_cast<int>(out_many.size());
+  }
   KernelCall call;
   call.n = 1;
-  call.args = views.data();
-  call.nargs = static_cast<int>(views.size());
-  call.outs = out_views.data();
-  call.nouts = static_cast<int>(out_views.size());
+  call.args = views;
+  call.nargs = static_cast<int>(args.size());
+  call.outs = out_views;
+  call.nouts = nouts;
   call.attrs = &attrs;
   call.threads = &thread;
   KernelFn fn = kernel_for(op);

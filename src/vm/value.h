@@ -2,6 +2,7 @@
 // elements) or a tuple of values. The reference interpreter works on these;
 // the batched VMs store variables as Arrays instead.
 #pragma once
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,10 +14,68 @@
 
 namespace ab {
 
+// One value's bytes, zero-initialised: up to kInline bytes (a scalar, or a
+// few) are held inside, so that the reference interpreters, which make and
+// drop a value per instruction, do not go to the heap for scalars. Aligned
+// for every dtype.
+class ValueBytes {
+ public:
+  static constexpr size_t kInline = 16;
+
+  ValueBytes() = default;
+  ValueBytes(const ValueBytes& o) { *this = o; }
+  ValueBytes(ValueBytes&& o) noexcept { take(o); }
+  ~ValueBytes() { delete[] heap_; }
+  ValueBytes& operator=(const ValueBytes& o) {
+    if (this != &o) {
+      resize(o.size_);
+      if (size_) std::memcpy(data(), o.data(), size_);
+    }
+    return *this;
+  }
+  ValueBytes& operator=(ValueBytes&& o) noexcept {
+    if (this != &o) {
+      delete[] heap_;
+      heap_ = nullptr;
+      take(o);
+    }
+    return *this;
+  }
+  void resize(size_t bytes) {
+    if (bytes != size_) {
+      delete[] heap_;
+      heap_ = bytes > kInline ? new std::byte[bytes] : nullptr;
+      size_ = bytes;
+    }
+    if (bytes) std::memset(data(), 0, bytes);
+  }
+  std::byte* data() { return heap_ ? heap_ : inline_; }
+  const std::byte* data() const { return heap_ ? heap_ : inline_; }
+  size_t size() const { return size_; }
+  // The bytes copied into a Buffer (the batched VMs' storage).
+  Buffer buffer() const {
+    Buffer b(size_);
+    if (size_) std::memcpy(b.data(), data(), size_);
+    return b;
+  }
+
+ private:
+  void take(ValueBytes& o) noexcept {
+    size_ = o.size_;
+    heap_ = o.heap_;
+    if (!heap_) std::memcpy(inline_, o.inline_, kInline);
+    o.heap_ = nullptr;
+    o.size_ = 0;
+  }
+  std::byte* heap_ = nullptr;  // when size_ > kInline
+  size_t size_ = 0;
+  alignas(16) std::byte inline_[kInline] = {};
+};
+
 struct Value {
   bool is_tuple = false;
   TensorType type;
-  Buffer data;
+  ValueBytes data;
   std::vector<Value> elems;
 
   static Value tensor(const TensorType& t) {

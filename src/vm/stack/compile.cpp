@@ -15,7 +15,7 @@ void StackVM::flatten(const Pattern& p, std::vector<Out>& out) const {
 
 Ref StackVM::constant(const Literal& lit, const std::optional<Type>& t) {
   Value v = literal_constant(lit, t);
-  constants_.push_back({v.type, std::move(v.data)});
+  constants_.push_back({v.type, v.data.buffer()});
   return Ref{-1, static_cast<int32_t>(constants_.size() - 1)};
 }
 
