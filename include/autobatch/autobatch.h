@@ -466,6 +466,10 @@ struct RunOptions {
   // within a few steps: RunResult::cancelled, and runtime_error says how far
   // it got. A trace file of a cancelled run is deleted.
   const std::atomic<bool>* cancel = nullptr;
+  // Seconds the run may take (0: no limit). Past it the run stops as a
+  // cancelled one does, and runtime_error says the limit was reached, how
+  // many threads finished and where the first threads still running are.
+  double time_limit = 0;
 };
 
 // "auto" traces write JSON Lines up to this many threads, else "compact".
@@ -532,8 +536,10 @@ struct RunResult {
   // exit 1.
   std::optional<RuntimeError> runtime_error;
   // Stopped by RunOptions::cancel (runtime_error->message: "interrupted
-  // after N steps (F of T threads finished)").
+  // after N steps (F of T threads finished)"), or by RunOptions::time_limit
+  // (`timed_out` too; "--time-limit S s reached after ...").
   bool cancelled = false;
+  bool timed_out = false;
   // OnError::Record: the threads that failed, by thread number (outputs are
   // complete otherwise); `recorded` says the run was in that mode.
   std::vector<ThreadError> errors;

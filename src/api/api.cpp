@@ -504,6 +504,8 @@ Status Program::check(const RunOptions& o) const {
     out.push_back(option_error(
         "lanes, threads, max_steps, batch, first_thread and total_batch must not be negative, "
         "max_stack_depth at least 1"));
+  if (!(o.time_limit >= 0) || o.time_limit > 1e9)  // NaN fails the first test
+    out.push_back(option_error("time_limit must be a number of seconds, at least 0 (0: no limit)"));
   if (!out.empty()) return {out};
   if (impl_->entry.empty()) return {to_public(impl_->entry_error)};
   const ab::Module& m = impl_->module;

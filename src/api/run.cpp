@@ -15,9 +15,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <exception>
 #include <fstream>
+#include <mutex>
 #include <new>
 #include <streambuf>
 #include <thread>
@@ -203,6 +205,71 @@ shards::Part to_part(Shard& s, const RunOptions& o, int64_t batch, const ab::Sou
   return p;
 }
 
+// RunOptions::time_limit: a thread that raises the run's stop flag when the
+// limit passes, and passes the caller's cancel flag on (polled every 20 ms).
+// Without a limit the VMs watch the caller's flag directly.
+class Watchdog {
+ public:
+  Watchdog(double seconds, const std::atomic<bool>* cancel) : cancel_(cancel) {
+    if (seconds <= 0) return;
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(seconds));
+    thread_ = std::thread([this, deadline] {
+      std::unique_lock<std::mutex> lock(m_);
+      while (!done_) {
+        if (cancel_ && cancel_->load(std::memory_order_relaxed))
+          stop_.store(true, std::memory_order_relaxed);
+        if (Clock::now() >= deadline) {
+          fired_.store(true);
+          stop_.store(true, std::memory_order_relaxed);
+          return;
+        }
+        cv_.wait_for(lock, std::chrono::milliseconds(20));
+      }
+    });
+  }
+  ~Watchdog() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  // The flag the VMs watch.
+  const std::atomic<bool>* flag() const { return thread_.joinable() ? &stop_ : cancel_; }
+  // The run stopped because the limit passed (not because of the caller).
+  bool fired() const { return fired_.load(); }
+
+ private:
+  const std::atomic<bool>* cancel_;
+  std::atomic<bool> stop_{false}, fired_{false};
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// "; still running: thread 1 in function main, block body (prog.ab:3), ...":
+// the threads a stopped run names (the first few, in shard order).
+std::string running_text(const std::vector<const ab::RunningThread*>& running, int64_t finished,
+                         int64_t batch, const ab::SourceFile* source) {
+  if (running.empty()) return "";
+  std::string out = "; still running: ";
+  for (size_t i = 0; i < running.size(); ++i) {
+    const ab::RunningThread& t = *running[i];
+    out += (i ? ", " : "") + std::string("thread ") + std::to_string(t.thread) +
+           " in function " + t.function + ", block " + t.block;
+    if (t.loc.known())
+      out += " (" + (source ? source->name() + ":" : std::string("line ")) +
+             std::to_string(t.loc.line) + ")";
+  }
+  const int64_t left = batch - finished - static_cast<int64_t>(running.size());
+  if (left > 0) out += ", and " + std::to_string(left) + " more not finished";
+  return out;
+}
+
 double thread_cpu_seconds() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -369,6 +436,8 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     std::vector<std::atomic<int64_t>> worker_finished(static_cast<size_t>(workers));
     std::vector<double> worker_cpu(static_cast<size_t>(workers), 0.0);
     std::atomic<int64_t> next_shard{0};
+    Watchdog watchdog(o.time_limit, o.cancel);
+    const std::atomic<bool>* const stop = watchdog.flag();
     auto run_start = Clock::now();
     auto run_shard = [&](int64_t k, int64_t w, int64_t steps_before, int64_t finished_before) {
       Shard& s = work[static_cast<size_t>(k)];
@@ -383,7 +452,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ro.first_thread = o.first_thread + s.start;
         ro.stats = o.stats ? &s.stats : nullptr;
         ro.trace = tracing ? &trace : nullptr;
-        ro.cancel = o.cancel;
+        ro.cancel = stop;
         if (o.progress)
           ro.progress = [&, w, steps_before, finished_before](int64_t steps, int64_t finished) {
             worker_steps[static_cast<size_t>(w)].store(steps_before + steps,
@@ -432,7 +501,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
       int64_t steps = 0, finished = 0;
       for (int64_t k; (k = next_shard.fetch_add(1)) < shard_count;) {
         Shard& s = work[static_cast<size_t>(k)];
-        if (o.cancel && o.cancel->load()) {
+        if (stop && stop->load()) {
           s.result.cancelled = true;
           continue;
         }
@@ -461,9 +530,17 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     if (cancelled) {
       trace.discard();  // a cancelled run leaves no partial file
       out.cancelled = true;
+      out.timed_out = watchdog.fired();
       RuntimeError e;
       e.batch = batch;
-      e.message = ab::interrupted_message(steps_done, finished, batch);
+      e.message = watchdog.fired()
+                      ? ab::time_limit_message(o.time_limit, steps_done, finished, batch)
+                      : ab::interrupted_message(steps_done, finished, batch);
+      std::vector<const ab::RunningThread*> running;
+      for (const Shard& s : work)
+        for (const ab::RunningThread& t : s.result.running)
+          if (running.size() < ab::kRunningShown) running.push_back(&t);
+      e.message += running_text(running, finished, batch, m.source.get());
       e.rendered = "autobatch: " + e.message + "\n";
       out.runtime_error = std::move(e);
       return out;

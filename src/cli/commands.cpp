@@ -120,30 +120,36 @@ struct SigintScope {
   ~SigintScope() { sigaction(SIGINT, &old, nullptr); }
 };
 
-// The progress line on stderr (a terminal only): after the first second,
-// redrawn at most four times a second, erased at the end.
+// How far a long run got, on stderr. On a terminal, one line redrawn at
+// most four times a second after the first second, erased at the end;
+// otherwise (a log file, a batch job) a line of its own at 10 s and then once
+// a minute, so that a run that seems stuck says what it is doing.
 class ProgressLine {
  public:
+  explicit ProgressLine(bool terminal) : terminal_(terminal) {}
   void update(const autobatch::Progress& p) {
-    if (p.seconds < 1.0 || p.seconds - last_ < 0.25) return;
+    if (terminal_ ? p.seconds < 1.0 || p.seconds - last_ < 0.25 : p.seconds < next_) return;
     last_ = p.seconds;
+    next_ = (next_ < 60 ? 0 : next_) + 60;
     char buf[200];
     double rate = p.seconds > 0 ? static_cast<double>(p.steps) / p.seconds : 0.0;
-    std::snprintf(
-        buf, sizeof buf,
-        "\r\x1b[Kautobatch: step %lld, %lld of %lld threads finished, %.3g steps/s, %.1f s",
-        static_cast<long long>(p.steps), static_cast<long long>(p.finished),
-        static_cast<long long>(p.threads), rate, p.seconds);
+    std::snprintf(buf, sizeof buf,
+                  "%sautobatch: step %lld, %lld of %lld threads finished, %.3g steps/s, %.1f s%s",
+                  terminal_ ? "\r\x1b[K" : "", static_cast<long long>(p.steps),
+                  static_cast<long long>(p.finished), static_cast<long long>(p.threads), rate,
+                  p.seconds, terminal_ ? "" : "\n");
     std::fputs(buf, stderr);
     std::fflush(stderr);
-    shown_ = true;
+    shown_ = terminal_;
   }
   ~ProgressLine() {
     if (shown_) std::fputs("\r\x1b[K", stderr);
   }
 
  private:
+  bool terminal_;
   double last_ = 0;
+  double next_ = 10;  // not a terminal: when the next line is due
   bool shown_ = false;
 };
 
@@ -194,14 +200,13 @@ int cmd_run(const Options& opt) {
   {
     SigintScope sigint;
     ro.cancel = &g_interrupted;
-    ProgressLine line;
-    if (!opt.quiet && isatty(STDERR_FILENO))
-      ro.progress = [&line](const autobatch::Progress& p) { line.update(p); };
+    ProgressLine line(isatty(STDERR_FILENO));
+    if (!opt.quiet) ro.progress = [&line](const autobatch::Progress& p) { line.update(p); };
     r = p->run(*inputs, ro);
   }
   if (r.cancelled) {
     std::cerr << r.runtime_error->rendered;
-    return kInterrupted;
+    return r.timed_out ? kRuntimeError : kInterrupted;
   }
   if (!r.diagnostics.empty()) return report(r.rendered());
   if (r.runtime_error) {
@@ -265,6 +270,7 @@ autobatch::RunOptions run_options(const Options& opt) {
   ro.jit = opt.jit == "on";
   ro.max_stack_depth = opt.max_stack_depth;
   ro.max_steps = opt.max_steps;
+  ro.time_limit = opt.time_limit;
   ro.on_error = opt.on_error == "record" ? autobatch::OnError::Record : autobatch::OnError::Abort;
   ro.lanes = opt.lanes.value_or(0);
   ro.threads = static_cast<int>(opt.threads.value_or(0));
@@ -322,6 +328,11 @@ void register_commands(CLI::App& app, Options& opt) {
                   "bound on the blocks each thread runs: a thread that starts more is a "
                   "runtime error (0: no bound)")
       ->check(at_least(0));
+  run->add_option("--time-limit", opt.time_limit,
+                  "seconds the run may take: past them it stops, saying how many threads "
+                  "finished and where the first ones still running are (exit status 1; 0: no "
+                  "limit)")
+      ->check(CLI::Range(0.0, 1e9));
   run->add_option("--on-error", opt.on_error,
                   "abort (default): a runtime error stops the run; record: only the failing "
                   "thread stops, the outputs get an \"errors\" list, exit status 1")

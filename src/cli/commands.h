@@ -18,6 +18,7 @@ struct Options {
   std::string jit = "on";  // on | off (stack VM)
   int64_t max_stack_depth = 100000;
   int64_t max_steps = 0;           // 0: no bound
+  double time_limit = 0;           // seconds; 0: no limit
   std::string on_error = "abort";  // or "record"
   std::optional<int64_t> batch;
   std::optional<int64_t> lanes;

@@ -112,7 +112,9 @@ Part run_part(const autobatch::Program& program, autobatch::RunOptions ro, const
   autobatch::RunResult r = program.run(rows.views, ro);
   Part p;
   p.span = {rows.first, rows.count};
-  if (r.cancelled) {
+  if (r.timed_out) {  // --time-limit: this process's share stopped, a failure like an error
+    p.runtime_error = std::move(r.runtime_error);
+  } else if (r.cancelled) {
     p.cancelled = true;
   } else if (!r.diagnostics.empty()) {
     p.diagnostics = std::move(r.diagnostics);

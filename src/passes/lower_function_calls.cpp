@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "ir/tail_call.h"
 #include "passes/liveness.h"
 #include "passes/verify.h"
 
@@ -245,36 +246,6 @@ class FunctionLowering {
     pop(qualified(dying), in.loc);
   }
 
-  // Is `out = call f(...)` followed by `return out` (the same values, in
-  // order) a tail self-call that needs no copy?
-  bool is_tail_self_call(size_t bi, size_t k) const {
-    const Block& b = f_.blocks[bi];
-    const Instr& in = b.instrs[k];
-    if (in.callee.name != name_ || k + 1 != b.instrs.size() || b.term.kind != TermKind::Return)
-      return false;
-    const auto& vals = b.term.values;
-    bool discarded = in.out.is_tuple && in.out.elems.empty();
-    if (discarded) return vals.empty();
-    std::vector<const Pattern*> leaves;
-    if (vals.size() == 1) {
-      if (in.out.is_tuple) return false;
-      leaves.push_back(&in.out);
-    } else {
-      if (!in.out.is_tuple || in.out.elems.size() != vals.size()) return false;
-      for (const auto& e : in.out.elems) {
-        if (e.is_tuple) return false;
-        leaves.push_back(&e);
-      }
-    }
-    for (size_t i = 0; i < vals.size(); ++i)
-      if (!vals[i].is_var || vals[i].name != leaves[i]->name) return false;
-    // The same variable twice would need a copy.
-    VarSet seen;
-    for (const auto* l : leaves)
-      if (!seen.insert(l->name).second) return false;
-    return true;
-  }
-
   // Returns true when the call was a tail call that ended the block.
   bool lower_call(size_t bi, size_t k) {
     const Block& b = f_.blocks[bi];
@@ -286,7 +257,7 @@ class FunctionLowering {
     instr_reads(in, reads);
     instr_writes(in, writes);
     bool self = gname == name_;
-    bool tail = is_tail_self_call(bi, k);
+    bool tail = is_tail_self_call(f_, bi, k);
     // Caller variables that die here: read and not live after, or about to
     // be overwritten by the results.
     VarSet dying;

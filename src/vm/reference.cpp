@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 
+#include "ir/tail_call.h"
 #include "vm/kernel.h"
 #include "vm/literal.h"
 #include "vm/slots.h"
@@ -28,6 +29,7 @@ struct CompiledFunction {
   std::vector<std::vector<PrimAttrs>> attrs;
   std::vector<std::vector<Type>> result_types;  // a prim's result type
   std::vector<std::vector<size_t>> callees;     // a call's function index
+  std::vector<std::vector<char>> tail;          // a tail self-call (ir/tail_call.h)
   // [block][instr]: the destination's slot, or kTupleOut when the
   // destination is a tuple pattern (bound leaf by leaf through `slots`).
   std::vector<std::vector<size_t>> out_slot;
@@ -81,6 +83,7 @@ class Interpreter {
       res.steps = steps_;
       res.cancelled = poll_.cancelled;
       res.finished = thread_;
+      res.running = running_;
       if (res.error && opt_.record_errors) {  // this thread stops; the next one runs
         res.failed.push_back(std::move(*res.error));
         res.error.reset();
@@ -101,6 +104,7 @@ class Interpreter {
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
   Poller poll_;                           // cancel and progress
   std::vector<const Value*> values_;      // a primitive's operands (reused)
+  std::vector<RunningThread> running_;    // at a stop: the thread that was running
   int64_t thread_steps_ = 0;              // blocks the current thread started (--max-steps)
   std::vector<std::string> block_names_;  // every function's blocks, qualified
   std::vector<size_t> offsets_;           // first block of each function in that list
@@ -134,6 +138,7 @@ class Interpreter {
     cf.attrs.resize(f.blocks.size());
     cf.result_types.resize(f.blocks.size());
     cf.callees.resize(f.blocks.size());
+    cf.tail.resize(f.blocks.size());
     cf.out_slot.resize(f.blocks.size());
     cf.jumps.resize(f.blocks.size());
     for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
@@ -158,6 +163,7 @@ class Interpreter {
         size_t callee = 0;
         if (in.kind == InstrKind::Call) callee = index_of(in.callee.name);
         cf.callees[bi].push_back(callee);
+        cf.tail[bi].push_back(is_tail_self_call(f, bi, ii));
         cf.out_slot[bi].push_back(in.out.is_tuple ? CompiledFunction::kTupleOut : slot(in.out.name));
       }
       const Terminator& t = b.term;
@@ -266,8 +272,11 @@ class Interpreter {
         if (opt_.max_steps > 0 && ++thread_steps_ > opt_.max_steps)
           return error_at(fr, b.label.loc, max_steps_message(opt_.max_steps));
         if (steps_ > poll_.at) [[unlikely]]
-          if (auto msg = poll_.poll(opt_, steps_, thread_, batch_))
+          if (auto msg = poll_.poll(opt_, steps_, thread_, batch_)) {
+            const Function& f = *cf.f;
+            running_.push_back({opt_.first_thread + thread_, f.name.name, b.label.name, b.label.loc});
             return error_at(fr, b.label.loc, *msg);
+          }
         block_start = false;
         size_t pc = offsets_[fr.func] + fr.block;
         uint32_t lane = static_cast<uint32_t>(thread_);
@@ -290,6 +299,17 @@ class Interpreter {
           bind_out(fr, cf, in, Value(arg_value(fr, cf.args[fr.block][fr.instr][0])));
         } else if (in.kind == InstrKind::Prim) {
           if (auto e = prim(fr, cf, in)) return e;
+        } else if (in.kind == InstrKind::Call && cf.tail[fr.block][fr.instr]) {
+          // The caller's frame becomes the callee's: no stack, as in the
+          // compiled program, where such a call is a jump.
+          std::vector<Value> params;
+          for (const auto& a : cf.args[fr.block][fr.instr]) params.push_back(arg_value(fr, a));
+          for (size_t i = 0; i < params.size() && i < cf.param_slots.size(); ++i)
+            fr.vars[cf.param_slots[i]] = std::move(params[i]);
+          fr.block = 0;
+          fr.instr = 0;
+          block_start = true;
+          continue;
         } else if (in.kind == InstrKind::Call) {
           if (static_cast<int64_t>(frames.size()) >= opt_.max_stack_depth)
             return error_at(fr, in.callee.loc,

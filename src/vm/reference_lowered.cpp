@@ -96,6 +96,7 @@ class ProgramInterpreter {
     res.steps = steps_;
     res.cancelled = poll_.cancelled;
     res.finished = thread_;
+    res.running = running_;
     if (res.error) return res;
     std::vector<Type> types;
     for (const auto& o : p_.outputs) types.push_back(slots_[index_.at(o.name)].type);
@@ -126,6 +127,7 @@ class ProgramInterpreter {
   };
   std::vector<Jump> jumps_;
   std::vector<const Value*> args_;  // an instruction's operands (reused)
+  std::vector<RunningThread> running_;  // at a stop: the thread that was running
   std::vector<std::vector<Value>> stacks_;  // per slot; non-full slots hold at most one
   int64_t thread_ = 0, batch_ = 0, steps_ = 0;
   Poller poll_;  // cancel and progress
@@ -251,7 +253,11 @@ class ProgramInterpreter {
       if (opt_.max_steps > 0 && ++thread_steps > opt_.max_steps)
         return error(blk.label.loc, max_steps_message(opt_.max_steps));
       if (steps_ > poll_.at) [[unlikely]]
-        if (auto msg = poll_.poll(opt_, steps_, thread_, batch_)) return error(blk.label.loc, *msg);
+        if (auto msg = poll_.poll(opt_, steps_, thread_, batch_)) {
+          auto [fn, name] = split_lowered_label(blk.label.name);
+          running_.push_back({opt_.first_thread + thread_, fn, name, blk.label.loc});
+          return error(blk.label.loc, *msg);
+        }
       uint32_t lane = static_cast<uint32_t>(thread_);
       if (opt_.trace && opt_.trace->on())
         opt_.trace->step(TraceStep{steps_ - 1, static_cast<uint32_t>(block_), &lane, 1, -1,

@@ -77,6 +77,16 @@ struct Poller {
   }
 };
 
+// A thread still running when a run stopped (cancel, a time limit): where
+// it waits or runs.
+struct RunningThread {
+  int64_t thread = 0;  // in the whole batch (first_thread added)
+  std::string function, block;
+  SourceLoc loc;  // the block's label
+};
+// How many of them a stopped run names.
+constexpr size_t kRunningShown = 3;
+
 struct RunResult {
   std::vector<Array> outputs;         // one per result leaf, batch = the number of inputs
   std::optional<RuntimeError> error;  // the run stopped
@@ -86,6 +96,7 @@ struct RunResult {
   std::vector<BlockExecution> execution;  // per block: how it runs, and why
   bool cancelled = false;  // stopped by RunOptions::cancel (`error` says how far it got)
   int64_t finished = 0;    // threads finished (when cancelled)
+  std::vector<RunningThread> running;  // when cancelled: the first few still running
 };
 
 // Record mode: the outputs of the failed threads become zero (NaN for

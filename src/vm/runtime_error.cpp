@@ -14,6 +14,14 @@ std::string interrupted_message(int64_t steps, int64_t finished, int64_t threads
          (threads == 1 ? "" : "s") + " finished)";
 }
 
+std::string time_limit_message(double seconds, int64_t steps, int64_t finished, int64_t threads) {
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", seconds);
+  return "--time-limit " + std::string(limit) + " s reached after " + std::to_string(steps) +
+         " step" + (steps == 1 ? "" : "s") + " (" + std::to_string(finished) + " of " +
+         std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + " finished)";
+}
+
 std::string max_steps_message(int64_t max_steps) {
   return "--max-steps " + std::to_string(max_steps) + " exceeded";
 }

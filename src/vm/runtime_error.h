@@ -18,6 +18,8 @@ struct RuntimeError {
 // The texts of the runtime errors more than one VM raises, so every VM says
 // the same thing for the same failure.
 // "--max-steps 100 exceeded"
+// "--time-limit 5 s reached after 1200 steps (3 of 8 threads finished)"
+std::string time_limit_message(double seconds, int64_t steps, int64_t finished, int64_t threads);
 std::string max_steps_message(int64_t max_steps);
 // "interrupted after 1200 steps (3 of 8 threads finished)"
 std::string interrupted_message(int64_t steps, int64_t finished, int64_t threads);

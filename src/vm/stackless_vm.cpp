@@ -51,7 +51,14 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
 
   while (depth_ > 0) {
     Frame& F = *frames_[depth_ - 1];
-    int64_t q = F.first_waiting();
+    int64_t q = -1;
+    if (sweep_depth_ != depth_) sweep_.clear();  // the sweep was of another frame
+    while (!sweep_.empty() && q < 0) {
+      uint32_t c = sweep_.back();
+      sweep_.pop_back();
+      if (F.waiting[c / 64] >> (c % 64) & 1) q = c;
+    }
+    if (q < 0) q = F.first_waiting();
     if (q < 0) {
       finish_frame();
       continue;
@@ -71,9 +78,32 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
   res.steps = steps_;
   res.cancelled = cancelled_;
   res.finished = next_thread_ - live_;
+  res.running = std::move(running_);
   if (opt_.stats)
     opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
   return res;
+}
+
+// The first threads still running at a stop: the step's first (`lane`, at
+// `block` of frame F), then those waiting in the frames from the top down.
+void StacklessVM::note_running(const Frame& F, uint32_t block, uint32_t lane) {
+  auto add = [&](const Frame& G, uint32_t b, uint32_t l) {
+    if (running_.size() >= kRunningShown) return;
+    RunningThread t;
+    t.thread = opt_.first_thread + G.tid[l];
+    t.function = G.fn->f->name.name;
+    t.block = G.fn->f->blocks[b].label.name;
+    t.loc = G.fn->f->blocks[b].label.loc;
+    running_.push_back(std::move(t));
+  };
+  add(F, block, lane);
+  for (size_t d = depth_; d-- > 0;) {
+    const Frame& G = *frames_[d];
+    for (uint32_t q = 0; q < G.positions; ++q)
+      for (uint32_t k = 0; k < G.run_len[q]; ++k)
+        if (&G != &F || G.pool[G.run_start[q] + k] != lane)
+          add(G, G.fn->positions[q].block, G.pool[G.run_start[q] + k]);
+  }
 }
 
 // Lane `lane` of the entry frame starts thread `t`: its per-thread inputs.

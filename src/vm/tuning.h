@@ -38,6 +38,11 @@ struct Tuning {
   // Returns to more targets than this (rounds of one target each) go lane
   // by lane.
   int return_rounds = 8;
+  // When the run is watched (cancel, progress, a time limit), every this
+  // many steps each block with waiting threads runs once, whatever the
+  // schedule prefers: a thread that never leaves a loop then cannot keep
+  // the threads that left it from finishing (and being counted finished).
+  int64_t sweep_steps = int64_t{1} << 16;
 };
 
 inline constexpr Tuning kTuning{};

@@ -19,6 +19,10 @@ std::optional<RuntimeError> StackVM::run_loop(uint32_t b, const uint32_t* idx, i
   const Leaf& cl = leaves_[cb.cond];
   int c = 0;
   while (n > 0) {
+    if (yield_ && !counted) {  // a sweep (checkpoint): the threads wait at b again
+      append_lanes(b, buf[c], n);
+      return std::nullopt;
+    }
     if (!counted)
       if (auto e = begin_step(b, buf[c], n, true)) return e;
     counted = false;
@@ -137,6 +141,19 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
   };
   fill();
   while (m > 0) {
+    if (yield_) {
+      // A sweep (checkpoint): every thread in the window or still waiting
+      // goes back to b's list, its values to its variables.
+      compact(true);  // the finished ones leave (and waiting ones fill their places)
+      uint32_t parked[kChunk];
+      const int64_t k = m;
+      std::memcpy(parked, ids_, static_cast<size_t>(k) * sizeof(uint32_t));
+      std::fill(active_, active_ + m, 0);
+      compact(false);
+      append_lanes(b, parked, k);
+      append_lanes(b, idx + next, n - next);
+      return std::nullopt;
+    }
     if (d.solo && m == 1 && next == n && !tracing && !opt_.stats && step_ < check_at_) {
       // The last thread in the loop (a straggler): it runs on alone, up to
       // the next checkpoint, without masks; one step per iteration.

@@ -50,8 +50,16 @@ RunResult StackVM::run() {
     res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
                std::to_string(in_place_bytes_) + " bytes";
   if (opt_.stats && code_) opt_.stats->seconds["jit"] += cached_ ? 0.0 : code_->seconds;
+  result_ = &res;
   while (live_ > 0) {
-    uint32_t b = next_block();
+    yield_ = false;
+    uint32_t b = kHalt;
+    while (!sweep_.empty() && b == kHalt) {  // a sweep is under way (checkpoint)
+      b = sweep_.back();
+      sweep_.pop_back();
+      if (wait_[b].empty()) b = kHalt;
+    }
+    if (b == kHalt) b = next_block();
     if (b == kHalt) break;  // every remaining thread is stuck (cannot happen in a sound program)
     cur.swap(wait_[b]);
     wait_[b].clear();
@@ -125,9 +133,21 @@ std::optional<RuntimeError> StackVM::begin_step(uint32_t b, uint32_t* lanes, int
   return std::nullopt;
 }
 
-// The cancel flag and the progress callback (RunOptions).
+// The cancel flag, the progress callback (RunOptions) and the sweep.
 std::optional<RuntimeError> StackVM::checkpoint(uint32_t b, uint32_t lane) {
   if (auto e = cancelled(b, lane)) return e;
+  if (step_ >= sweep_at_) {
+    sweep_at_ = step_ + kTuning.sweep_steps;
+    sweep_.clear();
+    for (size_t w = bits_.size(); w-- > 0;)  // descending: popped in block order
+      for (uint64_t bits = bits_[w]; bits;) {
+        int hi = 63 - __builtin_clzll(bits);
+        bits &= ~(uint64_t{1} << hi);
+        uint32_t c = static_cast<uint32_t>(w * 64 + static_cast<size_t>(hi));
+        if (c != b) sweep_.push_back(c);
+      }
+    yield_ = !sweep_.empty();
+  }
   if (opt_.progress) opt_.progress(step_ - 1, next_input_ - live_);
   check_at_ = next_check(opt_, step_);
   return std::nullopt;
@@ -137,8 +157,29 @@ std::optional<RuntimeError> StackVM::checkpoint(uint32_t b, uint32_t lane) {
 std::optional<RuntimeError> StackVM::cancelled(uint32_t b, uint32_t lane) {
   if (!opt_.cancel || !opt_.cancel->load(std::memory_order_relaxed)) return std::nullopt;
   cancelled_ = true;
+  note_running(b, lane);
   return error_at(b, p_.blocks[b].label.loc, lane,
                   interrupted_message(step_ - 1, next_input_ - live_, n_inputs_));
+}
+
+// The first threads still running at a stop: the step's first (`lane`, in
+// block b), then those waiting, by block.
+void StackVM::note_running(uint32_t b, uint32_t lane) {
+  if (!result_) return;
+  auto add = [&](uint32_t block, uint32_t l) {
+    if (result_->running.size() >= kRunningShown) return;
+    RunningThread t;
+    t.thread = opt_.first_thread + lane_input_[l];
+    auto [fn, blk] = split_lowered_label(p_.blocks[block].label.name);
+    t.function = fn;
+    t.block = blk;
+    t.loc = p_.blocks[block].label.loc;
+    result_->running.push_back(std::move(t));
+  };
+  add(b, lane);
+  for (size_t c = 0; c < wait_.size(); ++c)
+    for (uint32_t l : wait_[c])
+      if (l != lane) add(static_cast<uint32_t>(c), l);
 }
 
 // The step's threads by input (a lane runs several under --lanes) and

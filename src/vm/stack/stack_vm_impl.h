@@ -197,6 +197,14 @@ class StackVM {
   int64_t step_ = 0;
   int64_t check_at_ = INT64_MAX;  // the step after which checkpoint() runs
   bool cancelled_ = false;
+  // The sweep (Tuning::sweep_steps): when due, the blocks with waiting
+  // threads each run once (sweep_, popped from the back), and a persistent
+  // loop that is running parks its threads at its block (yield_) so that
+  // they can.
+  int64_t sweep_at_ = kTuning.sweep_steps;
+  std::vector<uint32_t> sweep_;
+  bool yield_ = false;
+  RunResult* result_ = nullptr;  // run()'s, for the threads still running at a stop
   bool tracing_ = false;
   std::vector<uint32_t> trace_threads_, trace_depths_;
   PoolVector<int64_t> lane_steps_;    // --max-steps: blocks the lane's thread started
@@ -290,6 +298,7 @@ class StackVM {
                                          bool chunk = false);
   std::optional<RuntimeError> checkpoint(uint32_t b, uint32_t lane);
   std::optional<RuntimeError> cancelled(uint32_t b, uint32_t lane);
+  void note_running(uint32_t b, uint32_t lane);
   void trace_step(uint32_t b, const uint32_t* lanes, int64_t n, int64_t could);
 
   // ---- jit_plan.cpp ------------------------------------------------

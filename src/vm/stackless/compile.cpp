@@ -4,6 +4,7 @@
 // are the same in every lane of a frame.
 #include <map>
 
+#include "ir/tail_call.h"
 #include "passes/sharing.h"
 #include "vm/literal.h"
 #include "vm/slots.h"
@@ -155,6 +156,7 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
         op.callee = func_index(in.callee.name);
         op.call_args = std::move(srcs);
         op.resume = resume_at[bi][ii];
+        op.tail = is_tail_self_call(f, bi, ii);
         std::vector<Type> rts;
         auto it = types.funcs.find(in.callee.name);
         if (it != types.funcs.end())

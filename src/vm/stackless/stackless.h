@@ -17,6 +17,7 @@
 
 #include "vm/kernel.h"
 #include "vm/stackless_vm.h"
+#include "vm/tuning.h"
 #include "vm/value.h"
 
 namespace ab::stackless {
@@ -53,6 +54,7 @@ struct Op {
   std::vector<Source> call_args;  // one per callee parameter leaf, in order
   std::vector<Move> results;      // caller leaf <- callee result index
   uint32_t resume = 0;            // the position right after the call
+  bool tail = false;              // a tail self-call: the frame is reused (ir/tail_call.h)
 };
 
 struct Term {
@@ -297,6 +299,15 @@ class StacklessVM {
   bool tracing_ = false;
   bool cancelled_ = false;
   int64_t check_at_ = INT64_MAX;  // the step after which --max-steps, cancel, progress are checked
+  // The sweep (Tuning::sweep_steps): when due, each other position with
+  // waiting lanes in the frame on top (at depth sweep_depth_) runs once
+  // (sweep_, popped from the back) before the smallest-position rule
+  // resumes: a thread that never leaves a loop cannot hold up the others.
+  int64_t sweep_at_ = kTuning.sweep_steps;
+  std::vector<uint32_t> sweep_;
+  size_t sweep_depth_ = 0;
+  std::vector<RunningThread> running_;  // at a stop: the first threads still running
+  void note_running(const Frame& F, uint32_t block, uint32_t lane);
   // Scratch reused by every step.
   std::vector<uint32_t> lanes_, on_true_, on_false_, tids_;
   std::vector<ArgView> arg_views_;

@@ -23,11 +23,23 @@ std::optional<RuntimeError> StacklessVM::step(Frame& F, uint32_t q) {
     const int64_t finished = next_thread_ - live_;
     if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) {
       cancelled_ = true;
+      note_running(F, pos.block, lanes[0]);
       return error_at(F, pos.block, loc, interrupted_message(steps_ - 1, finished, batch_),
                       lanes[0]);
     }
     if (opt_.progress) opt_.progress(steps_ - 1, finished);
     check_at_ = next_check(opt_, steps_);
+    if (steps_ >= sweep_at_) {
+      sweep_at_ = steps_ + kTuning.sweep_steps;
+      sweep_.clear();
+      sweep_depth_ = depth_;
+      for (uint32_t w = F.words; w-- > 0;)  // descending: popped in position order
+        for (uint64_t bits = F.waiting[w]; bits;) {
+          int hi = 63 - std::countl_zero(bits);
+          bits &= ~(uint64_t{1} << hi);
+          sweep_.push_back(w * 64 + static_cast<uint32_t>(hi));
+        }
+    }
   }
   uint32_t pc = fn.block_base + pos.block;
   if (tracing_) {
