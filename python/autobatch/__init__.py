@@ -60,10 +60,16 @@ class Primitive:
     their results: an array (or anything ``numpy.asarray`` takes) of shape
     ``(n, *result shape)`` or broadcastable to it, whose dtype casts to the
     result's within its kind (an int64 array for an "f64" result is fine, a
-    float array for an "i64" one is an error).
+    float array for an "i64" one is an error). A primitive with several
+    results returns a tuple of such arrays, one per result, in order. A
+    value that does not fit stops the run with an ExecutionError naming the
+    expected and the returned dtype and shape (of each result that does not
+    fit).
 
     result: the result's type for one thread, a type of the language:
-        "f64", "i64", "bool", "f64[3]", "f32[2,2]".
+        "f64", "i64", "bool", "f64[3]", "f32[2,2]"; several results in
+        parentheses: "(f64, f64[3])", which a program binds as
+        ``lp, g = logp_grad(q)``.
     arity: the number of operands (default: fn's positional parameters).
     doc: one line for ops() (default: the first line of fn's docstring).
 
@@ -79,9 +85,10 @@ class Primitive:
     def __init__(self, fn, result="f64", arity=None, doc=None):
         if not callable(fn):
             raise TypeError("Primitive: fn must be callable")
-        if _ab.parse_tensor_type(str(result)) is None:
+        if _ab.parse_result_types(str(result)) is None:
             raise InputError(f"Primitive: result type '{result}' is not a type such as "
-                             "\"f64\" or \"f64[3]\"")
+                             "\"f64\" or \"f64[3]\", nor several in parentheses such as "
+                             "\"(f64, f64[3])\"")
         if arity is None:
             arity = _positional_arity(fn)
         if doc is None:
@@ -89,7 +96,8 @@ class Primitive:
         self._fn, self._result, self._arity, self._doc = fn, str(result), int(arity), doc
 
     fn = property(lambda self: self._fn, doc="The Python function.")
-    result = property(lambda self: self._result, doc="The result type (\"f64\", \"f64[3]\").")
+    result = property(lambda self: self._result,
+                      doc="The result type (\"f64\", \"f64[3]\", \"(f64, f64[3])\").")
     arity = property(lambda self: self._arity, doc="The number of operands.")
     doc = property(lambda self: self._doc, doc="The line ops() shows.")
 
