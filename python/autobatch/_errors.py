@@ -58,8 +58,8 @@ class InputError(AutobatchError, ValueError):
 
 
 class ExecutionError(AutobatchError, RuntimeError):
-    """A runtime error stopped the run (docs/language.md, "Runtime errors"): integer division by zero,
-    stack bound or max_steps exceeded, an index out of range, a Python
+    """A runtime error stopped the run (docs/language.md, "Runtime errors"):
+    integer division by zero, stack bound or max_steps exceeded, an index out of range, a Python
     primitive that raised or returned a value that does not fit its
     results...
 

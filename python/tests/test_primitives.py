@@ -241,7 +241,8 @@ def test_bad_returns_name_the_expected_and_the_returned_dtype_and_shape():
     assert "float64 does not cast to int64" in m
     # Several results: the count, and each result that does not fit.
     m = run_returning(lambda q: q)
-    assert "returned one ndarray, expected a tuple of 2 arrays (one per result of (f64, f64[3]))" in m
+    assert ("returned one ndarray, expected a tuple of 2 arrays "
+            "(one per result of (f64, f64[3]))") in m
     m = run_returning(lambda q: (q[:, 0],))
     assert "returned 1 value, expected a tuple of 2 arrays" in m
     m = run_returning(lambda q: (q[:, 0], q, q))
