@@ -192,20 +192,95 @@ const NumpyFns& numpy_fns() {
   return *fns;
 }
 
+// "ValueError: bad value (raised at prims.py:12, in logp)": the exception and
+// the innermost frame of its traceback (where fn's code raised it).
 std::string exception_text(py::error_already_set& e) {
   std::string type = py::str(e.type().attr("__name__"));
   std::string what = py::str(e.value());
-  return what.empty() ? type : type + ": " + what;
+  std::string text = what.empty() ? type : type + ": " + what;
+  py::object tb = e.trace();
+  if (tb.is_none()) return text;
+  while (!tb.attr("tb_next").is_none()) tb = tb.attr("tb_next");
+  py::object code = tb.attr("tb_frame").attr("f_code");
+  std::string file = py::str(code.attr("co_filename"));
+  return text + " (raised at " + file + ":" + py::str(tb.attr("tb_lineno")).cast<std::string>() +
+         ", in " + py::str(code.attr("co_name")).cast<std::string>() + ")";
+}
+
+// "(4, 3)", as NumPy prints a shape.
+std::string shape_text(const std::vector<py::ssize_t>& shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::vector<py::ssize_t> shape_of(const py::array& a) {
+  return std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim());
+}
+
+// NumPy's broadcasting rule: `from` fits `to` aligned at the right, each
+// dimension equal or 1.
+bool broadcastable(const std::vector<py::ssize_t>& from, const std::vector<py::ssize_t>& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    py::ssize_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
+// Writes one returned value into result `o` of the call; "" or why it does
+// not fit: its dtype and shape against those the result needs.
+std::string write_result(const py::object& value, const autobatch::KernelOut& o, int64_t n) {
+  const NumpyFns& np = numpy_fns();
+  py::dtype want = numpy_dtype(o.dtype);
+  std::vector<py::ssize_t> want_shape{n};
+  want_shape.insert(want_shape.end(), o.shape, o.shape + o.rank);
+  py::array got;
+  try {
+    got = np.asarray(value);
+  } catch (py::error_already_set& e) {
+    return "returned a value that is not an array (" + exception_text(e) + ")";
+  }
+  std::vector<py::ssize_t> got_shape = shape_of(got);
+  bool dtype_ok = dtype_of_numpy(got.dtype()) == o.dtype ||
+                  np.can_cast(got.dtype(), want, "same_kind").cast<bool>();
+  bool shape_ok = broadcastable(got_shape, want_shape);
+  if (!dtype_ok || !shape_ok) {
+    autobatch::TensorType t{o.dtype, std::vector<int64_t>(o.shape, o.shape + o.rank)};
+    std::string why = dtype_ok
+                          ? ""
+                          : "; " + py::str(got.dtype()).cast<std::string>() + " does not cast to " +
+                                py::str(want).cast<std::string>() + " within its kind";
+    return "returned " + py::str(got.dtype()).cast<std::string>() + " of shape " +
+           shape_text(got_shape) + ", expected " + py::str(want).cast<std::string>() +
+           " of shape " + shape_text(want_shape) + " (" + t.str() + " for " + std::to_string(n) +
+           " calling thread" + (n == 1 ? "" : "s") + why + ")";
+  }
+  py::array out = np.ascontiguousarray(np.broadcast_to(got, py::cast(want_shape)), want);
+  size_t eb = static_cast<size_t>(o.event_size) * autobatch::dtype_size(o.dtype);
+  const auto* src = static_cast<const char*>(out.data());
+  auto* dst = static_cast<char*>(o.data);
+  if (eb && o.access == autobatch::Access::Dense) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * eb);
+  } else if (eb) {
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(dst + o.slot(j) * static_cast<int64_t>(eb), src + j * eb, eb);
+  }
+  return "";
 }
 
 // The kernel of a Python primitive: fn(*operands) with each operand an array
-// of the n active lanes (batch first), its result converted to the declared
-// dtype (same kind, or a safe cast) and broadcast to (n, *event shape).
+// of the n active lanes (batch first). Its value (a tuple of one value per
+// result when the primitive has several) is converted to each result's dtype
+// (same kind, or a safe cast) and broadcast to (n, *event shape); a value
+// that does not fit is an error naming the expected and the returned dtype
+// and shape.
 bool call_python(const std::string& name, const PyRef& fn, const autobatch::KernelCall& c,
                  autobatch::KernelError* err) {
   py::gil_scoped_acquire gil;
+  const std::string who = "Python primitive '" + name + "'";
   try {
-    const NumpyFns& np = numpy_fns();
     py::tuple args(c.nargs);
     for (int i = 0; i < c.nargs; ++i) {
       const autobatch::KernelArg& a = c.args[i];
@@ -224,32 +299,45 @@ bool call_python(const std::string& name, const PyRef& fn, const autobatch::Kern
       args[i] = std::move(arr);
     }
     py::object r = fn.get()(*args);
-    const autobatch::KernelOut& o = c.outs[0];
-    py::dtype want = numpy_dtype(o.dtype);
-    py::array got = np.asarray(r);
-    if (!np.can_cast(got.dtype(), want, "same_kind").cast<bool>()) {
-      err->lane = 0;
-      err->message = "Python primitive '" + name + "' returned " +
-                     py::str(got.dtype()).cast<std::string>() + " values for its result type " +
-                     autobatch::dtype_name(o.dtype);
+    err->lane = 0;
+    if (c.nouts == 1) {
+      err->message = write_result(r, c.outs[0], c.n);
+      if (!err->message.empty()) err->message = who + " " + err->message;
+      return err->message.empty();
+    }
+    std::string types = "(";
+    for (int k = 0; k < c.nouts; ++k) {
+      const autobatch::KernelOut& o = c.outs[k];
+      types +=
+          (k ? ", " : "") +
+          autobatch::TensorType{o.dtype, std::vector<int64_t>(o.shape, o.shape + o.rank)}.str();
+    }
+    types += ")";
+    if (!py::isinstance<py::tuple>(r) && !py::isinstance<py::list>(r)) {
+      err->message = who + " returned one " +
+                     py::str(py::type::of(r).attr("__name__")).cast<std::string>() +
+                     ", expected a tuple of " + std::to_string(c.nouts) +
+                     " arrays (one per result of " + types + ")";
       return false;
     }
-    std::vector<py::ssize_t> shape{c.n};
-    shape.insert(shape.end(), o.shape, o.shape + o.rank);
-    py::array out = np.ascontiguousarray(np.broadcast_to(got, py::cast(shape)), want);
-    size_t eb = static_cast<size_t>(o.event_size) * autobatch::dtype_size(o.dtype);
-    const auto* src = static_cast<const char*>(out.data());
-    auto* dst = static_cast<char*>(o.data);
-    if (eb && o.access == autobatch::Access::Dense) {
-      std::memcpy(dst, src, static_cast<size_t>(c.n) * eb);
-    } else if (eb) {
-      for (int64_t j = 0; j < c.n; ++j)
-        std::memcpy(dst + o.slot(j) * static_cast<int64_t>(eb), src + j * eb, eb);
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(r);
+    if (static_cast<int>(py::len(seq)) != c.nouts) {
+      size_t got = py::len(seq);
+      err->message = who + " returned " + std::to_string(got) + " value" + (got == 1 ? "" : "s") +
+                     ", expected a tuple of " + std::to_string(c.nouts) +
+                     " arrays (one per result of " + types + ")";
+      return false;
     }
-    return true;
+    for (int k = 0; k < c.nouts; ++k) {
+      std::string e = write_result(seq[k], c.outs[k], c.n);
+      if (!e.empty())
+        err->message += (err->message.empty() ? who : ";") + " result " + std::to_string(k + 1) +
+                        " of " + std::to_string(c.nouts) + " " + e;
+    }
+    return err->message.empty();
   } catch (py::error_already_set& e) {
     err->lane = 0;
-    err->message = "Python primitive '" + name + "' raised " + exception_text(e);
+    err->message = who + " raised " + exception_text(e);
     return false;
   }
 }
@@ -558,9 +646,12 @@ PYBIND11_MODULE(_autobatch, m) {
         return value_or_raise(autobatch::format(text, name));
       },
       py::arg("text"), py::arg("name"));
-  m.def("parse_tensor_type", [](const std::string& s) -> std::optional<std::string> {
-    auto t = autobatch::parse_tensor_type(s);
-    if (!t) return std::nullopt;
-    return t->str();
-  });
+  m.def("parse_result_types",
+        [](const std::string& s) -> std::optional<std::vector<std::string>> {
+          auto types = autobatch::parse_result_types(s);
+          if (!types) return std::nullopt;
+          std::vector<std::string> out;
+          for (const auto& t : *types) out.push_back(t.str());
+          return out;
+        });
 }

@@ -47,6 +47,9 @@ struct TensorType {
 };
 // "f64", "f64[3]", "i32[2,2]"; nullopt if `s` is not such a type.
 std::optional<TensorType> parse_tensor_type(std::string_view s);
+// A primitive's result types (Primitive::result): one tensor type ("f64[3]"),
+// or two or more in parentheses ("(f64, f64[3])"); nullopt otherwise.
+std::optional<std::vector<TensorType>> parse_result_types(std::string_view s);
 
 // ---------------------------------------------------------------- errors
 
@@ -238,7 +241,7 @@ struct KernelCall {
   int64_t n = 0;  // lanes
   const KernelArg* args = nullptr;
   int nargs = 0;
-  KernelOut* outs = nullptr;  // one (custom primitives have one tensor result)
+  KernelOut* outs = nullptr;  // one per result of the primitive, in order
   int nouts = 0;
 };
 
@@ -250,17 +253,21 @@ struct KernelError {
 using Kernel = std::function<bool(const KernelCall& call, KernelError* err)>;
 
 // A type rule: one thread's operand types to the result type, or an error
-// message ("" with a type: accepted).
+// message ("" with a type: accepted). A primitive with several results gives
+// their types in `types` (two or more) and leaves `type` empty.
 struct TypeRuleResult {
   std::optional<TensorType> type;
   std::string error;
+  std::vector<TensorType> types = {};
 };
 using TypeRule = std::function<TypeRuleResult(const std::vector<TensorType>& args)>;
 
 struct Primitive {
   std::string name;  // an identifier, not a keyword or a built-in's name
   int arity = 1;
-  // The type rule: either a fixed result type ("f64", "f64[3]") or `rule`.
+  // The type rule: either fixed result types or `rule`. One result ("f64",
+  // "f64[3]"), or several in parentheses ("(f64, f64[3])": a program binds
+  // them as `lp, g = prim(q)`, and the kernel writes one KernelOut each).
   std::string result;
   TypeRule rule;
   Kernel kernel;

@@ -40,9 +40,13 @@ _DTYPES = {
     "f64": np.dtype(np.float64),
 }
 _SUPPORTED = set(_DTYPES.values())
-_RUN_DEFAULTS = dict(vm="stack", schedule=None, jit=True, lanes=0, threads=0, max_steps=0,
-                     max_stack_depth=100000, batch=None, trace=None, trace_mask="bits",
-                     trace_format="auto", stats=False, on_error="abort", output=None, inputs=None)
+# The keywords of run(), lower() and check() besides the inputs: a misspelt
+# one arrives as an unknown input, and its message suggests the option.
+_RUN_OPTIONS = ("vm", "schedule", "jit", "lanes", "threads", "max_steps", "max_stack_depth",
+                "batch", "trace", "trace_mask", "trace_format", "stats", "on_error", "output",
+                "inputs")
+_LOWER_OPTIONS = ("print_after", "inputs", "batch")
+_CHECK_OPTIONS = ("inputs", "batch")
 
 
 # ---------------------------------------------------------------- primitives
@@ -60,10 +64,16 @@ class Primitive:
     their results: an array (or anything ``numpy.asarray`` takes) of shape
     ``(n, *result shape)`` or broadcastable to it, whose dtype casts to the
     result's within its kind (an int64 array for an "f64" result is fine, a
-    float array for an "i64" one is an error).
+    float array for an "i64" one is an error). A primitive with several
+    results returns a tuple of such arrays, one per result, in order. A
+    value that does not fit stops the run with an ExecutionError naming the
+    expected and the returned dtype and shape (of each result that does not
+    fit).
 
     result: the result's type for one thread, a type of the language:
-        "f64", "i64", "bool", "f64[3]", "f32[2,2]".
+        "f64", "i64", "bool", "f64[3]", "f32[2,2]"; several results in
+        parentheses: "(f64, f64[3])", which a program binds as
+        ``lp, g = logp_grad(q)``.
     arity: the number of operands (default: fn's positional parameters).
     doc: one line for ops() (default: the first line of fn's docstring).
 
@@ -79,9 +89,10 @@ class Primitive:
     def __init__(self, fn, result="f64", arity=None, doc=None):
         if not callable(fn):
             raise TypeError("Primitive: fn must be callable")
-        if _ab.parse_tensor_type(str(result)) is None:
+        if _ab.parse_result_types(str(result)) is None:
             raise InputError(f"Primitive: result type '{result}' is not a type such as "
-                             "\"f64\" or \"f64[3]\"")
+                             "\"f64\" or \"f64[3]\", nor several in parentheses such as "
+                             "\"(f64, f64[3])\"")
         if arity is None:
             arity = _positional_arity(fn)
         if doc is None:
@@ -89,7 +100,8 @@ class Primitive:
         self._fn, self._result, self._arity, self._doc = fn, str(result), int(arity), doc
 
     fn = property(lambda self: self._fn, doc="The Python function.")
-    result = property(lambda self: self._result, doc="The result type (\"f64\", \"f64[3]\").")
+    result = property(lambda self: self._result,
+                      doc="The result type (\"f64\", \"f64[3]\", \"(f64, f64[3])\").")
     arity = property(lambda self: self._arity, doc="The number of operands.")
     doc = property(lambda self: self._doc, doc="The line ops() shows.")
 
@@ -172,6 +184,50 @@ def _convert(name, value, declared):
     return np.ascontiguousarray(arr, dtype=want)
 
 
+def _edit_distance(a, b):
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def _closest(name, candidates):
+    """The candidate close enough to `name` to be what a typo meant, or None:
+    the CLI's rule (about one edit per three characters; a one- or
+    two-letter name only as a prefix of a longer one or the reverse)."""
+    short = len(name) <= 2
+    limit = 1 if short else max(1, (len(name) + 1) // 3)
+    best, best_d = None, None
+    for c in candidates:
+        prefix = c.startswith(name) or name.startswith(c)
+        if c == name or (short and not prefix):
+            continue
+        d = _edit_distance(name, c)
+        if best_d is None or d < best_d:
+            best, best_d = c, d
+    return best if best_d is not None and best_d <= limit else None
+
+
+def _unknown_inputs(unknown, params, options, entry):
+    """"unknown input 'stp'; did you mean 'step'? (the entry 'main' takes q,
+    step)": each unknown name with the parameter (or else the option) it is
+    closest to."""
+    parts = []
+    for name in unknown:
+        near = _closest(name, params)
+        if near is not None:
+            parts.append(f"unknown input '{name}'; did you mean '{near}'?")
+            continue
+        near = _closest(name, options)
+        parts.append(f"unknown input '{name}'" +
+                     (f"; did you mean the option '{near}'?" if near is not None else ""))
+    takes = ", ".join(params) if params else "no inputs"
+    return "; ".join(parts) + f" (the entry '{entry}' takes {takes})"
+
+
 def _is_forms(inputs):
     return isinstance(inputs, (str, os.PathLike)) or (
         isinstance(inputs, (list, tuple)) and inputs
@@ -241,7 +297,7 @@ class Program:
     def check(self, *args, inputs=None, batch=None, **named):
         """The signature lines with the types these inputs give (inputs as for
         run()); raises CompileError or InputError when they do not type."""
-        arrays, _ = self._bind(args, named, inputs, batch)
+        arrays, _ = self._bind(args, named, inputs, batch, _CHECK_OPTIONS)
         return self._p.signature(arrays)
 
     def lower(self, *args, print_after=None, inputs=None, batch=None, **named):
@@ -251,7 +307,7 @@ class Program:
         fix the types of unannotated parameters."""
         arrays = None
         if args or named or inputs is not None:
-            arrays, _ = self._bind(args, named, inputs, batch)
+            arrays, _ = self._bind(args, named, inputs, batch, _LOWER_OPTIONS)
         return self._p.lower(print_after or "", arrays)
 
     def run(self, *args, vm="stack", schedule=None, jit=True, lanes=0, threads=0, max_steps=0,
@@ -295,7 +351,7 @@ class Program:
         """
         if batch is not None and (isinstance(batch, bool) or int(batch) < 1):
             raise InputError(f"batch must be at least 1, not {batch}")
-        arrays, given_batch = self._bind(args, named, inputs, batch)
+        arrays, given_batch = self._bind(args, named, inputs, batch, _RUN_OPTIONS)
         if batch is None:
             batch = given_batch
         if isinstance(jit, str):
@@ -317,7 +373,7 @@ class Program:
             return RunResult(outputs, json.loads(stats_json) if stats_json else None, errors)
         return outputs
 
-    def _bind(self, args, named, inputs, batch):
+    def _bind(self, args, named, inputs, batch, options=()):
         """(arrays in parameter order, the batch the inputs set or None)."""
         if inputs is not None:
             if args or named:
@@ -338,6 +394,10 @@ class Program:
             raise InputError(f"the entry '{self.entry}' takes {len(params)} input"
                              f"{'' if len(params) == 1 else 's'}, but {len(args)} were given")
         named = dict(named)
+        names = [n for n, _ in params]
+        unknown = [k for k in named if k not in names]
+        if unknown:
+            raise InputError(_unknown_inputs(unknown, names, options, self.entry))
         arrays = []
         for i, (name, declared) in enumerate(params):
             if i < len(args):
@@ -350,9 +410,6 @@ class Program:
                 raise InputError(f"missing input '{name}' (the entry '{self.entry}' takes "
                                  f"{', '.join(n for n, _ in params)})")
             arrays.append(_convert(name, value, declared))
-        if named:
-            known = ", ".join(n for n, _ in params) or "none"
-            raise InputError(f"unknown input '{next(iter(named))}' (the entry's inputs: {known})")
         return arrays, None
 
     def __repr__(self):

@@ -39,7 +39,7 @@ def test_input_errors(programs):
     prog = autobatch.load(programs / "fib.ab", entry="fib")
     cases = [
         (dict(), "missing input 'n'"),
-        (dict(n=[1], m=[2]), "unknown input 'm'"),
+        (dict(n=[1], m=[2]), r"unknown input 'm' \(the entry 'fib' takes n\)"),
         (dict(n=np.array([1.5])), "declares i64"),
         (dict(n=np.array([[1, 2]])), "declares i64"),
         (dict(n=[1, 2], vm="quantum"), "quantum"),
@@ -63,6 +63,50 @@ def test_input_errors(programs):
     assert i32.run([7])[0].dtype == np.int32
 
 
+def test_unknown_inputs_name_the_nearest_parameter_or_option():
+    prog = autobatch.compile("func main(q: f64, step: f64, seed: i64) -> f64 {\n"
+                             "  return q * step\n}\n")
+    with pytest.raises(autobatch.InputError) as info:
+        prog.run(q=1.0, stp=0.3, seed=1)
+    assert str(info.value) == ("unknown input 'stp'; did you mean 'step'? "
+                               "(the entry 'main' takes q, step, seed)")
+    # Named before a missing input; several at once; an option's typo; no match.
+    with pytest.raises(autobatch.InputError) as info:
+        prog.run(q=1.0, stp=0.3, sed=1, thread=2, zzz=0)
+    assert str(info.value) == (
+        "unknown input 'stp'; did you mean 'step'?; unknown input 'sed'; did you mean 'seed'?; "
+        "unknown input 'thread'; did you mean the option 'threads'?; unknown input 'zzz' "
+        "(the entry 'main' takes q, step, seed)")
+    with pytest.raises(autobatch.InputError, match="did you mean 'step'"):
+        prog.run(inputs={"q": 1.0, "steps": 0.3, "seed": 1})
+    with pytest.raises(autobatch.InputError, match="did you mean the option 'print_after'"):
+        prog.lower(q=1.0, step=0.3, seed=1, print_afer="blocks")
+    with pytest.raises(autobatch.InputError, match="did you mean 'seed'"):
+        prog.check(q=1.0, step=0.3, seeds=1)
+
+
+def test_every_error_has_file_line_and_column():
+    with pytest.raises(autobatch.CompileError) as info:
+        autobatch.compile("func main(x: f64) -> f64 {\n  return x + y\n}\n", name="c.ab")
+    e = info.value
+    assert (e.file, e.line, e.column) == ("c.ab", 2, 14)
+    assert str(e).startswith("c.ab:2:14: error:")
+    # A type error found once the inputs' types are known.
+    prog = autobatch.compile("func main(x, y) {\n  return x + y\n}\n", name="t.ab")
+    with pytest.raises(autobatch.CompileError) as info:
+        prog.run(np.array([1.0]), np.array([True]))
+    e = info.value
+    assert (e.file, e.line) == ("t.ab", 2) and e.column > 0
+    assert str(e).startswith(f"t.ab:2:{e.column}: error:")
+    # Errors about inputs or options have no place in the source.
+    with pytest.raises(autobatch.InputError) as info:
+        prog.run([1.0], [2.0], vm="quantum")
+    assert (info.value.file, info.value.line, info.value.column) == ("", 0, 0)
+    with pytest.raises(autobatch.InputError) as info:
+        prog.run([1.0], z=[2.0])
+    assert (info.value.file, info.value.line, info.value.column) == ("", 0, 0)
+
+
 def test_execution_error_fields():
     prog = autobatch.compile(
         "func main(a: i64, b: i64) -> i64 {\n  return div(a, b)\n}\n", name="div.ab")
@@ -72,9 +116,9 @@ def test_execution_error_fields():
         e = info.value
         assert isinstance(e, RuntimeError) and isinstance(e, autobatch.AutobatchError)
         assert e.thread == 2 and e.function == "main" and e.batch == 4
-        assert e.file == "div.ab" and e.line == 2
+        assert (e.file, e.line, e.column) == ("div.ab", 2, 10)
         assert "division by zero" in e.message
-        assert str(e).startswith("div.ab:2:") and "in thread 2 of 4" in str(e)
+        assert str(e).startswith("div.ab:2:10: runtime error:") and "in thread 2 of 4" in str(e)
 
 
 def test_execution_error_limits():

@@ -28,7 +28,7 @@ def run_block(code):
 
 
 def test_readme_examples():
-    fib, nuts = readme_python_blocks()
+    fib, nuts, ascent = readme_python_blocks()
     ns, printed = run_block(fib)
     assert ns["out"].tolist() == [13, 21, 34, 21]
     last, steps = printed.split()
@@ -36,3 +36,6 @@ def test_readme_examples():
     ns, printed = run_block(nuts)
     mean = np.array([float(v) for v in printed.strip(" []\n").split()])
     assert np.allclose(mean, ns["mu"], atol=0.08), mean
+    ns, printed = run_block(ascent)
+    lp = np.array([float(v) for v in printed.strip(" []\n").split()])
+    assert np.allclose(lp, ns["lp"]) and np.all(np.diff(lp) > 0), lp

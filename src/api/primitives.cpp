@@ -13,6 +13,7 @@ namespace autobatch {
 namespace {
 
 constexpr int kMaxArity = 16;
+constexpr size_t kMaxResults = 16;
 
 Status fail(const std::string& name, const std::string& why) {
   return Status{{option_error("primitive '" + name + "': " + why)}};
@@ -20,12 +21,24 @@ Status fail(const std::string& name, const std::string& why) {
 
 TensorType public_type(const ab::TensorType& t) { return {to_public(t.dtype), t.shape}; }
 
+ab::Type internal_type(const TensorType& t) {
+  return ab::Type::tensor_of(to_internal(t.dtype), t.shape);
+}
+
+// One result as its tensor type, several as the tuple of theirs (what a
+// program destructures: `a, b = prim(x)`).
+ab::Type internal_result(const std::vector<TensorType>& types) {
+  if (types.size() == 1) return internal_type(types[0]);
+  std::vector<ab::Type> elems;
+  for (const auto& t : types) elems.push_back(internal_type(t));
+  return ab::Type::tuple(std::move(elems));
+}
+
 // The internal type rule over the public one.
 std::function<std::optional<ab::Type>(const std::vector<ab::Type>&, std::string&)> type_rule(
     const Primitive& p) {
   if (!p.result.empty()) {
-    TensorType fixed = *parse_tensor_type(p.result);
-    ab::Type t = ab::Type::tensor_of(to_internal(fixed.dtype), fixed.shape);
+    ab::Type t = internal_result(*parse_result_types(p.result));
     return [t](const std::vector<ab::Type>&, std::string&) { return std::optional<ab::Type>(t); };
   }
   return [rule = p.rule](const std::vector<ab::Type>& args,
@@ -42,11 +55,20 @@ std::function<std::optional<ab::Type>(const std::vector<ab::Type>&, std::string&
       error = "its type rule threw";
       return std::nullopt;
     }
-    if (!r.type) {
+    if (r.type && !r.types.empty()) {
+      error = "its type rule gave both one result type and several";
+      return std::nullopt;
+    }
+    if (r.types.size() == 1 || r.types.size() > kMaxResults) {
+      error = "its type rule gave " + std::to_string(r.types.size()) +
+              " result types (several results: 2 to " + std::to_string(kMaxResults) + ")";
+      return std::nullopt;
+    }
+    if (!r.type && r.types.empty()) {
       error = r.error.empty() ? "its type rule rejected the operands" : r.error;
       return std::nullopt;
     }
-    return ab::Type::tensor_of(to_internal(r.type->dtype), r.type->shape);
+    return r.type ? internal_type(*r.type) : internal_result(r.types);
   };
 }
 
@@ -55,8 +77,8 @@ std::function<std::optional<ab::Type>(const std::vector<ab::Type>&, std::string&
 ab::CustomKernel kernel(Kernel k) {
   return [k = std::move(k)](const ab::KernelCall& c, ab::KernelError* err) -> bool {
     std::array<KernelArg, kMaxArity> args;
-    std::array<KernelOut, 4> outs;
-    if (c.nargs > kMaxArity || c.nouts > 4) {
+    std::array<KernelOut, kMaxResults> outs;
+    if (c.nargs > kMaxArity || c.nouts > static_cast<int>(kMaxResults)) {
       err->lane = 0;
       err->message = "internal: too many operands for a custom kernel";
       return false;
@@ -107,9 +129,15 @@ std::variant<ab::PrimId, Status> register_one(const Primitive& p) {
   if (!p.kernel) return fail(p.name, "no kernel");
   if (p.result.empty() == !p.rule)
     return fail(p.name, "give exactly one of a result type (\"f64\", \"f64[3]\") and a type rule");
-  if (!p.result.empty() && !parse_tensor_type(p.result))
-    return fail(p.name, "result type '" + p.result +
-                            "' is not a tensor type such as \"f64\" or \"f64[3]\"");
+  if (!p.result.empty()) {
+    auto types = parse_result_types(p.result);
+    if (!types)
+      return fail(p.name, "result type '" + p.result +
+                              "' is not a tensor type such as \"f64\" or \"f64[3]\", nor "
+                              "several in parentheses such as \"(f64, f64[3])\"");
+    if (types->size() > kMaxResults)
+      return fail(p.name, "at most " + std::to_string(kMaxResults) + " results");
+  }
   ab::CustomPrimDef def;
   def.name = p.name;
   def.min_args = def.max_args = p.arity;
@@ -140,6 +168,37 @@ bool has_name(const std::vector<ab::PrimId>& ids, const std::string& name) {
 }
 
 }  // namespace
+
+std::optional<std::vector<TensorType>> parse_result_types(std::string_view s) {
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    return v;
+  };
+  s = trim(s);
+  if (s.empty() || s.front() != '(') {
+    auto t = parse_tensor_type(s);
+    if (!t) return std::nullopt;
+    return std::vector<TensorType>{*t};
+  }
+  if (s.back() != ')') return std::nullopt;
+  s = s.substr(1, s.size() - 2);
+  // Commas inside brackets separate dimensions, not types.
+  std::vector<TensorType> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i < s.size() && s[i] == '[') ++depth;
+    if (i < s.size() && s[i] == ']') --depth;
+    if (i < s.size() && (s[i] != ',' || depth > 0)) continue;
+    auto t = parse_tensor_type(trim(s.substr(start, i - start)));
+    if (!t) return std::nullopt;
+    out.push_back(std::move(*t));
+    start = i + 1;
+  }
+  if (out.size() < 2) return std::nullopt;
+  return out;
+}
 
 struct Primitives::Impl : Registry {};
 
