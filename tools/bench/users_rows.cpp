@@ -20,7 +20,7 @@ std::vector<double> uniform_vector(std::mt19937_64& g, int64_t n, double lo, dou
 Row row_simpson(const Ctx& c) {
   Row r;
   r.program = "simpson.ab";
-  r.batch = c.quick ? 256 : 16384;
+  r.batch = c.quick ? 256 : 8192;
   r.name = "simpson_" + std::to_string(r.batch);
   r.step_unit = "calls of adapt";
   std::mt19937_64 g(101);
@@ -58,7 +58,7 @@ Row row_simpson(const Ctx& c) {
 Row row_dopri(const Ctx& c) {
   Row r;
   r.program = "dopri.ab";
-  r.batch = c.quick ? 256 : 16384;
+  r.batch = c.quick ? 256 : 4096;
   r.name = "dopri_" + std::to_string(r.batch);
   r.step_unit = "steps tried";
   std::mt19937_64 g(103);
@@ -97,7 +97,7 @@ Row row_dopri(const Ctx& c) {
 Row row_gillespie(const Ctx& c) {
   Row r;
   r.program = "gillespie.ab";
-  r.batch = c.quick ? 2048 : 65536;
+  r.batch = c.quick ? 2048 : 16384;
   r.name = "gillespie_" + std::to_string(r.batch);
   r.step_unit = "events";
   const int64_t seed = 1, n0 = 0;
@@ -190,7 +190,7 @@ Row row_walk(const Ctx& c) {
 Row row_metropolis(const Ctx& c) {
   Row r;
   r.program = "metropolis.ab";
-  r.batch = c.quick ? 256 : 4096;
+  r.batch = c.quick ? 256 : 1024;
   r.name = "metropolis_" + std::to_string(r.batch);
   r.step_unit = "iterations";
   const int64_t n = 100, p = 5, n_iter = c.quick ? 50 : 200, seed = 3;
