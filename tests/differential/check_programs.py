@@ -37,6 +37,8 @@ FLOAT_TOLERANT = {
     "power_iteration": "matvec on a shared matrix is one GEMM in the batched VMs",
     "nuts": "matvec on the shared precision matrix is one GEMM in the batched VMs",
     "leapfrog_matrix": "matvec on the shared matrix is one GEMM in the batched VMs",
+    "metropolis": "matvec on the shared data matrix is one GEMM in the batched VMs",
+    "nuts_gauss": "matvec on the shared precision matrix is one GEMM in the batched VMs",
 }
 REL_TOL = 1e-12
 MATRIX_OPS = ("matvec(", "matmul(", "dot(")

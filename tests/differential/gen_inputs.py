@@ -232,6 +232,31 @@ INPUT_TABLE = {
     "tree_eval": Resample(),
     # The sampler's state must fit the target: golden rows, with fresh keys.
     "nuts": Resample(draws={"key": P("i64", wide("i64"))}),
+    # Any interval (b < a too); tol >= 1e-9 over |b - a| <= 15 keeps it to a few hundred calls,
+    # and max_depth bounds the recursion whatever tol is.
+    "simpson": [("a", P("f64", floats(-5.0, 5.0, special=(0.0, 1.0)))),
+                ("b", P("f64", floats(-5.0, 10.0, special=(0.0, 3.0)))),
+                ("tol", P("f64", floats(1e-9, 1e-3, special=(1e-9, 0.5)))),
+                ("max_depth", P("i64", ints(0, 30, special=(0, 1, 50))))],
+    # An oscillator takes about w t_end / tol^(1/5) steps; w = 0 never errs (h grows by 5).
+    "dopri": [("w", P("f64", floats(0.0, 5.0, special=(0.0, 1.0)))),
+              ("t_end", P("f64", floats(-1.0, 10.0, special=(0.0,)))),
+              ("tol", P("f64", floats(1e-8, 1e-3, special=(1e-8,)))),
+              ("h0", P("f64", floats(1e-3, 1.0, special=(1e-3, 10.0))))],
+    # Any seed; (b + d n) t_end stays at most a few hundred events.
+    "gillespie": [("seed", P("i64", wide("i64"))),
+                  ("b", P("f64", floats(0.0, 5.0, special=(0.0,)))),
+                  ("d", P("f64", floats(0.0, 2.0, special=(0.0,)))),
+                  ("n0", P("i64", ints(0, 20, special=(0,)))),
+                  ("t_end", P("f64", floats(0.0, 5.0, special=(0.0,))))],
+    # Any seed; |bound| <= 10 keeps the walks short (mean bound^2 steps), bound <= 0 stops at once.
+    "walk": [("seed", P("i64", wide("i64"))),
+             ("bound", P("i64", ints(-2, 6, special=(0, 1, 10))))],
+    # The data set of the golden inputs, with fresh seeds and step sizes.
+    "metropolis": Resample(draws={"seed": P("i64", wide("i64")),
+                                  "scale": P("f64", floats(0.01, 2.0, special=(0.0,)))}),
+    # The target of the golden inputs, with fresh seeds.
+    "nuts_gauss": Resample(draws={"seed": P("i64", wide("i64"))}),
 }
 
 

@@ -12,7 +12,10 @@
 // (`vm_method`); each timed run is one Program::run call (its types and JIT
 // code are cached after the first).
 //
-// Usage: autobatch_bench [--quick] [--check] [--only NAME[,NAME...]] [PROGRAMS_DIR]
+// Usage: autobatch_bench [--suite programs|users] [--quick] [--check] [--only NAME[,NAME...]]
+//                        [PROGRAMS_DIR]
+//   --suite  programs (this file's rows, the default) or users (users.cpp: programs written
+//            as users write them, every VM mode against per-thread C++ and NumPy)
 //   --quick  small sizes, one repetition (a smoke run: timings mean little)
 //   --check  exit 1 unless every row's outputs match
 // Prints one JSON object on stdout and a table on stderr.
@@ -705,8 +708,18 @@ void print_table(const std::vector<Row>& rows) {
 
 }  // namespace
 
+namespace users {
+int suite_main(int argc, char** argv);  // users.cpp
+}
+
 int main(int argc, char** argv) {
   openblas_set_num_threads(1);
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--suite") {
+      std::string suite = argv[i + 1];
+      if (suite == "users") return users::suite_main(argc, argv);
+      if (suite != "programs") fail("no suite named " + suite + " (programs, users)");
+    }
   Ctx c;
   c.dir = "programs";
   bool check = false;
@@ -718,6 +731,8 @@ int main(int argc, char** argv) {
       c.quick = true;
     } else if (a == "--check") {
       check = true;
+    } else if (a == "--suite" && i + 1 < argc) {
+      ++i;
     } else if (a == "--only" && i + 1 < argc) {
       std::stringstream ss(argv[++i]);
       for (std::string s; std::getline(ss, s, ',');) only.push_back(s);

@@ -1,0 +1,329 @@
+// The rows of the users' benchmark suite (tools/bench/users.cpp): inputs, the runs of the
+// VM and of the baselines, and the checks of their outputs.
+#include <numeric>
+
+#include "users_suite.h"
+
+namespace users {
+
+namespace {
+
+std::vector<double> uniform_vector(std::mt19937_64& g, int64_t n, double lo, double hi) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+
+// Adaptive Simpson of sin over [a, a + L], a in [-1, 1], L in [1, 10], tol 1e-10: the
+// VM against the same recursion in C++, bit for bit, and the exact cos(a) - cos(b).
+Row row_simpson(const Ctx& c) {
+  Row r;
+  r.program = "simpson.ab";
+  r.batch = c.quick ? 256 : 8192;
+  r.name = "simpson_" + std::to_string(r.batch);
+  r.step_unit = "calls of adapt";
+  std::mt19937_64 g(101);
+  std::vector<double> a = uniform_vector(g, r.batch, -1.0, 1.0), b(r.batch);
+  std::vector<double> len = uniform_vector(g, r.batch, 1.0, 10.0);
+  for (int64_t i = 0; i < r.batch; ++i) b[i] = a[i] + len[i];
+  const double tol = 1e-10;
+  const int64_t max_depth = 50;
+  Inputs in;
+  in.add(a, r.batch);
+  in.add(b, r.batch);
+  in.scalar(tol);
+  in.scalar(max_depth);
+  Outputs got = run_modes(c, r, in, c.reps);
+  std::vector<SimpsonResult> want(r.batch);
+  time_cpp(r, c.reps, kCppPlain, [&] {
+    for (int64_t i = 0; i < r.batch; ++i) want[i] = simpson(a[i], b[i], tol, max_depth);
+  });
+  const double* integral = got[0].as<double>();
+  const int64_t* calls = got[1].as<int64_t>();
+  bool same = true;
+  double err = 0;
+  for (int64_t i = 0; i < r.batch; ++i) {
+    same = same && integral[i] == want[i].integral && calls[i] == want[i].calls;
+    err = std::max(err, std::fabs(integral[i] - (std::cos(a[i]) - std::cos(b[i]))));
+    r.thread_steps += calls[i];
+  }
+  r.check("outputs equal the C++ baseline's bit for bit", same, same, 1);
+  r.check("max |integral - (cos a - cos b)|", err <= 1e-8, err, 1e-8);
+  return r;
+}
+
+// Dormand-Prince on y'' = -w^2 y, w in [0.5, 5], to t = 10 at tol 1e-8: bit for bit
+// against C++, and within 1e-5 of the exact solution (relative to w).
+Row row_dopri(const Ctx& c) {
+  Row r;
+  r.program = "dopri.ab";
+  r.batch = c.quick ? 256 : 4096;
+  r.name = "dopri_" + std::to_string(r.batch);
+  r.step_unit = "steps tried";
+  std::mt19937_64 g(103);
+  std::vector<double> w = uniform_vector(g, r.batch, 0.5, 5.0);
+  const double t_end = 10.0, tol = 1e-8, h0 = 0.01;
+  Inputs in;
+  in.add(w, r.batch);
+  in.scalar(t_end);
+  in.scalar(tol);
+  in.scalar(h0);
+  Outputs got = run_modes(c, r, in, c.reps);
+  std::vector<DopriResult> want(r.batch);
+  time_cpp(r, c.reps, kCppPlain, [&] {
+    for (int64_t i = 0; i < r.batch; ++i) want[i] = dopri(w[i], t_end, tol, h0);
+  });
+  const double* y = got[0].as<double>();
+  const int64_t* acc = got[1].as<int64_t>();
+  const int64_t* rej = got[2].as<int64_t>();
+  bool same = true;
+  double err = 0;
+  for (int64_t i = 0; i < r.batch; ++i) {
+    same = same && y[2 * i] == want[i].y[0] && y[2 * i + 1] == want[i].y[1] &&
+           acc[i] == want[i].accepted && rej[i] == want[i].rejected;
+    double e0 = std::fabs(y[2 * i] - std::cos(w[i] * t_end));
+    double e1 = std::fabs(y[2 * i + 1] + w[i] * std::sin(w[i] * t_end)) / w[i];
+    err = std::max({err, e0, e1});
+    r.thread_steps += acc[i] + rej[i];
+  }
+  r.check("outputs equal the C++ baseline's bit for bit", same, same, 1);
+  r.check("max error against cos(w t), -w sin(w t) (velocity / w)", err <= 1e-5, err, 1e-5);
+  return r;
+}
+
+// Gillespie's SSA, births at 10, deaths at 0.5 each, from 0: the population at t is
+// Poisson with mean 20 (1 - exp(-0.5 t)).
+Row row_gillespie(const Ctx& c) {
+  Row r;
+  r.program = "gillespie.ab";
+  r.batch = c.quick ? 2048 : 16384;
+  r.name = "gillespie_" + std::to_string(r.batch);
+  r.step_unit = "events";
+  const int64_t seed = 1, n0 = 0;
+  const double b = 10.0, d = 0.5, t_end = c.quick ? 5.0 : 20.0;
+  Inputs in;
+  in.scalar(seed);
+  in.scalar(b);
+  in.scalar(d);
+  in.scalar(n0);
+  in.scalar(t_end);
+  Outputs got = run_modes(c, r, in, c.reps);
+  std::vector<SsaResult> want(r.batch);
+  time_cpp(r, c.reps, kCppRandom, [&] {
+    std::mt19937_64 g(seed);
+    for (int64_t i = 0; i < r.batch; ++i) want[i] = gillespie(g, b, d, n0, t_end);
+  });
+  Json np = run_numpy(c, r, "gillespie",
+                      {{"batch", r.batch}, {"seed", seed}, {"b", b}, {"d", d}, {"n0", n0}, {"t_end", t_end}},
+                      std::min(c.reps, 2));
+  const int64_t* n = got[0].as<int64_t>();
+  const int64_t* events = got[1].as<int64_t>();
+  r.thread_steps = std::accumulate(events, events + r.batch, int64_t{0});
+  double mean = b / d * (1.0 - std::exp(-d * t_end));
+  std::vector<int64_t> cn(r.batch), ce(r.batch);
+  for (int64_t i = 0; i < r.batch; ++i) cn[i] = want[i].n, ce[i] = want[i].events;
+  double z_vm = z_known(moments(n, r.batch), mean, mean);
+  double z_cpp = z_known(moments(cn.data(), r.batch), mean, mean);
+  double z_np = z_known(from_json(np["n"]), mean, mean);
+  double z_ev = z_two(moments(events, r.batch), moments(ce.data(), r.batch));
+  double z_ev_np = z_two(moments(events, r.batch), from_json(np["events"]));
+  r.check("VM: mean population vs the exact mean, in standard errors", z_vm <= kZ, z_vm, kZ);
+  r.check("C++: mean population vs the exact mean", z_cpp <= kZ, z_cpp, kZ);
+  r.check("NumPy: mean population vs the exact mean", z_np <= kZ, z_np, kZ);
+  r.check("mean events, VM vs C++", z_ev <= kZ, z_ev, kZ);
+  r.check("mean events, VM vs NumPy", z_ev_np <= kZ, z_ev_np, kZ);
+  r.extra["exact_mean_population"] = mean;
+  return r;
+}
+
+// Random walks to +-bound: the exit time has mean bound^2 and variance
+// 2 bound^2 (bound^2 - 1) / 3; each side is reached with probability 1/2.
+Row row_walk(const Ctx& c) {
+  Row r;
+  r.program = "walk.ab";
+  r.batch = c.quick ? 2000 : 200000;
+  r.name = "walk_" + std::to_string(r.batch);
+  r.step_unit = "walk steps";
+  const int64_t seed = 2, bound = c.quick ? 10 : 20;
+  Inputs in;
+  in.scalar(seed);
+  in.scalar(bound);
+  Outputs got = run_modes(c, r, in, c.reps);
+  std::vector<WalkResult> want(r.batch);
+  time_cpp(r, c.reps, kCppRandom, [&] {
+    std::mt19937_64 g(seed);
+    for (int64_t i = 0; i < r.batch; ++i) want[i] = walk(g, bound);
+  });
+  Json np = run_numpy(c, r, "walk", {{"batch", r.batch}, {"seed", seed}, {"bound", bound}},
+                      std::min(c.reps, 2));
+  const int64_t* steps = got[0].as<int64_t>();
+  const int64_t* x = got[1].as<int64_t>();
+  r.thread_steps = std::accumulate(steps, steps + r.batch, int64_t{0});
+  double n2 = static_cast<double>(bound * bound), var = 2.0 * n2 * (n2 - 1.0) / 3.0;
+  std::vector<double> up(r.batch), cup(r.batch);
+  std::vector<int64_t> cs(r.batch);
+  for (int64_t i = 0; i < r.batch; ++i) {
+    up[i] = x[i] > 0;
+    cup[i] = want[i].x > 0;
+    cs[i] = want[i].steps;
+  }
+  double z_vm = z_known(moments(steps, r.batch), n2, var);
+  double z_cpp = z_known(moments(cs.data(), r.batch), n2, var);
+  double z_np = z_known(from_json(np["steps"]), n2, var);
+  double z_up = z_known(moments(up.data(), r.batch), 0.5, 0.25);
+  double z_up_cpp = z_known(moments(cup.data(), r.batch), 0.5, 0.25);
+  double z_up_np = z_known(from_json(np["x_positive"]), 0.5, 0.25);
+  r.check("VM: mean steps vs bound^2, in standard errors", z_vm <= kZ, z_vm, kZ);
+  r.check("C++: mean steps vs bound^2", z_cpp <= kZ, z_cpp, kZ);
+  r.check("NumPy: mean steps vs bound^2", z_np <= kZ, z_np, kZ);
+  r.check("VM: fraction ending at +bound vs 1/2", z_up <= kZ, z_up, kZ);
+  r.check("C++: fraction ending at +bound vs 1/2", z_up_cpp <= kZ, z_up_cpp, kZ);
+  r.check("NumPy: fraction ending at +bound vs 1/2", z_up_np <= kZ, z_up_np, kZ);
+  r.extra["bound"] = bound;
+  return r;
+}
+
+// Metropolis on a logistic regression with n = 100 observations of p = 5 (an intercept
+// and four N(0, 1) covariates): per-chain means and acceptances of the VM against C++ and
+// NumPy, as two-sample tests over the chains.
+Row row_metropolis(const Ctx& c) {
+  Row r;
+  r.program = "metropolis.ab";
+  r.batch = c.quick ? 256 : 1024;
+  r.name = "metropolis_" + std::to_string(r.batch);
+  r.step_unit = "iterations";
+  const int64_t n = 100, p = 5, n_iter = c.quick ? 50 : 200, seed = 3;
+  const double scale = 0.3, prior_sd = 5.0;
+  const double beta_true[p] = {0.5, -1.0, 1.5, 0.0, 0.8};
+  std::mt19937_64 g(107);
+  std::normal_distribution<double> z;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> X(n * p), y(n), beta0(p, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double eta = 0;
+    for (int64_t j = 0; j < p; ++j) {
+      X[i * p + j] = j == 0 ? 1.0 : z(g);
+      eta += X[i * p + j] * beta_true[j];
+    }
+    y[i] = u(g) < 1.0 / (1.0 + std::exp(-eta)) ? 1.0 : 0.0;
+  }
+  Inputs in;
+  in.add(X, 1, {n, p});
+  in.add(y, 1, {n});
+  in.add(beta0, 1, {p});
+  in.scalar(seed);
+  in.scalar(scale);
+  in.scalar(prior_sd);
+  in.scalar(n_iter);
+  Outputs got = run_modes(c, r, in, c.reps);
+  std::vector<double> cb(r.batch * p), cm(r.batch * p);
+  std::vector<int64_t> ca(r.batch);
+  time_cpp(r, c.reps, kCppRandom, [&] {
+    std::mt19937_64 gc(seed);
+    for (int64_t i = 0; i < r.batch; ++i)
+      ca[i] = metropolis(gc, X, y, n, p, scale, prior_sd, n_iter, &cb[i * p], &cm[i * p]);
+  });
+  Json Xj = Json::array();
+  for (int64_t i = 0; i < n; ++i) Xj.push_back(std::vector<double>(&X[i * p], &X[i * p + p]));
+  Json np = run_numpy(c, r, "metropolis",
+                      {{"batch", r.batch}, {"seed", seed}, {"n_iter", n_iter}, {"scale", scale},
+                       {"prior_sd", prior_sd}, {"X", Xj}, {"y", y}},
+                      std::min(c.reps, 2));
+  r.thread_steps = r.batch * n_iter;
+  const double* mean_beta = got[1].as<double>();
+  const int64_t* acc = got[2].as<int64_t>();
+  double z_cpp = 0, z_np = 0;
+  for (int64_t j = 0; j < p; ++j) {
+    Moments vm = moments(mean_beta + j, r.batch, p);
+    z_cpp = std::max(z_cpp, z_two(vm, moments(&cm[j], r.batch, p)));
+    z_np = std::max(z_np, z_two(vm, from_json(np["mean_beta" + std::to_string(j)])));
+  }
+  double za_cpp = z_two(moments(acc, r.batch), moments(ca.data(), r.batch));
+  double za_np = z_two(moments(acc, r.batch), from_json(np["accepted"]));
+  r.check("chain means of beta, VM vs C++ (max over the 5 coordinates)", z_cpp <= kZ, z_cpp, kZ);
+  r.check("chain means of beta, VM vs NumPy (max over the 5 coordinates)", z_np <= kZ, z_np, kZ);
+  r.check("accepted proposals, VM vs C++", za_cpp <= kZ, za_cpp, kZ);
+  r.check("accepted proposals, VM vs NumPy", za_np <= kZ, za_np, kZ);
+  r.extra["acceptance_rate"] =
+      moments(acc, r.batch).mean / static_cast<double>(n_iter);
+  return r;
+}
+
+// NUTS on the d = 10 Gaussian whose covariance is AR(1) with rho = 0.9 (unit variances):
+// the chains' last states against N(0, Sigma) (means 0, variances 1), and the leapfrog
+// steps per chain against C++'s.
+Row row_nuts(const Ctx& c, int64_t chains) {
+  Row r;
+  r.program = "nuts_gauss.ab";
+  r.batch = chains;
+  r.name = "nuts_" + std::to_string(chains);
+  r.step_unit = "leapfrog steps";
+  const int64_t d = 10, seed = 4, max_depth = 8;
+  const int64_t n_iter = c.quick ? 10 : 100, n_warmup = n_iter / 2;
+  const double rho = 0.9, eps = 0.15, k = 1.0 / (1.0 - rho * rho);
+  std::vector<double> prec(d * d, 0.0), mu(d, 0.0), q0(d, 0.0);
+  for (int64_t i = 0; i < d; ++i) {
+    prec[i * d + i] = k * (i == 0 || i == d - 1 ? 1.0 : 1.0 + rho * rho);
+    if (i + 1 < d) prec[i * d + i + 1] = prec[(i + 1) * d + i] = -k * rho;
+  }
+  Inputs in;
+  in.add(prec, 1, {d, d});
+  in.add(mu, 1, {d});
+  in.add(q0, 1, {d});
+  in.scalar(seed);
+  in.scalar(eps);
+  in.scalar(max_depth);
+  in.scalar(n_iter);
+  in.scalar(n_warmup);
+  int reps = chains >= 8192 ? 1 : c.reps;
+  Outputs got = run_modes(c, r, in, reps);
+  std::vector<double> cq(chains * d), csq(chains * d), csqq(chains * d);
+  std::vector<int64_t> cl(chains);
+  time_cpp(r, reps, kCppRandom, [&] {
+    std::mt19937_64 g(seed);
+    for (int64_t i = 0; i < chains; ++i)
+      cl[i] = nuts(g, prec, mu, q0, eps, max_depth, n_iter, n_warmup, &cq[i * d], &csq[i * d],
+                   &csqq[i * d]);
+  });
+  const double* q = got[0].as<double>();
+  const int64_t* leapfrogs = got[3].as<int64_t>();
+  r.thread_steps = std::accumulate(leapfrogs, leapfrogs + chains, int64_t{0});
+  double zm = 0, zv = 0, zm_cpp = 0, zq = 0;
+  for (int64_t j = 0; j < d; ++j) {
+    Moments m = moments(q + j, chains, d), mc = moments(&cq[j], chains, d);
+    zm = std::max(zm, z_known(m, 0.0, 1.0));
+    zm_cpp = std::max(zm_cpp, z_known(mc, 0.0, 1.0));
+    // the sample variance of n normal draws has standard error sqrt(2 / n)
+    zv = std::max(zv, std::fabs(m.var - 1.0) / std::sqrt(2.0 / static_cast<double>(chains)));
+    zq = std::max(zq, z_two(m, mc));
+  }
+  double zl = z_two(moments(leapfrogs, chains), moments(cl.data(), chains));
+  r.check("VM: last states' means vs 0 (max over d, standard errors)", zm <= kZ, zm, kZ);
+  r.check("VM: last states' variances vs 1 (max over d, standard errors)", zv <= kZ, zv, kZ);
+  r.check("C++: last states' means vs 0", zm_cpp <= kZ, zm_cpp, kZ);
+  r.check("last states' means, VM vs C++", zq <= kZ, zq, kZ);
+  r.check("leapfrog steps per chain, VM vs C++", zl <= kZ, zl, kZ);
+  r.extra["leapfrogs_per_iteration"] =
+      static_cast<double>(r.thread_steps) / static_cast<double>(chains * n_iter);
+  r.extra["iterations"] = n_iter;
+  return r;
+}
+
+}  // namespace
+
+const std::vector<RowSpec>& row_table() {
+  static const std::vector<RowSpec> rows = {
+      {"simpson", row_simpson},
+      {"dopri", row_dopri},
+      {"gillespie", row_gillespie},
+      {"walk", row_walk},
+      {"metropolis", row_metropolis},
+      {"nuts_1024", [](const Ctx& c) { return row_nuts(c, c.quick ? 64 : 1024); }},
+      {"nuts_8192", [](const Ctx& c) { return row_nuts(c, c.quick ? 128 : 8192); }},
+      {"nuts_65536", [](const Ctx& c) { return row_nuts(c, c.quick ? 256 : 65536); }},
+  };
+  return rows;
+}
+
+}  // namespace users
