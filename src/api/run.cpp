@@ -541,6 +541,10 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         for (const ab::RunningThread& t : s.result.running)
           if (running.size() < ab::kRunningShown) running.push_back(&t);
       e.message += running_text(running, finished, batch, m.source.get());
+      if (o.total_batch > batch)  // one MPI process's share
+        e.message += " (counted in threads " + std::to_string(o.first_thread) + " to " +
+                     std::to_string(o.first_thread + batch - 1) + " of " +
+                     std::to_string(o.total_batch) + ", this process's share)";
       e.rendered = "autobatch: " + e.message + "\n";
       out.runtime_error = std::move(e);
       return out;

@@ -8,7 +8,8 @@
 #   programs-dynamic        every example program, -np 3, dynamic split, chunks of 2
 #   error                   a failing thread in rank 1: reported once, global thread, exit 1
 #   stop                    a thread failing at once in the last rank stops the others'
-#                           endless loops: exit 1 in seconds, the error once, no output
+#                           endless loops: exit 1 in seconds, the error once, no output;
+#                           --time-limit stops a rank's endless loop, naming the thread
 #   record                  --on-error record with failing threads in several ranks: stdout,
 #                           stderr, exit status and errors.json byte for byte as one process
 #   npy                     .npy inputs read in parts (by offset), stdin program, file
@@ -151,6 +152,17 @@ case $case_name in
       ! grep -q interrupted "$work/err" || fail "stop -np $np_flags: $(cat "$work/err")"
       [ ! -s "$work/out" ] && [ ! -e "$work/stop.json" ] || fail "stop -np $np_flags: outputs written"
     done
+    # --time-limit: the process whose share does not end reports it once,
+    # naming its running thread by its number in the whole batch.
+    rm -f "$work/stop.json"
+    timeout 60 "${mpi[@]}" -np 2 "$ab" run "$work/work.ab" --inputs "{\"n\": [5, $long], \"d\": 1}" \
+      --output "$work/stop.json" --time-limit 2 >"$work/out" 2>"$work/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "time-limit: exit $rc, expected 1: $(cat "$work/err")"
+    [ "$(grep -c 'time-limit 2 s reached' "$work/err")" = 1 ] &&
+      grep -qF "still running: thread 1 in function work, block " "$work/err" ||
+      fail "time-limit: expected the limit and thread 1 once in: $(cat "$work/err")"
+    [ ! -s "$work/out" ] && [ ! -e "$work/stop.json" ] || fail "time-limit: outputs written"
     ;;
   record)
     # Failing threads in every rank under -np 2 and 3 (threads 1, 4, 6), and
