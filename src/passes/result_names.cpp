@@ -86,6 +86,11 @@ void leaf_names(const std::string& name, const Type& t, std::vector<std::string>
 std::vector<std::string> result_names(const Module& m, const Function& f) {
   std::vector<std::string> out;
   for (const Vote& v : Namer(m).names(f)) out.push_back(v.value_or(""));
+  // A name two results would share (`return x, x`) names neither.
+  std::map<std::string, int> uses;
+  for (const auto& n : out) ++uses[n];
+  for (auto& n : out)
+    if (uses[n] > 1) n.clear();
   return out;
 }
 

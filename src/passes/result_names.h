@@ -15,7 +15,8 @@ namespace ab {
 // on at that position, where a return names a result by returning a plain
 // variable (`return total, n`), or by returning a call's results unchanged
 // (`return g(x)`: g's names); else "". A return of a recursive call says
-// nothing about the names (the other returns decide).
+// nothing about the names (the other returns decide). A name two results
+// would share names neither.
 std::vector<std::string> result_names(const Module& m, const Function& f);
 
 // The names of the output leaves, one per leaf of `types` (a result of tuple

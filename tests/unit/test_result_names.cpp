@@ -98,6 +98,15 @@ TEST_CASE("names: a tuple result gives NAME.0, NAME.1, ...; repeated names give 
                  "  return tuple(x, tuple(1, x)), x + 1.0\n}\n") ==
         Names{"p.0", "p.1.0", "p.1.1", "out3"});
   CHECK(names_of("func f(x: f64) {\n  return x, x\n}\n") == Names{"out0", "out1"});
+  // Lowering keeps only names that do not repeat, so the lowered program runs alike.
+  autobatch::Program twice = compiled("func f(x: f64) {\n  y = x\n  return x, x, y\n}\n");
+  autobatch::Result<std::string> lowered = twice.lower();
+  REQUIRE(lowered.ok());
+  CHECK(lowered->find("-> (f.ret.0, f.ret.1, y: f.ret.2)") != std::string::npos);
+  double x[] = {1.0};
+  autobatch::RunResult r = compiled(*lowered).run({autobatch::ArrayView::of(x, 1)});
+  REQUIRE(r.ok());
+  CHECK(r.names == Names{"out0", "out1", "y"});
   CHECK(names_of("func f(x: f64) -> (out1: f64, f64) {\n  return x, x + 1.0\n}\n") ==
         Names{"out0", "out1"});
   CHECK(names_of("func f(x: f64) {\n  return\n}\n").empty());
