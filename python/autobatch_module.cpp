@@ -396,7 +396,7 @@ struct RunArgs {
   std::string output;  // "" : none; else as --output
 };
 
-// (outputs, stats JSON or None, errors or None)
+// (outputs, stats JSON or None, errors or None, the outputs' names)
 py::tuple run_program(const autobatch::Program& prog, const std::vector<py::array>& arrays,
                       const RunArgs& a) {
   autobatch::RunOptions ro;
@@ -463,7 +463,9 @@ py::tuple run_program(const autobatch::Program& prog, const std::vector<py::arra
     }
     errors = list;
   }
-  return py::make_tuple(outputs, stats, errors);
+  py::tuple names(r.names.size());
+  for (size_t i = 0; i < r.names.size(); ++i) names[i] = py::str(r.names[i]);
+  return py::make_tuple(outputs, stats, errors, names);
 }
 
 const std::vector<autobatch::ArrayView>* optional_views(

@@ -323,7 +323,10 @@ std::vector<OpInfo> ops(const Primitives* extra = nullptr);
 // ---------------------------------------------------------------- compile
 
 struct CompileOptions {
-  std::string entry;                // "" : main, or the only function
+  // "": the function written `entry func`, else `main`, else the only
+  // function, else the only one no other function calls (docs/language.md,
+  // "Modules and functions").
+  std::string entry;
   std::string name = "<input>";     // the file name diagnostics show (compile from text)
   std::vector<std::string> passes;  // a pipeline of pass names, in order (empty: every pass)
   // "persistent" (default): min-pc, but a block that loops to itself keeps
@@ -362,6 +365,16 @@ class Program {
   // The entry's name ("" if none could be chosen: then running reports why).
   const std::string& entry() const;
   bool is_lowered() const;  // the file held a lowered program
+
+  // The names of the entry's results, one per result ("" for one without a
+  // name; docs/language.md, "Result names"). Outputs are named per leaf
+  // (RunResult::names). Empty for a lowered program.
+  std::vector<std::string> result_names() const;
+
+  // The entry, or a function it calls, reads thread_index(): a run of batch 1
+  // (every input of batch 1 and no RunOptions::batch) runs it for thread 0
+  // only, which is seldom what was meant. The CLI warns.
+  bool reads_thread_index() const;
 
   // The entry's parameters, in order: name and declared type (nullopt when
   // not annotated: inferred from the inputs). Empty if there is no entry.
@@ -532,6 +545,10 @@ struct ThreadError {
 
 struct RunResult {
   std::vector<Array> outputs;  // one per result leaf of the entry, each of batch `batch`
+  // One per output: the result's name (docs/language.md, "Result names"),
+  // NAME.0, NAME.1, ... for the leaves of a tuple result, out<k> for an
+  // output without a name. Distinct.
+  std::vector<std::string> names;
   int64_t batch = 0;
   std::optional<Stats> stats;  // when RunOptions::stats
   // Every block with the way it ran (its mode and why): what `-v` prints and
@@ -555,12 +572,14 @@ struct RunResult {
   // No diagnostic, no runtime error and no failed thread.
   bool ok() const { return diagnostics.empty() && !runtime_error && errors.empty(); }
   std::string rendered() const;  // the errors, as the CLI prints them
-  // {"outputs": [...]} (plus "stats" if `with_stats` and present, and
-  // "errors": [{"thread": T, "message": M}, ...] when `recorded`), one line.
+  // {"outputs": [...], "names": [...]} (plus "stats" if `with_stats` and
+  // present, and "errors": [{"thread": T, "message": M}, ...] when
+  // `recorded`), one line.
   std::string json(bool with_stats = true) const;
 };
 
-// Where results go: "" or "-" stdout, "X.json", "X.npy" (one result), "DIR/".
+// Where results go: "" or "-" stdout, "X.json", "X.npy" (one result), "DIR/"
+// (NAME.npy per output, RunResult::names).
 Status check_output_target(const std::string& target);
 // Writes the outputs (and stats if present and `with_stats`) as --output does;
 // when the run `recorded` errors, file targets also get `errors.json` beside

@@ -23,7 +23,7 @@ from ._errors import AutobatchError, CompileError, ExecutionError, InputError
 
 __all__ = [
     "AutobatchError", "CompileError", "Diagnostic", "ExecutionError", "InputError", "OpInfo",
-    "Primitive", "Program", "RunResult", "compile", "format", "load", "ops", "pass_names",
+    "Outputs", "Primitive", "Program", "RunResult", "compile", "format", "load", "ops", "pass_names",
     "set_log_level", "version", "__version__",
 ]
 
@@ -236,10 +236,68 @@ def _is_forms(inputs):
 
 # ---------------------------------------------------------------- programs
 
+class Outputs(tuple):
+    """What run() returns: a tuple of arrays, one per output (batch first),
+    whose items also have names.
+
+        out = prog.run(...)          # func integrate(...) -> (total: f64, leaves: i64)
+        total, leaves = out          # by position, as any tuple
+        out["total"], out.leaves     # by name
+        out.names                    # ("total", "leaves")
+
+    A result is named by the program's signature or by what it returns
+    (docs/language.md, "Result names"); a result of tuple type gives one
+    output per leaf, NAME.0, NAME.1, ...; an output without a name is out0,
+    out1, ... by position. A name that is also a tuple method (count,
+    index) or not an identifier is reached with out["name"].
+    """
+
+    def __new__(cls, arrays, names):
+        self = super().__new__(cls, arrays)
+        self._names = tuple(names)
+        return self
+
+    def __getnewargs__(self):
+        return tuple(self), self._names
+
+    @property
+    def names(self):
+        """The outputs' names, in order."""
+        return self._names
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            try:
+                return tuple.__getitem__(self, self._names.index(key))
+            except ValueError:
+                raise KeyError(f"no output named {key!r}; the outputs are "
+                               f"{', '.join(self._names) or 'none'}") from None
+        return tuple.__getitem__(self, key)
+
+    def __getattr__(self, name):
+        names = self.__dict__.get("_names", ())
+        if name in names:
+            return tuple.__getitem__(self, names.index(name))
+        raise AttributeError(f"no output named {name!r}; the outputs are "
+                             f"{', '.join(names) or 'none'}")
+
+    def keys(self):
+        """The names (as a dict's keys: dict(out) maps names to arrays)."""
+        return self._names
+
+    def items(self):
+        """(name, array) pairs, in order."""
+        return list(zip(self._names, self))
+
+    def __repr__(self):
+        return "Outputs(" + ", ".join(f"{n}={a!r}" for n, a in zip(self._names, self)) + ")"
+
+
 class RunResult:
     """What run() returns with stats=True or on_error="record".
 
-    outputs: a tuple of arrays, one per output leaf, batch first.
+    outputs: the Outputs (a tuple of arrays, one per output leaf, batch
+        first, also reachable by name); names: their names.
     stats: with stats=True, the dict `autobatch run --stats` prints (steps,
         block_executions, primitive_executions, lane_operations,
         mean_utilization, peak_stack_depth, seconds, and execution: per
@@ -251,6 +309,11 @@ class RunResult:
 
     def __init__(self, outputs, stats, errors):
         self.outputs, self.stats, self.errors = outputs, stats, errors
+
+    @property
+    def names(self):
+        """The outputs' names, in order."""
+        return self.outputs.names
 
     def __repr__(self):
         return f"RunResult(outputs={self.outputs!r}, stats={self.stats!r}, errors={self.errors!r})"
@@ -313,8 +376,9 @@ class Program:
     def run(self, *args, vm="stack", schedule=None, jit=True, lanes=0, threads=0, max_steps=0,
             max_stack_depth=100000, batch=None, trace=None, trace_mask="bits",
             trace_format="auto", stats=False, on_error="abort", output=None, inputs=None, **named):
-        """Runs the entry on a batch; returns a tuple of arrays (one per output
-        leaf, batch first), or a RunResult with stats=True or on_error="record".
+        """Runs the entry on a batch; returns the Outputs (a tuple of arrays,
+        one per output leaf, batch first, also reachable by name: out["total"],
+        out.total), or a RunResult with stats=True or on_error="record".
 
         Inputs: by position (in parameter order) or by name, each a NumPy
         array (bool, int32, int64, float32, float64; a C-contiguous one is
@@ -363,12 +427,13 @@ class Program:
             trace_callback = trace
         elif trace is not None:
             trace_path = os.fspath(trace)
-        outputs, stats_json, errors = self._p.run(
+        outputs, stats_json, errors, names = self._p.run(
             arrays, vm=vm, schedule=schedule or self._schedule, jit=bool(jit), lanes=int(lanes),
             threads=int(threads), max_steps=int(max_steps), max_stack_depth=int(max_stack_depth),
             batch=int(batch or 0), trace_path=trace_path, trace_callback=trace_callback,
             trace_mask=trace_mask, trace_format=trace_format, stats=bool(stats), on_error=on_error,
             output=os.fspath(output) if output is not None else "")
+        outputs = Outputs(outputs, names)
         if stats or on_error == "record":
             return RunResult(outputs, json.loads(stats_json) if stats_json else None, errors)
         return outputs

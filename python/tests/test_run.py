@@ -168,7 +168,7 @@ def test_stats_trace_and_output(tmp_path, programs):
     events = json.loads(chrome.read_text())
     assert isinstance(events, (list, dict)) and events
     prog.run(n=[5, 6], output=tmp_path / "out.json")
-    assert json.loads((tmp_path / "out.json").read_text()) == {"outputs": [[8, 13]]}
+    assert json.loads((tmp_path / "out.json").read_text()) == {"outputs": [[8, 13]], "names": ["out0"]}
     prog.run(n=[5, 6], output=tmp_path / "o.npy")
     assert np.load(tmp_path / "o.npy").tolist() == [8, 13]
 

@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <set>
 
 #include "api/internal.h"
 #include "io/inputs.h"
@@ -13,6 +14,7 @@
 #include "io/outputs.h"
 #include "ir/printer.h"
 #include "parse/parser.h"
+#include "passes/result_names.h"
 #include "passes/verify.h"
 #include "support/log.h"
 #include "support/strings.h"
@@ -233,10 +235,12 @@ Result<Program> compile_module(ab::Result<ab::Module> parsed, const CompileOptio
     } else {
       impl->entry = p.entry.name;
     }
+    impl->result_names = p.output_names;
   } else {
     const ab::Function* f = ab::find_entry(m, opt.entry, d);
     if (f) {
       impl->entry = f->name.name;
+      impl->result_names = ab::result_names(m, *f);
     } else if (!opt.entry.empty()) {
       return to_public(d);
     } else {
@@ -321,6 +325,33 @@ std::shared_ptr<const Prepared> Program::Impl::prepare(
 
 const std::string& Program::entry() const { return impl_->entry; }
 bool Program::is_lowered() const { return impl_->module.program.has_value(); }
+std::vector<std::string> Program::result_names() const { return impl_->result_names; }
+
+bool Program::reads_thread_index() const {
+  const ab::Module& m = impl_->module;
+  auto reads = [](const std::vector<ab::Block>& blocks) {
+    for (const auto& b : blocks)
+      for (const auto& in : b.instrs)
+        if (in.kind == ab::InstrKind::Prim && in.callee.name == "thread_index") return true;
+    return false;
+  };
+  if (m.program) return reads(m.program->blocks);
+  if (impl_->entry.empty()) return false;
+  // The functions the entry reaches.
+  std::vector<const ab::Function*> todo{m.find_func(impl_->entry)};
+  std::set<std::string> seen{impl_->entry};
+  while (!todo.empty()) {
+    const ab::Function* f = todo.back();
+    todo.pop_back();
+    if (!f) continue;
+    if (reads(f->blocks)) return true;
+    for (const auto& b : f->blocks)
+      for (const auto& in : b.instrs)
+        if (in.kind == ab::InstrKind::Call && seen.insert(in.callee.name).second)
+          todo.push_back(m.find_func(in.callee.name));
+  }
+  return false;
+}
 
 std::vector<Program::Parameter> Program::parameters() const {
   std::vector<Parameter> out;
@@ -579,7 +610,8 @@ std::string RunResult::rendered() const {
 }
 
 std::string RunResult::json(bool with_stats) const {
-  return ab::render_outputs_json(borrowed_outputs(*this), batch, extra_of(*this, with_stats));
+  return ab::render_outputs_json(borrowed_outputs(*this), batch, extra_of(*this, with_stats),
+                                 names);
 }
 
 Status check_output_target(const std::string& target) {
@@ -601,7 +633,7 @@ Status write_outputs(const RunResult& r, const std::string& target, bool with_st
       beside.push_back({"errors.json", text + "\n"});
     }
     auto written = ab::write_outputs(borrowed_outputs(r), r.batch, *t, extra_of(r, with_stats),
-                                     std::cout, beside);
+                                     std::cout, beside, r.names);
     if (!written) return {to_public(written.diags())};
     return {};
   } catch (const std::bad_alloc&) {

@@ -49,6 +49,7 @@ struct Prepared {
 struct Program::Impl {
   ab::Module module;  // verified
   std::string entry;  // "" when none could be chosen
+  std::vector<std::string> result_names;  // the entry's (passes/result_names.h)
   ab::Diagnostics entry_error;
   std::vector<ab::PrimId> prims;  // the per-compile custom primitives
   std::vector<std::string> passes;  // the pipeline chosen (empty: every pass)

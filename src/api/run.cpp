@@ -26,6 +26,7 @@
 
 #include "api/internal.h"
 #include "api/shards.h"
+#include "passes/result_names.h"
 #include "io/limits.h"
 #include "support/log.h"
 #include "vm/reference.h"
@@ -268,6 +269,25 @@ std::string running_text(const std::vector<const ab::RunningThread*>& running, i
   const int64_t left = batch - finished - static_cast<int64_t>(running.size());
   if (left > 0) out += ", and " + std::to_string(left) + " more not finished";
   return out;
+}
+
+// The outputs' names: the entry's result names, per leaf of the results'
+// types as inference found them.
+std::vector<std::string> output_names(const Program::Impl& impl, const Prepared& prep,
+                                      size_t outputs) {
+  if (impl.module.program) {
+    std::vector<std::optional<ab::Type>> types;
+    for (const auto& o : impl.module.program->outputs) {
+      auto it = prep.program_types.vars.find(o.name);
+      types.push_back(it == prep.program_types.vars.end() ? std::nullopt
+                                                           : std::optional<ab::Type>(it->second));
+    }
+    return ab::output_names(impl.result_names, types, outputs);
+  }
+  const ab::TypeInfo& types = prep.compiled ? prep.compiled->types : prep.types;
+  auto it = types.funcs.find(impl.entry);
+  if (it == types.funcs.end()) return ab::default_output_names(outputs);
+  return ab::output_names(impl.result_names, it->second.results, outputs);
 }
 
 double thread_cpu_seconds() {
@@ -580,6 +600,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     parts.reserve(work.size());
     for (Shard& s : work) parts.push_back(to_part(s, o, batch, m.source.get()));
     out = shards::merge(parts, batch, o.on_error == OnError::Record, o.stats);
+    out.names = output_names(impl, *prep, out.outputs.size());
     out.execution = execution;
     if (out.stats) {
       out.stats->seconds["compile"] = compile_seconds;

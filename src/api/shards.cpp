@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "api/internal.h"
+#include "passes/result_names.h"
 
 namespace autobatch::shards {
 
@@ -112,6 +113,12 @@ std::vector<Array> merge_outputs(std::vector<Part>& parts, int64_t batch) {
 
 }  // namespace
 
+std::vector<std::string> names_of(const std::vector<Part>& parts, size_t outputs) {
+  for (const Part& p : parts)
+    if (p.names.size() == outputs) return p.names;
+  return ab::default_output_names(outputs);
+}
+
 RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats) {
   RunResult out;
   out.batch = batch;
@@ -123,6 +130,7 @@ RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool sta
     return out;
   }
   out.outputs = merge_outputs(parts, batch);
+  out.names = names_of(parts, out.outputs.size());
   out.recorded = recorded;
   for (const Part& p : parts) out.errors.insert(out.errors.end(), p.errors.begin(), p.errors.end());
   std::stable_sort(out.errors.begin(), out.errors.end(),

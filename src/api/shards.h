@@ -56,6 +56,7 @@ struct Part {
   // One per result: span.count rows, or 1 row that is every thread's. A part
   // may carry none (then it adds no rows: its rows come another way).
   std::vector<Array> outputs;
+  std::vector<std::string> names;  // the outputs' (RunResult::names), if it ran
 
   bool failed() const { return !diagnostics.empty() || runtime_error.has_value(); }
   int exit_status() const { return !diagnostics.empty() ? 2 : runtime_error ? 1 : 0; }
@@ -78,8 +79,13 @@ void finish_stats(Stats& s);
 // failed; otherwise the outputs (each of `batch` rows, the parts' rows in
 // place; a single part covering the batch is moved, not copied), the failed
 // threads of every part by thread number (`recorded` says OnError::Record),
-// and with `stats` the parts' statistics added up. Cancelled parts are the
+// the outputs' names (a part's that has them, else out0, out1, ...), and
+// with `stats` the parts' statistics added up. Cancelled parts are the
 // caller's to handle first.
 RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats);
+
+// The names of `outputs` outputs: those of the first part that names as
+// many, else out0, out1, ...
+std::vector<std::string> names_of(const std::vector<Part>& parts, size_t outputs);
 
 }  // namespace autobatch::shards

@@ -196,6 +196,10 @@ int cmd_run(const Options& opt) {
   auto inputs = p->load_inputs(opt.inputs, opt.batch);
   if (!inputs) return report(inputs);
   double input_seconds = seconds_since(t1);
+  if (!opt.batch && inputs->batch == 1 && p->reads_thread_index())
+    std::cerr << "autobatch: warning: one thread runs (" +
+                     std::string(opt.inputs.empty() ? "no inputs" : "every input has batch 1") +
+                     "), but the program reads thread_index(); add --batch N to run N threads\n";
   autobatch::RunResult r;
   {
     SigintScope sigint;

@@ -22,6 +22,14 @@ std::string render_extra_only(const nlohmann::ordered_json& extra) {
   return out;
 }
 
+std::vector<std::string> names_for(const std::vector<Array>& results,
+                                   const std::vector<std::string>& names) {
+  if (names.size() == results.size()) return names;
+  std::vector<std::string> out;
+  for (size_t k = 0; k < results.size(); ++k) out.push_back("out" + std::to_string(k));
+  return out;
+}
+
 Diagnostics write_stream(std::ostream& out, const std::string& text) {
   out << text << '\n';
   out.flush();
@@ -48,16 +56,23 @@ Result<OutputTarget> parse_output_target(const std::string& arg) {
 }
 
 std::string render_outputs_json(const std::vector<Array>& results, int64_t batch,
-                                const nlohmann::ordered_json& extra) {
+                                const nlohmann::ordered_json& extra,
+                                const std::vector<std::string>& names) {
   std::string out = "{\"outputs\": [";
   for (size_t k = 0; k < results.size(); ++k) {
     if (k) out += ", ";
     append_array_json(out, results[k], batch);
   }
+  out += "], \"names\": [";
+  const std::vector<std::string> named = names_for(results, names);
+  for (size_t k = 0; k < named.size(); ++k) {
+    if (k) out += ", ";
+    out += nlohmann::json(named[k]).dump();
+  }
   out += ']';
   if (extra.is_object()) {
     for (auto it = extra.begin(); it != extra.end(); ++it) {
-      if (it.key() == "outputs") continue;
+      if (it.key() == "outputs" || it.key() == "names") continue;
       out += ", ";
       out += nlohmann::json(it.key()).dump();
       out += ": ";
@@ -72,17 +87,18 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
                                                const OutputTarget& target,
                                                const nlohmann::ordered_json& extra,
                                                std::ostream& out,
-                                               const std::vector<PendingFile>& beside) {
+                                               const std::vector<PendingFile>& beside,
+                                               const std::vector<std::string>& names) {
   using Kind = OutputTarget::Kind;
   std::vector<PendingFile> files;
   switch (target.kind) {
     case Kind::Stdout: {
-      Diagnostics d = write_stream(out, render_outputs_json(results, batch, extra));
+      Diagnostics d = write_stream(out, render_outputs_json(results, batch, extra, names));
       if (d.has_errors()) return d;
       return std::vector<std::string>{};
     }
     case Kind::JsonFile:
-      files.push_back({target.path, render_outputs_json(results, batch, extra) + "\n"});
+      files.push_back({target.path, render_outputs_json(results, batch, extra, names) + "\n"});
       break;
     case Kind::NpyFile:
       if (results.size() != 1)
@@ -98,10 +114,10 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
       if (ec || !std::filesystem::is_directory(target.path))
         return io_error("--output '" + target.path + "/': cannot create the directory" +
                         (ec ? ": " + ec.message() : std::string(": a file of that name exists")));
+      const std::vector<std::string> named = names_for(results, names);
       for (size_t k = 0; k < results.size(); ++k)
-        files.push_back(
-            {(std::filesystem::path(target.path) / ("out" + std::to_string(k) + ".npy")).string(),
-             encode_npy(results[k], batch)});
+        files.push_back({(std::filesystem::path(target.path) / (named[k] + ".npy")).string(),
+                         encode_npy(results[k], batch)});
       break;
     }
   }

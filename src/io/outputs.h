@@ -23,19 +23,23 @@ struct OutputTarget {
 };
 
 // Classifies an --output value: "" or "-" is stdout, "X.json" a JSON file,
-// "X.npy" one .npy file, "X/" a directory of out0.npy, out1.npy, ...
+// "X.npy" one .npy file, "X/" a directory of NAME.npy, one per result.
 // Anything else is an error (the message explains the forms), so the CLI
 // can reject a bad --output before running the program.
 Result<OutputTarget> parse_output_target(const std::string& arg);
 
-// {"outputs": [...]} and, after it, the members of `extra` if it is an
-// object (the VM adds "stats"). One line, no trailing newline.
+// {"outputs": [...], "names": [...]} and, after them, the members of `extra`
+// if it is an object (the VM adds "stats"). `names`: one per result (the
+// results' names, passes/result_names.h); when they are not one per result,
+// out0, out1, ... One line, no trailing newline.
 std::string render_outputs_json(const std::vector<Array>& results, int64_t batch,
-                                const nlohmann::ordered_json& extra = nullptr);
+                                const nlohmann::ordered_json& extra = nullptr,
+                                const std::vector<std::string>& names = {});
 
 // Writes the results to `target`. Stdout and JSON files get the rendered
 // JSON and a newline. A .npy file needs exactly one result. A directory is
-// created if missing and gets out<i>.npy per result; for .npy targets, the
+// created if missing and gets NAME.npy per result (`names` as for
+// render_outputs_json); for .npy targets, the
 // members of `extra` (if any) are printed to `out` as a JSON object so that
 // --stats still shows. `beside`: more files (path: a bare name) written
 // with a file target, in its directory, in the same all-or-nothing set (the
@@ -44,6 +48,7 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
                                                const OutputTarget& target,
                                                const nlohmann::ordered_json& extra = nullptr,
                                                std::ostream& out = std::cout,
-                                               const std::vector<PendingFile>& beside = {});
+                                               const std::vector<PendingFile>& beside = {},
+                                               const std::vector<std::string>& names = {});
 
 }  // namespace ab

@@ -133,6 +133,10 @@ struct Function {
   std::vector<Param> params;
   bool results_declared = false;
   std::vector<Type> results;  // when declared
+  // The names the signature gives its results (`-> (total: f64, n: i64)`):
+  // empty when it names none, else one per result ("" for an unnamed one).
+  std::vector<std::string> result_names;
+  bool is_entry = false;  // written `entry func NAME(...)`
   SourceLoc results_loc;
   std::vector<Block> blocks;  // the first is the entry
   SourceLoc loc;
@@ -159,6 +163,9 @@ struct Program {
   NameRef entry;
   std::vector<NameRef> inputs;
   std::vector<NameRef> outputs;
+  // The outputs' result names (`-> (total: main.ret.0, main.ret.1)`): empty
+  // when none is named, else one per output ("" for an unnamed one).
+  std::vector<std::string> output_names;
   std::vector<VarDecl> vars;
   std::vector<Block> blocks;  // the first is the entry block
   SourceLoc loc;

@@ -142,25 +142,28 @@ std::string print_block(const Block& b) {
   return out;
 }
 
-std::string print_results(const std::vector<Type>& results) {
-  if (results.size() == 1 && !results[0].is_tuple) return "-> " + results[0].str();
+std::string print_results(const std::vector<Type>& results, const std::vector<std::string>& names) {
+  auto named = [&](size_t i) {
+    return i < names.size() && !names[i].empty() ? names[i] + ": " : std::string();
+  };
+  if (results.size() == 1 && !results[0].is_tuple) return "-> " + named(0) + results[0].str();
   std::string out = "-> (";
   for (size_t i = 0; i < results.size(); ++i) {
     if (i) out += ", ";
-    out += results[i].str();
+    out += named(i) + results[i].str();
   }
   return out + ")";
 }
 
 std::string print_signature(const Function& f) {
-  std::string out = "func " + f.name.name + "(";
+  std::string out = (f.is_entry ? "entry func " : "func ") + f.name.name + "(";
   for (size_t i = 0; i < f.params.size(); ++i) {
     if (i) out += ", ";
     out += f.params[i].name.name;
     if (f.params[i].type) out += ": " + f.params[i].type->str();
   }
   out += ")";
-  if (f.results_declared) out += " " + print_results(f.results);
+  if (f.results_declared) out += " " + print_results(f.results, f.result_names);
   return out;
 }
 
@@ -187,7 +190,10 @@ std::string print_program(const Program& p) {
     out += " " + std::string(storage_class_name(v.storage)) + "\n";
   }
   if (!p.vars.empty()) out += "\n";
-  out += "program " + p.entry.name + name_list(p.inputs) + " -> " + name_list(p.outputs) + " {\n";
+  std::vector<NameRef> outputs = p.outputs;
+  for (size_t i = 0; i < outputs.size() && i < p.output_names.size(); ++i)
+    if (!p.output_names[i].empty()) outputs[i].name = p.output_names[i] + ": " + outputs[i].name;
+  out += "program " + p.entry.name + name_list(p.inputs) + " -> " + name_list(outputs) + " {\n";
   for (const auto& b : p.blocks) out += print_block(b);
   return out + "}\n";
 }

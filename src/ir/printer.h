@@ -20,6 +20,7 @@ std::string print_operand(const Operand& o);
 // The header line of a function without its body: `func f(n: i64) -> i64`.
 std::string print_signature(const Function& f);
 // `-> T`, `-> (A, B)`, `-> ((A, B))`, `-> ()`, or "" when not declared.
-std::string print_results(const std::vector<Type>& results);
+std::string print_results(const std::vector<Type>& results,
+                          const std::vector<std::string>& names = {});
 
 }  // namespace ab

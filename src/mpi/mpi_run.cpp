@@ -432,7 +432,10 @@ int Job::finish(std::vector<Part>& parts, std::optional<std::vector<autobatch::A
       const bool stats = req_.run.stats;
       autobatch::RunResult result =
           shards::merge(parts, plan_.batch, req_.run.on_error == autobatch::OnError::Record, stats);
-      if (outputs) result.outputs = std::move(*outputs);
+      if (outputs) {
+        result.outputs = std::move(*outputs);
+        result.names = shards::names_of(parts, result.outputs.size());
+      }
       if (result.stats) {
         // "compile": the slowest process's (merge keeps the maximum).
         result.stats->seconds["parse"] = parse_seconds_;

@@ -124,6 +124,7 @@ Part run_part(const autobatch::Program& program, autobatch::RunOptions ro, const
     p.stats = std::move(r.stats);
     p.errors = std::move(r.errors);
     p.outputs = std::move(r.outputs);
+    p.names = std::move(r.names);
   }
   return p;
 }
@@ -206,6 +207,8 @@ std::string encode(const Part& p) {
     w.str(t.message);
     put(w, t.error);
   }
+  w.i64(static_cast<int64_t>(p.names.size()));
+  for (const std::string& name : p.names) w.str(name);
   return w.buf;
 }
 
@@ -257,6 +260,7 @@ Part decode_part(const std::string& buf) {
     t.error = get_error(r);
     p.errors.push_back(std::move(t));
   }
+  for (int64_t n = r.i64(); n > 0; --n) p.names.push_back(r.str());
   return p;
 }
 

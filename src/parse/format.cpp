@@ -96,6 +96,11 @@ class Printer {
         line(indent, "}", s.close_notes, indent + 1);
         return;
       }
+      case SK::For:
+        line(indent, "for " + s.target.name + " in " + expr_text(s.exprs[0]) + " {", s.notes);
+        body(s.body, indent + 1, block_form);
+        line(indent, "}", s.close_notes, indent + 1);
+        return;
       case SK::While:
         line(indent, "while " + expr_text(s.exprs[0]) + " {", s.notes);
         body(s.body, indent + 1, block_form);
@@ -112,11 +117,11 @@ class Printer {
   static std::string simple(const Stmt& s) {
     switch (s.kind) {
       case SK::Assign:
-        return print_pattern(s.pat) + " = " + expr_text(s.exprs[0]);
+        return print_pattern(s.pat) + " " + s.op + "= " + expr_text(s.exprs[0]);
       case SK::IndexAssign: {
         std::string out = s.target.name;
         for (size_t i = 0; i + 1 < s.exprs.size(); ++i) out += "[" + expr_text(s.exprs[i]) + "]";
-        return out + " = " + expr_text(s.exprs.back());
+        return out + " " + s.op + "= " + expr_text(s.exprs.back());
       }
       case SK::Eval:
         return expr_text(s.exprs[0]);
@@ -175,9 +180,13 @@ std::string format(const File& f) {
       case Item::Kind::Program: {
         const ProgramItem& pi = item.program;
         const Program& h = pi.header;
+        std::vector<NameRef> outputs = h.outputs;
+        for (size_t o = 0; o < outputs.size() && o < h.output_names.size(); ++o)
+          if (!h.output_names[o].empty())
+            outputs[o].name = h.output_names[o] + ": " + outputs[o].name;
         p.line(
             0,
-            "program " + h.entry.name + "(" + names(h.inputs) + ") -> (" + names(h.outputs) + ") {",
+            "program " + h.entry.name + "(" + names(h.inputs) + ") -> (" + names(outputs) + ") {",
             pi.notes);
         p.body(pi.body, 1, true);
         p.line(0, "}", pi.close_notes, 1);

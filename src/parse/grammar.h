@@ -52,6 +52,10 @@ AB_KW(else_, "else");
 AB_KW(while_, "while");
 AB_KW(break_, "break");
 AB_KW(continue_, "continue");
+AB_KW(for_, "for");
+AB_KW(in_, "in");
+AB_KW(entry_, "entry");
+AB_KW(elif_, "elif");
 AB_KW(and_, "and");
 AB_KW(or_, "or");
 AB_KW(not_, "not");
@@ -62,7 +66,7 @@ struct reserved : p::sor<kw_func, kw_call, kw_pop, kw_true_, kw_false_, kw_inf, 
 #define AB_TERM(kind, rule, text, lowered) kw_##rule,
 #include "ir/terminators.def"
 #undef AB_TERM
-                         kw_if_, kw_else_, kw_while_, kw_break_, kw_continue_, dtype> {
+                         kw_if_, kw_else_, kw_while_, kw_for_, kw_break_, kw_continue_, dtype> {
 };
 
 // Names; `.` joins the parts of qualified names in lowered programs. Parts
@@ -119,10 +123,15 @@ struct params
           p::one<'('>, ws, p::opt<reserved_here>,
           p::opt<param, p::star<ws, p::one<','>, ws, p::opt<reserved_here>, p::must<param_next>>>,
           ws, p::must<params_close>> {};
+// A result may be named: `-> (total: f64, n: i64)`, `-> total: f64`.
+struct result_name : name {};
+struct result_label : p::seq<result_name, sp, p::one<':'>, sp> {};
+struct result_elem : p::sor<p::seq<result_label, p::must<type_elem>>, type> {};
+struct result_next : result_elem {};
 struct results_paren
-    : p::seq<p::one<'('>, ws, p::opt<type, p::star<ws, p::one<','>, ws, p::must<type_elem>>>, ws,
-             p::must<type_close>> {};
-struct result_types : p::sor<results_paren, type> {};
+    : p::seq<p::one<'('>, ws, p::opt<result_elem, p::star<ws, p::one<','>, ws, p::must<result_next>>>,
+             ws, p::must<type_close>> {};
+struct result_types : p::sor<results_paren, result_elem> {};
 struct results : p::seq<p::string<'-', '>'>, sp, p::must<result_types>> {};
 
 // ---- instructions ------------------------------------------------------------
@@ -206,6 +215,11 @@ struct index_target : name {};
 struct s_index_assign : p::seq<index_target, p::plus<e_index>, sp, p::one<'='>,
                                p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
 struct s_eval : expr {};  // a call whose results, if any, are discarded
+// `x += e`, `x[i] *= e`: x = x + e, x[i] = x[i] * e.
+struct op_compound : p::sor<p::string<'*', '*', '='>, p::string<'+', '='>, p::string<'-', '='>,
+                            p::string<'*', '='>, p::string<'/', '='>, p::string<'%', '='>> {};
+struct s_compound
+    : p::seq<index_target, p::star<e_index>, sp, op_compound, sp, p::must<rhs>> {};
 struct popped : name {};
 struct instr_pop
     : p::seq<kw_pop, sp, p::must<popped>, p::star<sp, p::one<','>, sp, p::must<popped>>> {};
@@ -235,16 +249,30 @@ struct terminator : p::sor<
 // ---- bodies ----------------------------------------------------------------------
 struct label_def : p::seq<name, sp, p::one<':'>> {};
 struct stmt_block;
-struct else_if : p::seq<sp, kw_else_, sp, kw_if_, sp, p::must<expr_req>, sp, p::must<stmt_block>> {
+// `else` may also begin the line after the `}` (fmt puts it back on that line).
+struct else_if : p::seq<ws, kw_else_, sp, kw_if_, sp, p::must<expr_req>, sp, p::must<stmt_block>> {
 };
-struct else_block : p::seq<sp, kw_else_, sp, p::must<stmt_block>> {};
+struct else_block : p::seq<ws, kw_else_, sp, p::must<stmt_block>> {};
+// Python's `elif` where `else if` belongs: say so.
+struct elif_probe : p::seq<kw_elif_, sp1, p::not_at<p::one<'=', ',', ':'>>> {};
+struct elif_word : elif_probe {};  // only raised, never tried
+struct elif_here : p::seq<p::at<elif_probe>, p::raise<elif_word>> {};
 struct s_if : p::seq<kw_if_, sp, p::must<expr_req>, sp, p::must<stmt_block>, p::star<else_if>,
-                     p::opt<else_block>> {};
+                     p::opt<else_block>, p::opt<ws, elif_here>> {};
 struct s_while : p::seq<kw_while_, sp, p::must<expr_req>, sp, p::must<stmt_block>> {};
+// `for i in range(n) {`, `for i in range(a, b) {` (the front end checks the range).
+struct for_var : name {};
+struct for_in : kw_in_ {};
+struct s_for : p::seq<kw_for_, sp, p::must<for_var>, sp, p::must<for_in>, sp, p::must<expr_req>,
+                      sp, p::must<stmt_block>> {};
+// An `else` that follows no if's `}`.
+struct stray_else : kw_else_ {};  // only raised, never tried
+struct else_here : p::seq<p::at<kw_else_>, p::raise<stray_else>> {};
 struct s_break : kw_break_ {};
 struct s_continue : kw_continue_ {};
-struct line_content : p::sor<reserved_here, s_if, s_while, s_break, s_continue, terminator,
-                             instr_pop, label_def, s_index_assign, instr_assign, s_eval> {};
+struct line_content
+    : p::sor<reserved_here, else_here, elif_here, s_if, s_while, s_for, s_break, s_continue,
+             terminator, instr_pop, label_def, s_compound, s_index_assign, instr_assign, s_eval> {};
 struct line_tail : p::seq<sp, p::opt<comment>, p::sor<p::eol, p::eof, p::at<p::one<'}'>>>> {};
 struct blank_line : p::seq<sp, p::opt<comment>, p::eol> {};
 struct content_line : p::seq<sp, line_content, p::must<line_tail>> {};
@@ -257,8 +285,13 @@ struct body
 
 // ---- top level ---------------------------------------------------------------------
 struct func_name : name {};
-struct func_def : p::seq<kw_func, sp, p::must<func_name>, sp, p::must<params>, sp, p::opt<results>,
-                         ws, p::must<body>> {};
+// `entry func main(...)` marks the entry function.
+struct entry_mark : kw_entry_ {};
+struct entry_func : kw_func {};
+struct func_def : p::sor<p::seq<entry_mark, sp, p::must<entry_func>, sp, p::must<func_name>, sp,
+                                p::must<params>, sp, p::opt<results>, ws, p::must<body>>,
+                         p::seq<kw_func, sp, p::must<func_name>, sp, p::must<params>, sp,
+                                p::opt<results>, ws, p::must<body>>> {};
 struct storage : p::sor<kw<TAO_PEGTL_STRING("null")>, kw<TAO_PEGTL_STRING("temporary")>,
                         kw<TAO_PEGTL_STRING("register")>, kw<TAO_PEGTL_STRING("full")>> {};
 struct var_name : name {};
@@ -271,7 +304,14 @@ struct prog_vars : p::seq<p::one<'('>, ws,
                           p::opt<prog_var, p::star<ws, p::one<','>, ws, p::must<prog_var_next>>>,
                           ws, p::must<prog_vars_close>> {};
 struct prog_inputs : prog_vars {};
-struct prog_outputs : prog_vars {};
+// An output may carry its result's name: `-> (total: main.ret.0, main.ret.1)`.
+struct prog_out_name : name {};
+struct prog_out_label : p::seq<prog_out_name, sp, p::one<':'>, sp> {};
+struct prog_outputs
+    : p::seq<p::one<'('>, ws,
+             p::opt<p::opt<prog_out_label>, prog_var,
+                    p::star<ws, p::one<','>, ws, p::opt<prog_out_label>, p::must<prog_var_next>>>,
+             ws, p::must<prog_vars_close>> {};
 struct arrow : p::string<'-', '>'> {};
 struct program_def : p::seq<kw_program, sp, p::must<func_name>, sp, p::must<prog_inputs>, sp,
                             p::must<arrow>, sp, p::must<prog_outputs>, ws, p::must<body>> {};
@@ -294,6 +334,12 @@ AB_ERR(type_close, "expected ',' or ')' in type list");
 AB_ERR(param_next, "expected a parameter name");
 AB_ERR(params_close, "expected ',' or ')' after a parameter");
 AB_ERR(result_types, "expected result types after '->'");
+AB_ERR(result_next, "expected a result type, or a name and its type (total: f64)");
+AB_ERR(elif_word, "write 'else if': the language has no 'elif'");
+AB_ERR(stray_else, "'else' must follow the '}' that closes an if");
+AB_ERR(for_var, "expected the loop variable: for i in range(n) {");
+AB_ERR(for_in, "expected 'in' after the loop variable: for i in range(n) {");
+AB_ERR(entry_func, "expected 'func' after 'entry': entry func main(...) { ... }");
 AB_ERR(attr_value, "expected a literal or a dtype after '='");
 AB_ERR(arg_next, "expected an argument (an expression or key=value)");
 AB_ERR(expr_req, "expected an expression");
@@ -319,7 +365,7 @@ AB_ERR(cond_ref, "expected a condition variable after 'branch' (a bool variable,
 AB_ERR(ret_next, "expected a value to return");
 AB_ERR(reserved_name, "a reserved word cannot be used as a name");
 AB_ERR(line_tail, "unexpected text; expected the end of the line");
-AB_ERR(body_close, "expected a label, an instruction, a terminator, or '}' to close the body");
+AB_ERR(body_close, "expected a statement or '}' to close the body");
 AB_ERR(func_name, "expected a name");
 AB_ERR(params, "expected '(' to open the parameter list");
 AB_ERR(body, "expected '{' to open the body");
@@ -330,7 +376,9 @@ AB_ERR(prog_vars_close, "expected ',' or ')' in variable list");
 AB_ERR(prog_inputs, "expected '(' and the program's input variables");
 AB_ERR(prog_outputs, "expected '(' and the program's output variables");
 AB_ERR(arrow, "expected '->' and the program's output variables");
-AB_ERR(file_end, "expected 'func' (or, in a lowered program, 'var' or 'program') at the top level");
+AB_ERR(file_end,
+       "expected 'func' or 'entry func' (or, in a lowered program, 'var' or 'program') at the top "
+       "level");
 #undef AB_ERR
 
 struct errors {

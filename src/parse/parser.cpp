@@ -1,5 +1,6 @@
 #include "parse/parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
+#include "parse/comments.h"
 #include "parse/grammar.h"
 #include "parse/syntax.h"
 
@@ -27,7 +29,8 @@ using selector = p::parse_tree::selector<
         g::name, g::func_name, g::callee, g::fn_name, g::call_kw, g::label_ref, g::cond_ref,
         g::popped, g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float,
         g::true_lit, g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
-        g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::pat_tuple,
+        g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::result_name,
+        g::entry_mark, g::prog_out_name, g::op_compound, g::s_compound, g::s_for, g::for_var, g::pat_tuple,
         g::pat_name, g::pattern, g::arg_attr, g::e_call, g::e_paren, g::e_tensor, g::e_var,
         g::e_index, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
         g::op_or, g::instr_assign, g::s_index_assign, g::index_target, g::s_eval, g::instr_pop,
@@ -399,6 +402,16 @@ class Builder {
       s.lines = s.arms[0].lines;
       return s;
     }
+    if (n.is_type<g::s_for>()) {
+      s.kind = K::For;
+      s.target = name_ref(*n.children[0]);
+      s.exprs.push_back(expr(*n.children[1]));
+      s.body = stmts(*n.children[2]);
+      s.lines = {s.lines.first, static_cast<uint32_t>(n.children[2]->m_begin.line)};
+      uint32_t close = static_cast<uint32_t>(close_of(*n.children[2])->m_begin.line);
+      s.close_lines = {close, close};
+      return s;
+    }
     if (n.is_type<g::s_while>()) {
       s.kind = K::While;
       s.exprs.push_back(expr(*n.children[0]));
@@ -428,6 +441,22 @@ class Builder {
       for (size_t i = 1; i + 1 < n.children.size(); ++i)
         s.exprs.push_back(expr(*n.children[i]->children.front()));
       s.exprs.push_back(expr(*n.children.back()));
+    } else if (n.is_type<g::s_compound>()) {
+      // target [i]... op= rhs
+      const std::string op = n.children[n.children.size() - 2]->string();
+      s.op = op.substr(0, op.size() - 1);
+      s.target = name_ref(*n.children[0]);
+      if (n.children.size() == 3) {
+        s.kind = K::Assign;
+        s.pat.name = s.target.name;
+        s.pat.loc = s.target.loc;
+        s.exprs.push_back(expr(*n.children.back()));
+      } else {
+        s.kind = K::IndexAssign;
+        for (size_t i = 1; i + 2 < n.children.size(); ++i)
+          s.exprs.push_back(expr(*n.children[i]->children.front()));
+        s.exprs.push_back(expr(*n.children.back()));
+      }
     } else if (n.is_type<g::s_eval>()) {
       s.kind = K::Eval;
       s.exprs.push_back(expr(*n.children[0]));
@@ -469,10 +498,25 @@ class Builder {
           prm.type_loc = loc_of(*c->children[1]);
         }
         f.params.push_back(std::move(prm));
+      } else if (c->is_type<g::entry_mark>()) {
+        f.is_entry = true;
       } else if (c->is_type<g::results>()) {
         f.results_declared = true;
         f.results_loc = loc_of(*c);
-        for (const auto& t : c->children) f.results.push_back(type(*t));
+        // Types, each after its name if it has one.
+        std::vector<std::string> names;
+        std::string pending;
+        for (const auto& t : c->children) {
+          if (t->is_type<g::result_name>()) {
+            pending = t->string();
+            continue;
+          }
+          f.results.push_back(type(*t));
+          names.push_back(std::move(pending));
+          pending.clear();
+        }
+        if (std::any_of(names.begin(), names.end(), [](const auto& x) { return !x.empty(); }))
+          f.result_names = std::move(names);
       } else if (c->is_type<g::body>()) {
         sf.body = stmts(*c);
         sf.lines = {static_cast<uint32_t>(n.m_begin.line), static_cast<uint32_t>(c->m_begin.line)};
@@ -504,7 +548,19 @@ class Builder {
       } else if (c->is_type<g::prog_inputs>()) {
         for (const auto& v : c->children) prog.inputs.push_back(name_ref(*v));
       } else if (c->is_type<g::prog_outputs>()) {
-        for (const auto& v : c->children) prog.outputs.push_back(name_ref(*v));
+        std::vector<std::string> names;
+        std::string pending;
+        for (const auto& v : c->children) {
+          if (v->is_type<g::prog_out_name>()) {
+            pending = v->string();
+            continue;
+          }
+          prog.outputs.push_back(name_ref(*v));
+          names.push_back(std::move(pending));
+          pending.clear();
+        }
+        if (std::any_of(names.begin(), names.end(), [](const auto& x) { return !x.empty(); }))
+          prog.output_names = std::move(names);
       } else if (c->is_type<g::body>()) {
         pi.body = stmts(*c);
         pi.lines = {static_cast<uint32_t>(n.m_begin.line), static_cast<uint32_t>(c->m_begin.line)};
@@ -548,101 +604,6 @@ static std::optional<SourceLoc> too_deep(const std::string& text) {
 }
 
 namespace {
-
-// ---- comments ----------------------------------------------------------------
-// A comment is attached to the printed line it belongs with: an end-of-line
-// comment to the line it ends, an own-line comment to the next line printed
-// (or, before a closing '}', to that brace; after the last item, to the end
-// of the file).
-
-struct Anchor {
-  syntax::Lines lines;
-  syntax::Notes* notes;
-};
-
-void anchors(syntax::Body& body, std::vector<Anchor>& out);
-
-void anchors(syntax::Stmt& s, std::vector<Anchor>& out) {
-  using K = syntax::Stmt::Kind;
-  if (s.kind == K::If) {
-    for (auto& arm : s.arms) {
-      out.push_back({arm.lines, &arm.notes});
-      anchors(arm.body, out);
-    }
-    if (s.has_else) {
-      out.push_back({s.else_lines, &s.else_notes});
-      anchors(s.else_body, out);
-    }
-    out.push_back({s.close_lines, &s.close_notes});
-    return;
-  }
-  out.push_back({s.lines, &s.notes});
-  if (s.kind == K::While) {
-    anchors(s.body, out);
-    out.push_back({s.close_lines, &s.close_notes});
-  }
-}
-
-void anchors(syntax::Body& body, std::vector<Anchor>& out) {
-  for (auto& s : body) anchors(s, out);
-}
-
-void attach_comments(syntax::File& f, const std::string& text) {
-  std::vector<Anchor> as;
-  for (auto& item : f.items) {
-    switch (item.kind) {
-      case syntax::Item::Kind::Func:
-        as.push_back({item.func.lines, &item.func.notes});
-        anchors(item.func.body, as);
-        as.push_back({item.func.close_lines, &item.func.close_notes});
-        break;
-      case syntax::Item::Kind::Var:
-        as.push_back({item.var.lines, &item.var.notes});
-        break;
-      case syntax::Item::Kind::Program:
-        as.push_back({item.program.lines, &item.program.notes});
-        anchors(item.program.body, as);
-        as.push_back({item.program.close_lines, &item.program.close_notes});
-        break;
-    }
-  }
-  uint32_t line = 1;
-  bool own_line = true;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '\n') {
-      ++line;
-      own_line = true;
-      continue;
-    }
-    if (c != '#') {
-      if (c != ' ' && c != '\t' && c != '\r') own_line = false;
-      continue;
-    }
-    size_t end = text.find('\n', i);
-    if (end == std::string::npos) end = text.size();
-    std::string comment = text.substr(i, end - i);
-    while (!comment.empty() &&
-           (comment.back() == '\r' || comment.back() == ' ' || comment.back() == '\t'))
-      comment.pop_back();
-    i = end - 1;
-    // The last anchor that starts on or before this line.
-    size_t k = as.size();
-    for (size_t j = 0; j < as.size() && as[j].lines.first <= line; ++j) k = j;
-    if (k == as.size()) {
-      (as.empty() ? f.end_notes : *as.front().notes).before.push_back(comment);
-    } else if (as[k].lines.last >= line) {
-      if (own_line || line < as[k].lines.last)
-        as[k].notes->before.push_back(comment);
-      else
-        as[k].notes->after.push_back(comment);
-    } else if (own_line) {
-      (k + 1 < as.size() ? *as[k + 1].notes : f.end_notes).before.push_back(comment);
-    } else {
-      as[k].notes->after.push_back(comment);
-    }
-  }
-}
 
 // The token a float-literal error points at, and what to write instead.
 std::string float_advice(const std::string& text, size_t at) {

@@ -61,11 +61,12 @@ struct IfArm {
 
 struct Stmt {
   enum class Kind : uint8_t {
-    Assign,       // pat = exprs[0]
-    IndexAssign,  // target[exprs[0]]...[exprs[n-2]] = exprs[n-1]
+    Assign,       // pat = exprs[0]; with op: pat op= exprs[0] (pat a name)
+    IndexAssign,  // target[exprs[0]]...[exprs[n-2]] = exprs[n-1]; with op: op=
     Eval,         // exprs[0] (a call) alone
     If,           // arms, else
     While,        // while exprs[0] { body }
+    For,          // for target in exprs[0] { body } (exprs[0]: range(...))
     Break,
     Continue,
     Return,  // return exprs...
@@ -78,6 +79,7 @@ struct Stmt {
     Halt,
   };
   Kind kind = Kind::Assign;
+  std::string op;  // Assign, IndexAssign: "+" for `+=`, ... ("" for `=`)
   Pattern pat;
   NameRef target;
   NameRef t1, t2;
@@ -88,8 +90,8 @@ struct Stmt {
   Body else_body;              // If
   Lines else_lines;            // If: the `} else {` line
   Notes else_notes;
-  Body body;          // While
-  Lines close_lines;  // If, While: the closing `}`
+  Body body;          // While, For
+  Lines close_lines;  // If, While, For: the closing `}`
   Notes close_notes;  // comments before and on the closing `}`
   Lines lines;        // the statement's (first) line(s)
   Notes notes;

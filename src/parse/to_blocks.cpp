@@ -4,10 +4,12 @@
 // names never take that shape unless written so, and the counter skips any
 // name the function already uses.
 #include <cctype>
+#include <map>
 #include <optional>
 #include <set>
 
 #include "ir/ops.h"
+#include "parse/prepare.h"
 #include "parse/syntax.h"
 #include "support/strings.h"
 
@@ -59,69 +61,10 @@ void collect_names(const Body& body, std::set<std::string>& out) {
   for (const auto& s : body) collect_names(s, out);
 }
 
-// A literal expression, folded: `-3`, `[1, -2.5]`; nullopt when not literal.
-// A bracket of literals that is no tensor (ragged, or booleans mixed with
-// numbers) sets *bad to the place and the reason.
-std::optional<Literal> fold_literal(const Expr& e,
-                                    std::pair<SourceLoc, std::string>* bad = nullptr) {
-  if (e.kind == EK::Lit) return e.lit;
-  if (e.kind == EK::Unary && e.op == "-") {
-    std::optional<Literal> l = fold_literal(e.args[0]);
-    if (!l || l->is_tensor || l->kind == Scalar::Kind::Bool) return std::nullopt;
-    Scalar& s = l->elems[0];
-    if (s.kind == Scalar::Kind::Int)
-      s.i = static_cast<int64_t>(0ULL - static_cast<uint64_t>(s.i));
-    else
-      s.f = -s.f;
-    return l;
-  }
-  if (e.kind == EK::Tensor && e.args.empty()) {
-    Literal out;
-    out.is_tensor = true;
-    out.shape = {0};
-    return out;
-  }
-  if (e.kind == EK::Tensor) {
-    std::vector<Literal> elems;
-    for (const auto& a : e.args) {
-      auto l = fold_literal(a, bad);
-      if (!l) return std::nullopt;
-      elems.push_back(std::move(*l));
-    }
-    Literal out;
-    out.is_tensor = true;
-    out.shape.push_back(static_cast<int64_t>(elems.size()));
-    const Literal& first = elems.front();
-    if (first.is_tensor) out.shape.insert(out.shape.end(), first.shape.begin(), first.shape.end());
-    bool any_float = false, any_bool = false, any_num = false;
-    for (size_t i = 0; i < elems.size(); ++i) {
-      const Literal& l = elems[i];
-      if (l.is_tensor != first.is_tensor || l.shape != first.shape) {
-        if (bad && bad->second.empty())
-          *bad = {e.args[i].loc,
-                  "ragged tensor literal: every row must have the same length and depth"};
-        return std::nullopt;
-      }
-      for (const auto& s : l.elems) {
-        any_float |= s.kind == Scalar::Kind::Float;
-        any_bool |= s.kind == Scalar::Kind::Bool;
-        any_num |= s.kind != Scalar::Kind::Bool;
-        out.elems.push_back(s);
-      }
-    }
-    if (any_bool && any_num) {
-      if (bad && bad->second.empty()) *bad = {e.loc, "tensor literal mixes booleans and numbers"};
-      return std::nullopt;
-    }
-    out.kind = any_bool ? Scalar::Kind::Bool : any_float ? Scalar::Kind::Float : Scalar::Kind::Int;
-    return out;
-  }
-  return std::nullopt;
-}
-
 class FuncLowering {
  public:
-  FuncLowering(const Module& m, Diagnostics& d) : m_(m), d_(d) {}
+  FuncLowering(const Module& m, Diagnostics& d, const std::map<std::string, size_t>& arities)
+      : m_(m), d_(d), arities_(arities) {}
 
   // Blocks of a function (or lowered program) body.
   std::vector<Block> run(const Body& body, bool block_form, const std::string& owner,
@@ -145,12 +88,13 @@ class FuncLowering {
  private:
   const Module& m_;
   Diagnostics& d_;
+  const std::map<std::string, size_t>& arities_;
   std::set<std::string> used_;
   int counter_ = 0;
   std::vector<Block> blocks_;
   bool open_ = false;
   struct Loop {
-    std::string head, done;
+    std::string next, done;  // where continue and break go
   };
   std::vector<Loop> loops_;
 
@@ -413,6 +357,9 @@ class FuncLowering {
         if (reaches_end) start(end, close_loc(s));
         return;
       }
+      case SK::For:
+        for_range(s);
+        return;
       case SK::While: {
         std::string head = fresh("loop");
         std::string body = fresh("body");
@@ -433,10 +380,10 @@ class FuncLowering {
       case SK::Continue:
         if (loops_.empty()) {
           d_.error(s.loc, std::string("'") + (s.kind == SK::Break ? "break" : "continue") +
-                              "' outside a while loop");
+                              "' outside a loop");
           return;
         }
-        jump(s.kind == SK::Break ? loops_.back().done : loops_.back().head, s.loc);
+        jump(s.kind == SK::Break ? loops_.back().done : loops_.back().next, s.loc);
         return;
       case SK::Label:
       case SK::Branch:
@@ -453,23 +400,114 @@ class FuncLowering {
     }
   }
 
+  // for i in range(a, b) { body }: a hidden counter runs from a up to the
+  // bound b, both evaluated once before the loop; each iteration first sets
+  // i to the counter, so assigning i in the body does not change the
+  // iterations, and after the loop i holds the last value it took.
+  //     count = a; stop = b; goto range
+  //   range: branch count < stop, body, done
+  //   body: i = count; ...; goto step        (continue: goto step)
+  //   step: count = count + 1; goto range
+  //   done:
+  void for_range(const Stmt& s) {
+    const Expr& r = s.exprs[0];
+    if (r.kind != EK::Call || r.name != "range" || r.explicit_call || r.args.empty() ||
+        r.args.size() > 2 || !r.attrs.empty()) {
+      d_.error(r.loc,
+               "a for loop runs over range(n) or range(a, b) (integers a <= i < b); write a while "
+               "loop for anything else");
+      return;
+    }
+    Operand first;
+    if (r.args.size() == 2) {
+      first = value(r.args[0]);
+    } else {
+      first.is_var = false;
+      first.lit.elems = {Scalar::of_int(0)};
+      first.loc = r.loc;
+    }
+    std::string count = fresh("count");
+    copy(name_pattern(count, r.loc), first, r.loc);
+    Operand stop = value(r.args.back());
+    if (stop.is_var) {  // a copy: the body may assign the variable
+      std::string t = fresh("stop");
+      copy(name_pattern(t, r.args.back().loc), stop, r.args.back().loc);
+      stop = var(t, r.args.back().loc);
+    }
+    if (!open_) return;
+    std::string head = fresh("range");  // not "for": a reserved word cannot start a label
+    std::string body = fresh("body");
+    std::string step = fresh("step");
+    std::string done = fresh("done");
+    jump(head, s.loc);
+    start(head, r.loc);
+    std::string c = fresh("t");
+    prim(name_pattern(c, r.loc), "lt", {var(count, r.loc), stop}, {}, r.loc, r.loc);
+    branch(c, body, done, r.loc);
+    start(body, s.loc);
+    copy(name_pattern(s.target.name, s.target.loc), var(count, s.target.loc), s.target.loc);
+    loops_.push_back({step, done});
+    stmts(s.body);
+    loops_.pop_back();
+    if (open_) jump(step, close_loc(s));
+    start(step, r.loc);
+    Operand one;
+    one.is_var = false;
+    one.lit.elems = {Scalar::of_int(1)};
+    one.loc = r.loc;
+    prim(name_pattern(count, r.loc), "add", {var(count, r.loc), one}, {}, r.loc, r.loc);
+    jump(head, r.loc);
+    start(done, s.loc);
+  }
+
+  // x op= e: x = x op e, the whole of e one operand.
+  static Expr compound(const std::string& op, Expr target, const Expr& rhs) {
+    Expr b;
+    b.kind = EK::Binary;
+    b.op = op;
+    b.loc = rhs.loc;
+    b.name_loc = rhs.loc;
+    b.args.push_back(std::move(target));
+    b.args.push_back(rhs);
+    return b;
+  }
+
   // Statements both forms share.
   void simple(const Stmt& s) {
     switch (s.kind) {
       case SK::Assign:
+        if (!s.op.empty()) {
+          Expr x;
+          x.kind = EK::Var;
+          x.name = s.pat.name;
+          x.loc = x.name_loc = s.pat.loc;
+          assign(s.pat, compound(s.op, std::move(x), s.exprs[0]), s.loc);
+          return;
+        }
         assign(s.pat, s.exprs[0], s.loc);
         return;
       case SK::IndexAssign: {
         // x[i][j] = v: row = get(x, i); row = set(row, j, v); x = set(x, i, row).
+        // x[i] op= v reads x[i] once, the indices evaluated once.
         std::vector<Operand> idx;
         for (size_t k = 0; k + 1 < s.exprs.size(); ++k) idx.push_back(value(s.exprs[k]));
-        Operand v = value(s.exprs.back());
         std::vector<Operand> rows{var(s.target.name, s.target.loc)};
-        for (size_t k = 0; k + 1 < idx.size(); ++k) {
+        const size_t reads = s.op.empty() ? idx.size() - 1 : idx.size();
+        for (size_t k = 0; k < reads; ++k) {
           std::string r = fresh("t");
           prim(name_pattern(r, s.exprs[k].loc), "get", {rows.back(), idx[k]}, {}, s.exprs[k].loc,
                s.exprs[k].loc);
           rows.push_back(var(r, s.exprs[k].loc));
+        }
+        Operand v;
+        if (s.op.empty()) {
+          v = value(s.exprs.back());
+        } else {
+          Expr old;
+          old.kind = EK::Var;
+          old.name = rows.back().name;
+          old.loc = old.name_loc = s.target.loc;
+          v = value(compound(s.op, std::move(old), s.exprs.back()));
         }
         for (size_t k = idx.size(); k-- > 0;) {
           Pattern dst = k == 0 ? name_pattern(s.target.name, s.target.loc)
@@ -506,6 +544,17 @@ class FuncLowering {
         Terminator t;
         t.kind = TermKind::Return;
         t.loc = s.loc;
+        if (auto k = call_arity(s); k && *k != 1) {
+          // return g(x) with g of k results: t1, ..., tk = g(x); return t1, ..., tk
+          Pattern p;
+          p.is_tuple = true;
+          p.loc = s.exprs[0].loc;
+          for (size_t i = 0; i < *k; ++i) p.elems.push_back(name_pattern(fresh("t"), p.loc));
+          assign(p, s.exprs[0], s.loc);
+          for (const auto& l : p.elems) t.values.push_back(var(l.name, l.loc));
+          if (open_) close(std::move(t));
+          return;
+        }
         for (const auto& e : s.exprs) t.values.push_back(value(e));
         if (open_) close(std::move(t));
         return;
@@ -513,6 +562,16 @@ class FuncLowering {
       default:
         return;
     }
+  }
+
+  // The result count of g in `return g(x)` (g a function of the module).
+  std::optional<size_t> call_arity(const Stmt& ret) const {
+    if (ret.exprs.size() != 1) return std::nullopt;
+    const Expr& e = ret.exprs[0];
+    if (e.kind != EK::Call || (!e.explicit_call && find_prim(e.name))) return std::nullopt;
+    auto it = arities_.find(e.name);
+    if (it == arities_.end()) return std::nullopt;
+    return it->second;
   }
 
   // ---- labelled blocks ----
@@ -614,6 +673,7 @@ Module to_blocks(const File& file, Diagnostics& d) {
       m.funcs.push_back(std::move(f));
     }
   std::vector<VarDecl> vars;
+  const std::map<std::string, size_t> arities = result_arities(file);
   size_t fi = 0;
   for (const auto& item : file.items) {
     switch (item.kind) {
@@ -624,8 +684,13 @@ Module to_blocks(const File& file, Diagnostics& d) {
           d.error(f.name.loc, "function '" + f.name.name +
                                   "' has the name of a primitive operation; choose another name");
         SourceLoc close{sf.close_lines.first, 1, 1};
-        FuncLowering low(m, d);
-        f.blocks = low.run(sf.body, sf.block_form, f.name.name, f.loc, close);
+        std::set<std::string> shadowed;
+        for (const auto& p : f.params) shadowed.insert(p.name.name);
+        assigned_names(sf.body, shadowed);
+        Body body = sf.body;
+        substitute_constants(body, shadowed);
+        FuncLowering low(m, d, arities);
+        f.blocks = low.run(body, sf.block_form, f.name.name, f.loc, close);
         break;
       }
       case Item::Kind::Var:
@@ -637,7 +702,7 @@ Module to_blocks(const File& file, Diagnostics& d) {
           break;
         }
         m.program = item.program.header;
-        FuncLowering low(m, d);
+        FuncLowering low(m, d, arities);
         m.program->blocks =
             low.run(item.program.body, true, m.program->entry.name, m.program->loc, m.program->loc);
         break;

@@ -24,11 +24,33 @@ const Function* find_entry(const Module& m, const std::string& name, Diagnostics
                         "; functions: " + join(names, ", "));
     return nullptr;
   }
+  for (const auto& f : m.funcs)
+    if (f.is_entry) return &f;
   if (const Function* f = m.find_func("main")) return f;
   if (m.funcs.size() == 1) return &m.funcs[0];
-  diags.error({}, "which function is the entry? name it with --entry (functions: " +
+  std::vector<const Function*> roots = entry_candidates(m);
+  if (roots.size() == 1) return roots[0];
+  std::vector<std::string> listed;
+  for (const Function* f : roots) listed.push_back(f->name.name);
+  diags.error({}, "which function is the entry? " +
+                      (roots.empty() ? "every function is called by another"
+                                     : "no other function calls " + join(listed, ", ")) +
+                      "; mark one 'entry func NAME(...)' or name it with --entry (functions: " +
                       join(names, ", ") + ")");
   return nullptr;
+}
+
+std::vector<const Function*> entry_candidates(const Module& m) {
+  std::set<std::string> called;  // by another function
+  for (const auto& f : m.funcs)
+    for (const auto& b : f.blocks)
+      for (const auto& in : b.instrs)
+        if (in.kind == InstrKind::Call && in.callee.name != f.name.name)
+          called.insert(in.callee.name);
+  std::vector<const Function*> out;
+  for (const auto& f : m.funcs)
+    if (!called.count(f.name.name) && f.name.name.rfind('_', 0) != 0) out.push_back(&f);
+  return out;
 }
 
 namespace infer {

@@ -39,7 +39,14 @@ namespace ab {
 TypeInfo infer_types(const Module& m, const std::string& entry,
                      const std::vector<std::optional<Type>>& entry_params, Diagnostics& diags);
 
-// The entry function: `name` if given, else `main`, else the only function.
+// The entry function (docs/language.md, "Modules and functions"): `name` if
+// given; else the function written `entry func`; else `main`; else the only
+// function; else the only entry candidate.
 const Function* find_entry(const Module& m, const std::string& name, Diagnostics& diags);
+
+// The functions that may be the entry without being named: those no other
+// function of the module calls (a function calling itself still counts),
+// except names that start with '_' (helpers, by convention).
+std::vector<const Function*> entry_candidates(const Module& m);
 
 }  // namespace ab

@@ -5,6 +5,7 @@
 
 #include "ir/tail_call.h"
 #include "passes/liveness.h"
+#include "passes/result_names.h"
 #include "passes/verify.h"
 
 namespace ab {
@@ -473,6 +474,11 @@ Lowered lower_function_calls(const Module& m, const std::string& entry, const Ty
   }
   for (const auto& prm : ef->params) p.inputs.push_back({q(entry, prm.name.name), prm.name.loc});
   for (const auto& r : result.info.find(entry)->results) p.outputs.push_back({r, ef->loc});
+  // The lowered program keeps the entry's result names (they name its outputs).
+  std::vector<std::string> names = result_names(m, *ef);
+  if (names.size() == p.outputs.size() &&
+      std::any_of(names.begin(), names.end(), [](const auto& n) { return !n.empty(); }))
+    p.output_names = std::move(names);
   result.info.calls = std::move(s.calls);
 
   // Declarations, in order of first appearance.

@@ -117,6 +117,10 @@ class FunctionVerifier {
         d_.error(p.name.loc,
                  "'" + p.name.name + "': names with '.' only appear in lowered programs");
     }
+    std::set<std::string> result_names;
+    for (const auto& r : f_.result_names)
+      if (!r.empty() && !result_names.insert(r).second)
+        d_.error(f_.results_loc, "result name '" + r + "' is given twice in '" + f_.name.name + "'");
     std::map<std::string, const Block*>& labels = labels_;
     for (const auto& b : f_.blocks) {
       if (dotted(b.label.name))
@@ -390,6 +394,10 @@ void verify_program(const Program& p, Diagnostics& d) {
   };
   for (const auto& v : p.inputs) use(v.name, v.loc);
   for (const auto& v : p.outputs) use(v.name, v.loc);
+  std::set<std::string> output_names;
+  for (size_t i = 0; i < p.output_names.size() && i < p.outputs.size(); ++i)
+    if (!p.output_names[i].empty() && !output_names.insert(p.output_names[i]).second)
+      d.error(p.outputs[i].loc, "output name '" + p.output_names[i] + "' is given twice");
   std::map<std::string, const Block*> labels;
   std::vector<std::string> label_names;
   for (const auto& b : p.blocks) {
@@ -482,6 +490,16 @@ void verify(const Module& m, Diagnostics& diags) {
     if (!fresh)
       diags.error(f.name.loc, "function '" + f.name.name + "' is defined twice (first at " +
                                   where(it->second->name.loc) + ")");
+  }
+  const Function* marked = nullptr;
+  for (const auto& f : m.funcs) {
+    if (!f.is_entry) continue;
+    if (marked)
+      diags.error(f.loc, "'" + f.name.name + "' is marked 'entry', but so is '" +
+                             marked->name.name + "' (at " + where(marked->loc) +
+                             "); a module has one entry");
+    else
+      marked = &f;
   }
   for (const auto& f : m.funcs) FunctionVerifier(m, f, diags).run();
 }

@@ -188,6 +188,9 @@ INPUT_TABLE = {
                      ("x", P("f64", floats(0.01, 20.0, special=(1.0, 2.0, 10.0, 9.999))))],
     "sum_squares": [("n", P("i64", ints(-3, 150, special=(0, 1, 3, 10, 300))))],
     # i32 arithmetic; the rare n = 65536 makes the sum wrap around in i32.
+    # The loop stops at i = 50 whatever n (negatives run no iteration); any radius.
+    "named_sums": [("n", P("i64", ints(-5, 200, special=(0, 1, 50, 51)))),
+                   ("r", P("f64", floats(-10.0, 10.0, special=(0.0, 1.0, INF))))],
     "sum_to": [("n", P("i32", ints(-5, 400, special=(0, 1, 3000, 65536), p_special=0.004)))],
     "terminators": [("x", P("i64", wide("i64")))],
     # div and mod by b: b is never 0; div(MIN, -1) wraps to MIN.
@@ -291,7 +294,7 @@ def entry_of(path):
 def entry_params(path):
     """[(name, dtype or None, shape or None)] of the entry function's parameters."""
     text = open(path).read()
-    funcs = re.findall(r"^\s*func\s+([A-Za-z_]\w*)\s*\(([^)]*)\)", text, re.M)
+    funcs = re.findall(r"^\s*(?:entry\s+)?func\s+([A-Za-z_]\w*)\s*\(([^)]*)\)", text, re.M)
     if not funcs:
         raise SpecError("%s: no function found" % path)
     entry = entry_of(path)

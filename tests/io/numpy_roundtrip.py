@@ -110,7 +110,7 @@ for name, arr in arrays.items():
 
 # Shortest round-trip text: f32 values print by float's shortest form.
 r = run("input", save("short.npy", np.array([0.1, 0.2, 3.4028235e38], dtype="<f4")))
-check(r.stdout.strip() == '{"outputs": [[0.1, 0.2, 3.4028235e+38]]}', f"f32 text: {r.stdout.strip()}")
+check(r.stdout.strip() == '{"outputs": [[0.1, 0.2, 3.4028235e+38]], "names": ["out0"]}', f"f32 text: {r.stdout.strip()}")
 r = run("input", os.path.join(WORK, "f4_random.npy"))
 tokens = r.stdout.split("[[")[1].split("]]")[0].split(", ")
 check(all(len(t.lstrip("-").replace(".", "").split("e")[0].lstrip("0")) <= 9 for t in tokens),
@@ -126,7 +126,7 @@ check(r.returncode == 0 and np.array_equal(np.array(json.loads(r.stdout)["output
                                            arrays["i4_3d"].astype(float)), f"i4 as f64: {r.stderr}")
 save("integral.npy", np.array([1.0, -2.0, 3e15]))
 r = run("input", os.path.join(WORK, "integral.npy"), "i64")
-check(r.stdout.strip() == '{"outputs": [[1, -2, 3000000000000000]]}', f"f8 as i64: {r.stdout} {r.stderr}")
+check(r.stdout.strip() == '{"outputs": [[1, -2, 3000000000000000]], "names": ["out0"]}', f"f8 as i64: {r.stdout} {r.stderr}")
 save("frac.npy", np.array([1.0, 2.5]))
 r = run("input", os.path.join(WORK, "frac.npy"), "i64")
 check(r.returncode == 1 and "2.5 is not an integer" in r.stderr and "'x'" in r.stderr, f"f8 2.5 as i64: {r.stderr}")

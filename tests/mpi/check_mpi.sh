@@ -209,13 +209,15 @@ case $case_name in
     printf '%s\n' 'func twice(n: i64) -> i64 {' '  return n * 2' '}' >"$work/twice.ab"
     "$ab" run "$work/twice.ab" --inputs '{"n": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}' \
       --output "$work/n.npy" || fail "making n.npy"
-    printf '%s\n' 'func f(n: i64, x: i64, k: i64) -> (i64, f64) {' \
+    # f names its results: every process's run must keep the names (JSON and files).
+    printf '%s\n' 'func f(n: i64, x: i64, k: i64) -> (y: i64, third: f64) {' \
       '  return n * k + x, cast(x, dtype=f64) / 3.0' '}' >"$work/f.ab"
     "$ab" run - --inputs "n=$work/n.npy" --inputs '{"k": 3}' --output "$work/xs.npy" \
       < <(printf '%s\n' 'func g(n: i64, k: i64) -> f64 {' '  return cast(n + k, dtype=f64)' '}') ||
       fail "making xs.npy"
     one=$("$ab" run "$work/f.ab" --inputs "n=$work/n.npy" --inputs "x=$work/xs.npy" \
       --inputs '{"k": 2}')
+    [[ $one == *'"names": ["y", "third"]}' ]] || fail "npy: one process: $one"
     for np in 2 3; do
       for split in static dynamic; do
         many=$(mpirun_np "$np" run - --inputs "n=$work/n.npy" --inputs "x=$work/xs.npy" \
@@ -226,8 +228,8 @@ case $case_name in
           --inputs '{"k": 2}' --mpi-split $split --output "$work/dir/" || fail "--output dir/"
         "$ab" run "$work/f.ab" --inputs "n=$work/n.npy" --inputs "x=$work/xs.npy" \
           --inputs '{"k": 2}' --output "$work/dir1/"
-        cmp -s "$work/dir/out0.npy" "$work/dir1/out0.npy" &&
-          cmp -s "$work/dir/out1.npy" "$work/dir1/out1.npy" || fail "npy outputs -np $np $split"
+        cmp -s "$work/dir/y.npy" "$work/dir1/y.npy" &&
+          cmp -s "$work/dir/third.npy" "$work/dir1/third.npy" || fail "npy outputs -np $np $split"
       done
     done
     # Edge cases: no inputs (--batch), an empty batch, fewer threads than processes.

@@ -81,7 +81,7 @@ TEST_CASE("api: fib from text under every VM") {
     CHECK(ints(r.outputs[0]) == std::vector<int64_t>{13, 21, 34, 21});
     REQUIRE(r.stats);
     CHECK(r.stats->steps > 0);
-    CHECK(r.json(false) == R"({"outputs": [[13, 21, 34, 21]]})");
+    CHECK(r.json(false) == R"({"outputs": [[13, 21, 34, 21]], "names": ["out0"]})");
   }
   auto sig = p->signature();
   REQUIRE(sig);

@@ -316,7 +316,7 @@ TEST_CASE("cli: get out of range is a runtime error naming the index and the thr
   SUBCASE("in range, including -1, succeeds") {
     Proc p =
         box.run({"run", "get.ab", "--inputs", R"({"x": [[1, 2, 3], [4, 5, 6]], "i": [0, -1]})"});
-    CHECK_OUTPUT(p, "{\"outputs\": [[1.0, 6.0]]}\n");
+    CHECK_OUTPUT(p, "{\"outputs\": [[1.0, 6.0]], \"names\": [\"v\"]}\n");
   }
 }
 
@@ -430,7 +430,7 @@ TEST_CASE("cli: recursion 20000 frames deep succeeds under the default stack bou
   Sandbox box;
   box.write("down.ab", kDown);
   Proc p = box.run({"run", "down.ab", "--inputs", R"({"n": [20000, 3]})"});
-  CHECK_OUTPUT(p, "{\"outputs\": [[20000, 3]]}\n");
+  CHECK_OUTPUT(p, "{\"outputs\": [[20000, 3]], \"names\": [\"out0\"]}\n");
 }
 
 TEST_CASE("cli: a division guarded by a branch does not fail in threads that skip it") {
@@ -450,7 +450,7 @@ TEST_CASE("cli: a division guarded by a branch does not fail in threads that ski
     CAPTURE(vm);
     Proc p = box.run({"run", "guard.ab", "--vm", vm, "--inputs",
                       R"({"a": [7, 8, 9, 10, 11], "b": [2, 0, 3, 0, -4]})"});
-    CHECK_OUTPUT(p, "{\"outputs\": [[3, 0, 3, 0, -3]]}\n");  // floor division: 11 // -4 = -3
+    CHECK_OUTPUT(p, "{\"outputs\": [[3, 0, 3, 0, -3]], \"names\": [\"out0\"]}\n");  // floor division: 11 // -4 = -3
   }
 }
 
@@ -475,7 +475,7 @@ TEST_CASE("cli: --output FILE.json writes the whole JSON and prints nothing on s
   box.write("div.ab", kDiv);
   Proc p = box.run({"run", "div.ab", "--inputs", kDivOkInputs, "--output", "out.json"});
   CHECK_OUTPUT(p, "");
-  CHECK(box.read("out.json") == "{\"outputs\": [[10, 10, 10, 10, 10]]}\n");
+  CHECK(box.read("out.json") == "{\"outputs\": [[10, 10, 10, 10, 10]], \"names\": [\"q\"]}\n");
   CHECK(box.listing() == Listing{"div.ab", "out.json"});
 }
 
@@ -494,18 +494,19 @@ TEST_CASE("cli: --output FILE.npy writes one whole .npy and prints nothing on st
   CHECK(npy.data == i64_le({10, -10, 10}));
 }
 
-TEST_CASE("cli: --output DIR/ writes out0.npy, out1.npy, ... and prints nothing on stdout") {
+TEST_CASE("cli: --output DIR/ writes NAME.npy per output and prints nothing on stdout") {
   Sandbox box;
   box.write("two.ab", kTwo);
   Proc p = box.run(
       {"run", "two.ab", "--inputs", R"({"n": [1, 2], "x": [3.0, -1.0]})", "--output", "res/"});
   CHECK_OUTPUT(p, "");
-  CHECK(box.listing() == Listing{"res/", "res/out0.npy", "res/out1.npy", "two.ab"});
-  NpyParts a = split_npy(box.read("res/out0.npy"));
+  // The results are named by the variables kTwo returns.
+  CHECK(box.listing() == Listing{"res/", "res/h.npy", "res/m.npy", "two.ab"});
+  NpyParts a = split_npy(box.read("res/m.npy"));
   CHECK_HAS(a.header, "'descr': '<i8'");
   CHECK_HAS(a.header, "'shape': (2,)");
   CHECK(a.data == i64_le({2, 4}));
-  NpyParts b = split_npy(box.read("res/out1.npy"));
+  NpyParts b = split_npy(box.read("res/h.npy"));
   CHECK_HAS(b.header, "'descr': '<f8'");
   CHECK_HAS(b.header, "'shape': (2,)");
   double h[2];
@@ -589,7 +590,7 @@ TEST_CASE(
   }
   SUBCASE("3.0 is integral and accepted") {
     Proc p = box.run({"run", "div.ab", "--inputs", R"({"a": [9, 3.0], "b": 3})"});
-    CHECK_OUTPUT(p, "{\"outputs\": [[3, 1]]}\n");
+    CHECK_OUTPUT(p, "{\"outputs\": [[3, 1]], \"names\": [\"q\"]}\n");
   }
 }
 
@@ -606,7 +607,7 @@ TEST_CASE("cli: [1,2,3] for an f64[3] parameter is a shape error; [[1,2,3]] is o
   CHECK_HAS(p.err, "inline JSON: parameter 'x' (f64[3])");
   CHECK_HAS(p.err, "batch");
   Proc ok = box.run({"run", "sum.ab", "--inputs", R"({"x": [[1, 2, 3]]})"});
-  CHECK_OUTPUT(ok, "{\"outputs\": [[6.0]]}\n");
+  CHECK_OUTPUT(ok, "{\"outputs\": [[6.0]], \"names\": [\"s\"]}\n");
 }
 
 TEST_CASE("cli: an unreadable inputs file is an input error naming the file") {
@@ -765,7 +766,7 @@ TEST_CASE("cli: an unknown --entry is an error with a did-you-mean") {
   CHECK_HAS(p.err, "'stepz'");
   CHECK_HAS(p.err, "did you mean 'steps'?");
   Proc ok = box.run({"run", "steps.ab", "--inputs", R"({"n": [1]})", "--entry", "steps"});
-  CHECK_OUTPUT(ok, "{\"outputs\": [[1]]}\n");
+  CHECK_OUTPUT(ok, "{\"outputs\": [[1]], \"names\": [\"m\"]}\n");
 }
 
 TEST_CASE(
@@ -824,7 +825,7 @@ TEST_CASE("cli: inline JSON object inputs") {
   Sandbox box;
   box.write("div.ab", kDiv);
   Proc p = box.run({"run", "div.ab", "--inputs", R"({"b": [1, 2, 3], "a": [6, 7, 8]})"});
-  CHECK_OUTPUT(p, "{\"outputs\": [[6, 3, 2]]}\n");
+  CHECK_OUTPUT(p, "{\"outputs\": [[6, 3, 2]], \"names\": [\"q\"]}\n");
 }
 
 TEST_CASE("cli: a JSON array in an inputs file gives the parameters in order") {
@@ -832,7 +833,7 @@ TEST_CASE("cli: a JSON array in an inputs file gives the parameters in order") {
   box.write("div.ab", kDiv);
   box.write("args.json", "[[6, 7, 8], [1, 2, 3]]");
   Proc p = box.run({"run", "div.ab", "--inputs", "args.json"});
-  CHECK_OUTPUT(p, "{\"outputs\": [[6, 3, 2]]}\n");
+  CHECK_OUTPUT(p, "{\"outputs\": [[6, 3, 2]], \"names\": [\"q\"]}\n");
 }
 
 // Regression test for a fixed bug: an inline JSON *array* given to --inputs is mangled before
@@ -850,13 +851,13 @@ TEST_CASE("cli: inline JSON array inputs give the parameters in order") {
   Sandbox box;
   box.write("div.ab", kDiv);
   Proc p = box.run({"run", "div.ab", "--inputs", "[[6, 7, 8], [1, 2, 3]]"});
-  CHECK_OUTPUT(p, "{\"outputs\": [[6, 3, 2]]}\n");
+  CHECK_OUTPUT(p, "{\"outputs\": [[6, 3, 2]], \"names\": [\"q\"]}\n");
   Proc one = box.run({"run", "div.ab", "--inputs", "[7, 2]"});
-  CHECK_OUTPUT(one, "{\"outputs\": [[3]]}\n");
+  CHECK_OUTPUT(one, "{\"outputs\": [[3]], \"names\": [\"q\"]}\n");
   // An array may give only the first parameters, the rest from .npy files.
   box.write("b.npy", npy_v1("<i8", "(3,)", i64_le({1, 2, 3})));
   Proc mixed = box.run({"run", "div.ab", "--inputs", "[[6, 7, 8]]", "--inputs", "b=b.npy"});
-  CHECK_OUTPUT(mixed, "{\"outputs\": [[6, 3, 2]]}\n");
+  CHECK_OUTPUT(mixed, "{\"outputs\": [[6, 3, 2]], \"names\": [\"q\"]}\n");
 }
 
 TEST_CASE("cli: a batch-1 input is shared by a batch of 4") {
@@ -869,11 +870,11 @@ TEST_CASE("cli: a batch-1 input is shared by a batch of 4") {
             "}\n");
   SUBCASE("bare scalar") {
     Proc p = box.run({"run", "scale.ab", "--inputs", R"({"s": 2.0, "x": [1, 2.5, -1, 0]})"});
-    CHECK_OUTPUT(p, "{\"outputs\": [[2.0, 5.0, -2.0, 0.0]]}\n");
+    CHECK_OUTPUT(p, "{\"outputs\": [[2.0, 5.0, -2.0, 0.0]], \"names\": [\"y\"]}\n");
   }
   SUBCASE("one-element list") {
     Proc p = box.run({"run", "scale.ab", "--inputs", R"({"s": [3], "x": [1, 2.5, -1, 0]})"});
-    CHECK_OUTPUT(p, "{\"outputs\": [[3.0, 7.5, -3.0, 0.0]]}\n");
+    CHECK_OUTPUT(p, "{\"outputs\": [[3.0, 7.5, -3.0, 0.0]], \"names\": [\"y\"]}\n");
   }
 }
 
@@ -885,7 +886,7 @@ TEST_CASE("cli: --batch 3 runs an entry without parameters three times") {
             "  return 42\n"
             "}\n");
   Proc p = box.run({"run", "const.ab", "--batch", "3"});
-  CHECK_OUTPUT(p, "{\"outputs\": [[42, 42, 42]]}\n");
+  CHECK_OUTPUT(p, "{\"outputs\": [[42, 42, 42]], \"names\": [\"out0\"]}\n");
 }
 
 TEST_CASE("cli: NAME=FILE.npy inputs mix with inline JSON") {
@@ -894,18 +895,18 @@ TEST_CASE("cli: NAME=FILE.npy inputs mix with inline JSON") {
   box.write("a.npy", npy_v1("<i8", "(3,)", i64_le({30, -40, 50})));
   SUBCASE("npy first") {
     Proc p = box.run({"run", "div.ab", "--inputs", "a=a.npy", "--inputs", R"({"b": 10})"});
-    CHECK_OUTPUT(p, "{\"outputs\": [[3, -4, 5]]}\n");
+    CHECK_OUTPUT(p, "{\"outputs\": [[3, -4, 5]], \"names\": [\"q\"]}\n");
   }
   SUBCASE("inline JSON first, batched") {
     Proc p = box.run({"run", "div.ab", "--inputs", R"({"b": [10, 4, -5]})", "--inputs", "a=a.npy"});
-    CHECK_OUTPUT(p, "{\"outputs\": [[3, -10, -10]]}\n");
+    CHECK_OUTPUT(p, "{\"outputs\": [[3, -10, -10]], \"names\": [\"q\"]}\n");
   }
 }
 
 TEST_CASE("cli: '-' as PROG reads the program from stdin") {
   Sandbox box;
   Proc p = box.run({"run", "-", "--inputs", R"({"a": [9, 8], "b": [3, 2]})"}, std::string(kDiv));
-  CHECK_OUTPUT(p, "{\"outputs\": [[3, 4]]}\n");
+  CHECK_OUTPUT(p, "{\"outputs\": [[3, 4]], \"names\": [\"q\"]}\n");
   Proc bad = box.run({"run", "-", "--inputs", R"({"a": [9, 8], "b": [3, 0]})"}, std::string(kDiv));
   CHECK_FAILED(bad, 1);
   CHECK_HAS(bad.err, ":3:7: runtime error: integer division by zero in thread 1 of 2");
@@ -924,11 +925,11 @@ TEST_CASE("cli: a tuple result contributes one output per leaf") {
             "  return m, t\n"
             "}\n");
   Proc p = box.run({"run", "tup.ab", "--inputs", R"({"n": [1, 2], "x": [0.5, -3]})"});
-  CHECK_OUTPUT(p, "{\"outputs\": [[2, 4], [-0.5, 3.0], [false, true]]}\n");
+  CHECK_OUTPUT(p, "{\"outputs\": [[2, 4], [-0.5, 3.0], [false, true]], \"names\": [\"m\", \"t.0\", \"t.1\"]}\n");
   Proc dir =
       box.run({"run", "tup.ab", "--inputs", R"({"n": [1, 2], "x": [0.5, -3]})", "--output", "o/"});
   CHECK_OUTPUT(dir, "");
-  CHECK(box.listing() == Listing{"o/", "o/out0.npy", "o/out1.npy", "o/out2.npy", "tup.ab"});
+  CHECK(box.listing() == Listing{"o/", "o/m.npy", "o/t.0.npy", "o/t.1.npy", "tup.ab"});
 }
 
 TEST_CASE(
@@ -947,7 +948,7 @@ TEST_CASE(
   CHECK_OUTPUT(
       p,
       "{\"outputs\": [[\"NaN\", \"Infinity\", \"-Infinity\", 3.0], [true, false, false, false], "
-      "[\"NaN\", \"NaN\", \"NaN\", 0.0]]}\n");
+      "[\"NaN\", \"NaN\", \"NaN\", 0.0]], \"names\": [\"y\", \"b\", \"z\"]}\n");
   Proc bad = box.run({"run", "nan.ab", "--inputs", R"({"x": ["nan"]})"});
   CHECK_FAILED(bad, 2);
   CHECK_HAS(bad.err, "inline JSON: parameter 'x'");

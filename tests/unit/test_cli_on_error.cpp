@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 const char* kProgram = kOnErrorProgram;
 const char* kInputs = R"({"n": [3, 4, 2, 5, 1, 3], "d": [10, 2, 20, 6, 11, 12]})";
 const char* kOutputs =
-    R"({"outputs": [[84, 0, 18, 0, 25, 60], [42.0, "NaN", 9.0, "NaN", 12.5, 30.0]])";
+    R"({"outputs": [[84, 0, 18, 0, 25, 60], [42.0, "NaN", 9.0, "NaN", 12.5, 30.0]], )"
+    R"("names": ["s", "out1"])";
 const char* kError1 = "fail.ab:16:7: integer division by zero (function down, block ";
 const char* kError3 = "fail.ab:6:13: integer division by zero (function main, block ";
 
@@ -122,7 +123,7 @@ TEST_CASE("cli: --on-error record with file outputs writes errors.json beside th
   {
     ab_test::Proc p = dir.run({"--on-error", "record", "--output", "res/"});
     CHECK(p.code == 1);
-    CHECK(dir.exists("res/out0.npy"));
+    CHECK(dir.exists("res/s.npy"));
     CHECK(dir.exists("res/out1.npy"));
     CHECK(dir.read("res/errors.json").rfind(errors_start, 0) == 0);
     CHECK_FALSE(dir.exists("errors.json"));
@@ -164,7 +165,7 @@ TEST_CASE("cli: --max-steps with --on-error record stops only the threads over t
         std::nullopt, 60);
     CHECK(p.code == 1);
     CHECK(p.out.rfind(
-              R"({"outputs": [[3, 0, 5, 0]], "errors": [{"thread": 1, "message": "count.ab:)", 0) ==
+              R"({"outputs": [[3, 0, 5, 0]], "names": ["s"], "errors": [{"thread": 1, "message": "count.ab:)", 0) ==
           0);
     CHECK(has(p.out, "--max-steps 100 exceeded (function main"));
     CHECK(has(p.out, "{\"thread\": 3, "));

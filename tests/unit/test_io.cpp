@@ -680,8 +680,8 @@ TEST_CASE("npy: bool bytes are normalised to 0 and 1") {
 
 TEST_CASE("outputs: the README example") {
   Array a = make_array(DType::I64, {}, 4, bytes_of<int64_t>({13, 21, 34, 21}));
-  CHECK(render_outputs_json({a}, 4) == R"({"outputs": [[13, 21, 34, 21]]})");
-  CHECK(render_outputs_json({}, 4) == R"({"outputs": []})");
+  CHECK(render_outputs_json({a}, 4) == R"({"outputs": [[13, 21, 34, 21]], "names": ["out0"]})");
+  CHECK(render_outputs_json({}, 4) == R"({"outputs": [], "names": []})");
 }
 
 TEST_CASE("outputs: number formats") {
@@ -690,21 +690,21 @@ TEST_CASE("outputs: number formats") {
                  bytes_of<double>({0.1, 1.0, -0.0, 1e30, 1.0 / 3, NAN, INFINITY, -INFINITY}));
   CHECK(
       render_outputs_json({f64}, 8) ==
-      R"({"outputs": [[0.1, 1.0, -0.0, 1e+30, 0.3333333333333333, "NaN", "Infinity", "-Infinity"]]})");
+      R"({"outputs": [[0.1, 1.0, -0.0, 1e+30, 0.3333333333333333, "NaN", "Infinity", "-Infinity"]], "names": ["out0"]})");
   Array f32 = make_array(DType::F32, {}, 4, bytes_of<float>({0.1f, 1.0f / 3, 16777216.0f, NAN}));
-  CHECK(render_outputs_json({f32}, 4) == R"({"outputs": [[0.1, 0.33333334, 16777216.0, "NaN"]]})");
+  CHECK(render_outputs_json({f32}, 4) == R"({"outputs": [[0.1, 0.33333334, 16777216.0, "NaN"]], "names": ["out0"]})");
   Array i32 = make_array(DType::I32, {}, 2, bytes_of<int32_t>({INT32_MIN, 7}));
   Array b = make_array(DType::Bool, {}, 2, bytes_of<uint8_t>({1, 0}));
-  CHECK(render_outputs_json({i32, b}, 2) == R"({"outputs": [[-2147483648, 7], [true, false]]})");
+  CHECK(render_outputs_json({i32, b}, 2) == R"({"outputs": [[-2147483648, 7], [true, false]], "names": ["out0", "out1"]})");
   Array i64 = make_array(DType::I64, {}, 1, bytes_of<int64_t>({INT64_MIN}));
-  CHECK(render_outputs_json({i64}, 1) == R"({"outputs": [[-9223372036854775808]]})");
+  CHECK(render_outputs_json({i64}, 1) == R"({"outputs": [[-9223372036854775808]], "names": ["out0"]})");
 }
 
 TEST_CASE("outputs: written floats read back exactly") {
   std::vector<double> d{0.1, 5e-324, DBL_MAX, 123456789.123, -2.5e-300, 1e21, 1e22};
   Array a = make_array(DType::F64, {}, static_cast<int64_t>(d.size()), bytes_of<double>(d));
   std::string text = render_outputs_json({a}, a.batch);
-  size_t first = text.find('['), last = text.rfind(']');
+  size_t first = text.find('['), last = text.find("], \"names\"");
   auto back = load({"{\"x\": " + text.substr(first + 1, last - first - 1) + "}"}, {untyped("x")});
   REQUIRE(back.ok());
   CHECK(values<double>(back->values[0]) == d);
@@ -714,16 +714,16 @@ TEST_CASE("outputs: nested results and shared results") {
   Array m = make_array(DType::I64, {2, 2}, 2, bytes_of<int64_t>({1, 2, 3, 4, 5, 6, 7, 8}));
   Array shared = make_array(DType::F64, {2}, 1, bytes_of<double>({0.5, 1.5}));
   CHECK(render_outputs_json({m, shared}, 2) ==
-        R"({"outputs": [[[[1, 2], [3, 4]], [[5, 6], [7, 8]]], [[0.5, 1.5], [0.5, 1.5]]]})");
+        R"({"outputs": [[[[1, 2], [3, 4]], [[5, 6], [7, 8]]], [[0.5, 1.5], [0.5, 1.5]]], "names": ["out0", "out1"]})");
   Array empty_event = make_array(DType::F64, {0}, 2, "");
-  CHECK(render_outputs_json({empty_event}, 2) == R"({"outputs": [[[], []]]})");
+  CHECK(render_outputs_json({empty_event}, 2) == R"({"outputs": [[[], []]], "names": ["out0"]})");
 }
 
 TEST_CASE("outputs: extra members follow the outputs") {
   Array a = make_array(DType::I64, {}, 1, bytes_of<int64_t>({1}));
   nlohmann::json extra = {{"stats", {{"steps", 3}, {"utilization", 0.5}, {"blocks", {"a", "b"}}}}};
   CHECK(render_outputs_json({a}, 1, extra) ==
-        R"({"outputs": [[1]], "stats": {"blocks": ["a", "b"], "steps": 3, "utilization": 0.5}})");
+        R"({"outputs": [[1]], "names": ["out0"], "stats": {"blocks": ["a", "b"], "steps": 3, "utilization": 0.5}})");
 }
 
 TEST_CASE("outputs: --output targets") {
@@ -752,12 +752,12 @@ TEST_CASE("outputs: stdout, JSON file, .npy file and directory") {
   auto w = write_outputs({a}, 2, *parse_output_target("-"), nullptr, out);
   REQUIRE(w.ok());
   CHECK(w->empty());
-  CHECK(out.str() == "{\"outputs\": [[[1.0, 2.0], [3.0, 4.0]]]}\n");
+  CHECK(out.str() == "{\"outputs\": [[[1.0, 2.0], [3.0, 4.0]]], \"names\": [\"out0\"]}\n");
 
   auto j = write_outputs({a}, 2, *parse_output_target(dir / "r.json"), extra, out);
   REQUIRE(j.ok());
   CHECK(read_whole(dir / "r.json") ==
-        "{\"outputs\": [[[1.0, 2.0], [3.0, 4.0]]], \"stats\": {\"steps\": 1}}\n");
+        "{\"outputs\": [[[1.0, 2.0], [3.0, 4.0]]], \"names\": [\"out0\"], \"stats\": {\"steps\": 1}}\n");
 
   std::ostringstream stats;
   auto n = write_outputs({a}, 2, *parse_output_target(dir / "r.npy"), extra, stats);
@@ -775,6 +775,22 @@ TEST_CASE("outputs: stdout, JSON file, .npy file and directory") {
   CHECK(shared->shape == Shape{2});  // the shared result is repeated per thread
   CHECK(shared->dtype == DType::Bool);
   CHECK(dir.entries() == std::vector<std::string>{"r.json", "r.npy", "sub"});  // no temporaries
+}
+
+TEST_CASE("outputs: names in the JSON and as the directory's file names") {
+  TempDir dir;
+  Array a = make_array(DType::I64, {}, 1, bytes_of<int64_t>({1}));
+  CHECK(render_outputs_json({a, a}, 1, nullptr, {"total", "p.0"}) ==
+        R"({"outputs": [[1], [1]], "names": ["total", "p.0"]})");
+  // Names that are not one per result give way to out<k>.
+  CHECK(render_outputs_json({a, a}, 1, nullptr, {"total"}) ==
+        R"({"outputs": [[1], [1]], "names": ["out0", "out1"]})");
+  std::ostringstream out;
+  auto w = write_outputs({a, a}, 1, *parse_output_target(dir / "d/"), nullptr, out, {},
+                         {"total", "p.0"});
+  REQUIRE(w.ok());
+  CHECK(fs::exists(dir / "d/total.npy"));
+  CHECK(fs::exists(dir / "d/p.0.npy"));
 }
 
 TEST_CASE("outputs: a .npy file holds exactly one result") {

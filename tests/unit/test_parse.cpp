@@ -208,7 +208,7 @@ TEST_CASE("syntax errors name the position and what was expected") {
             .find("t.ab:4:3: error: syntax error: expected ',' or ')' in argument list") !=
         std::string::npos);
   CHECK(parse_error("func f() {\ne:\n  a = 1\n")
-            .find("t.ab:4:1: error: syntax error: unexpected end of file: expected a label") !=
+            .find("t.ab:4:1: error: syntax error: unexpected end of file: expected a statement or '}'") !=
         std::string::npos);
   CHECK(parse_error("func f() {\ne:\n  a = 1 2\n  return\n}\n")
             .find("t.ab:3:9: error: syntax error: unexpected text") != std::string::npos);

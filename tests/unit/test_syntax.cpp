@@ -147,7 +147,7 @@ TEST_CASE("front-end diagnostics point at the sub-expression") {
   CHECK(errors("func f(n) {\n  return n\n  n = 1\n}\n")
             .find("t.ab:3:3: error: this statement can never run") != std::string::npos);
   CHECK(
-      errors("func f(n) {\n  continue\n}\n").find("t.ab:2:3: error: 'continue' outside a while") !=
+      errors("func f(n) {\n  continue\n}\n").find("t.ab:2:3: error: 'continue' outside a loop") !=
       std::string::npos);
   CHECK(errors("func f(n) {\n  n + 1\n}\n")
             .find("t.ab:2:3: error: an expression alone must be a call") != std::string::npos);
