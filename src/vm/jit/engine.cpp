@@ -107,14 +107,18 @@ std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segm
     num(list->size());
     for (const Segment& s : *list) {
       num(s.slots.size());
-      for (const Slot& sl : s.slots)
+      for (const Slot& sl : s.slots) {
         num(static_cast<uint64_t>(sl.dtype) | static_cast<uint64_t>(sl.kind) << 8 |
-            static_cast<uint64_t>(sl.keep) << 16);
+            static_cast<uint64_t>(sl.keep) << 16 | static_cast<uint64_t>(sl.tensor) << 24);
+        num(sl.shape.size());
+        for (int64_t d : sl.shape) num(static_cast<uint64_t>(d));
+      }
+      num(static_cast<uint64_t>(s.calls));
       num(s.ops.size());
       for (const FOp& o : s.ops) {
         num(static_cast<uint64_t>(o.copy) | static_cast<uint64_t>(o.prim) << 8 |
             static_cast<uint64_t>(o.cast_to) << 24 | static_cast<uint64_t>(o.kind) << 32);
-        num(static_cast<uint64_t>(static_cast<int64_t>(o.stack)));
+        num(static_cast<uint64_t>(static_cast<int64_t>(o.stack)) << 1 | o.fails);
         num(o.args.size());
         for (const Arg& a : o.args) {
           num(static_cast<uint64_t>(static_cast<int64_t>(a.slot)));
