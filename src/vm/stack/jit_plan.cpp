@@ -458,10 +458,6 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
     for (const auto& op : cb.ops) {
       if (op.shared || !f.dense_blocker.empty()) continue;
       if (!compilable(op)) f.dense_blocker = per_lane_blocker(op);
-      // (a dense body's Thread slots are leaves it copies: not the thread's row)
-      else if (prim_per_thread(op.prim))
-        f.dense_blocker = "op '" + std::string(prim_info(op.prim).name) +
-                          "' reads the thread's input row, which a dense body does not carry";
       for (const auto& o : op.outs)
         if (leaves_[o.leaf].full() && !o.in_place && f.dense_blocker.empty())
           f.dense_blocker = "it pushes the stack of '" + leaves_[o.leaf].var + "'";
