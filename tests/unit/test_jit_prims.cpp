@@ -580,6 +580,43 @@ finish:
   }
 }
 
+// A loop body reading its thread's index is a dense loop too: the window
+// carries each thread's input row (with --lanes, not the lane).
+TEST_CASE("jit prims: a loop with thread_index compiles whole (dense) and matches") {
+  const char* text = R"(func main(n: i64) -> (i64, i64) {
+entry:
+  s = 0
+  done = le(n, 0)
+  branch done, finish, loop
+loop:
+  t = thread_index()
+  u = mul(t, n)
+  s = add(s, u)
+  n = sub(n, 1)
+  done = le(n, 0)
+  branch done, finish, loop
+finish:
+  return s, n
+}
+)";
+  json in = {{"n", json::array({0, 1, 3, 10, 50, 2, 7, 100, 5, 1000, 4, 4, 9})}};
+  Loaded l = load_prog(text, in);
+  RunResult off = run_prog(l, false, true);
+  for (bool persistent : {false, true})
+    for (int64_t lanes : {0, 3}) {
+      RunOptions o;
+      o.jit = true;
+      o.persistent = persistent;
+      o.lanes = lanes;
+      RunResult on = stack_harness::stack(l, o);
+      same_results(off, on);
+      if (jit::available() && persistent) {
+        CAPTURE(on.log);
+        CHECK(on.log.find("1 loop blocks compiled whole") != std::string::npos);
+      }
+    }
+}
+
 TEST_CASE("jit prims: random_walk's loop compiles whole with the JIT") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(AUTOBATCH_SOURCE_DIR) / "programs";
