@@ -79,17 +79,38 @@ StackVM::SegForm StackVM::seg_form(const Op& op) const {
   if (inline_ok && op.outs.size() == 1) {
     std::vector<TensorType> args;
     for (const auto& a : op.args) args.push_back(type(a));
-    if (jit::supported_tensor(op.prim, args, leaves_[op.outs[0].leaf].type))
+    const TensorType& out = leaves_[op.outs[0].leaf].type;
+    const bool moves = op.prim == PrimId::Get || op.prim == PrimId::Set ||
+                       op.prim == PrimId::Size || op.prim == PrimId::Reshape;
+    // Elementwise: per lane only on small events (Tuning::inline_elements).
+    if (jit::supported_tensor(op.prim, args, out) &&
+        (moves || out.num_elements() <= kTuning.inline_elements))
       return SegForm::Tensor;
   }
   return runs ? SegForm::Call : SegForm::None;
 }
 
 // Whether op may report an error (a pop of an empty stack aside: an
-// unbalanced program, which the call reports itself).
+// unbalanced program, which the call reports itself): ops.def's Fails
+// column, narrowed by the operands' dtypes as jit::may_fail narrows it (a
+// segment that may fail saves its outputs on every run).
 bool StackVM::op_may_fail(const Op& op) const {
-  if (op.kind != Op::Kind::Kernel) return false;
-  return prim_may_fail(op.prim);
+  if (op.kind != Op::Kind::Kernel || !prim_may_fail(op.prim)) return false;
+  if (op.args.empty() || op.outs.empty()) return true;
+  const DType d = ref_dtype(op.args[0]);
+  const bool int_operand = d == DType::I32 || d == DType::I64;
+  switch (op.prim) {
+    case PrimId::Div:
+    case PrimId::Mod:
+    case PrimId::Pow:
+      return int_operand;
+    case PrimId::Cast: {
+      const DType to = leaves_[op.outs[0].leaf].type.dtype;
+      return is_float(d) && (to == DType::I32 || to == DType::I64);
+    }
+    default:
+      return true;
+  }
 }
 
 // The VM's side of a segment's call (jit::CallFn): the op on the lanes, as
