@@ -32,9 +32,11 @@
 //
 // Per lane or batched: in a segment every op compiles. Ops on scalars run
 // per lane with their values in registers; ops on tensors that touch each
-// element once (elementwise, copy, get, set, size, reshape) run per lane
-// inline over the lane's event, which is the kernel's work without its
-// call and layout dispatch; the others (reductions, linear algebra,
+// element once (elementwise on events of at most Tuning::inline_elements,
+// copy, get, set, size, reshape) run per lane inline over the lane's
+// event, which is the kernel's work without its call and layout dispatch
+// (a larger elementwise op is called as its kernel, vectorised over the
+// chunk); the others (reductions, linear algebra,
 // categorical, random numbers of a shape, the builders, primitives
 // registered by an embedder), a pop and a value computed once for every
 // thread are called from the compiled loop for all the segment's lanes at
