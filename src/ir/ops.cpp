@@ -92,7 +92,7 @@ std::optional<PrimId> register_custom_prim(CustomPrimDef def) {
   auto id = static_cast<PrimId>(kBuiltins + g_count);
   auto* c = new Custom{std::move(def), {}};  // lives for the process
   // An embedder's primitive may fail (or cost) anywhere: never speculated;
-  // the JIT leaves it to its kernel.
+  // compiled code calls its kernel for a segment's lanes.
   c->info = PrimInfo{id,
                      c->def.name.c_str(),
                      c->def.min_args,
@@ -103,7 +103,7 @@ std::optional<PrimId> register_custom_prim(CustomPrimDef def) {
                      DtypeGroups::None,
                      prim_effect::Fails,
                      Speculate::Never,
-                     JitKind::None,
+                     JitKind::Batched,
                      "",
                      c->def.doc.c_str()};
   g_custom[g_count++].store(c, std::memory_order_release);
@@ -179,6 +179,8 @@ const char* jit_kind_name(JitKind k) {
       return "libm";
     case JitKind::Kernel:
       return "kernel call";
+    case JitKind::Batched:
+      return "batched kernel";
     case JitKind::None:
       return "none";
   }

@@ -72,12 +72,13 @@ enum class Speculate : uint8_t {
   IfCannotFail,  // when its operands show it cannot fail (a rule per primitive)
 };
 
-// How the JIT compiles a primitive on scalars (ops.def's Jit column).
+// How the JIT compiles a primitive (ops.def's Jit column).
 enum class JitKind : uint8_t {
   Inline,     // an instruction sequence of its own
   Intrinsic,  // the LLVM intrinsic named by its symbol
   Libm,       // the C library function named by its symbol ("f" appended for f32)
   Kernel,     // the exported scalar function named by its symbol (vm/kernels_scalar.h)
+  Batched,    // its batched kernel, called from compiled code for a segment's lanes
   None,       // not compiled
 };
 

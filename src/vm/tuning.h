@@ -14,6 +14,11 @@ struct Tuning {
   // Shortest run of consecutive compilable ops compiled as a segment: one
   // or two ops gain nothing over their kernels.
   int64_t min_segment = 3;
+  // Largest event an elementwise op on tensors runs per lane, inline in a
+  // segment; a larger one is called as its batched kernel, whose loop over
+  // all the chunk's elements is vectorised (power_iteration's f64[64]
+  // vectors ran 1.5x slower lane by lane).
+  int64_t inline_elements = 16;
   // Iterations per call of a dense loop body that cannot fail: enough to
   // amortise the lanes' loads and stores, few enough to keep the code small
   // (more copies cost compile time: some 15 ms for 4, 30 ms for 8).

@@ -12,6 +12,7 @@
 #include "autobatch/autobatch.h"
 #include "fib_blocks.h"
 #include "ir/array.h"  // Buffer::borrow, under the API
+#include "vm/jit/jit.h"
 
 namespace {
 
@@ -302,6 +303,23 @@ TEST_CASE("api: a custom primitive runs in every VM and in a lowered program") {
   CHECK(outs[0] == outs[1]);
   CHECK(outs[0] == outs[2]);
   for (size_t i = 0; i < x.size(); ++i) CHECK(outs[0][i] == doctest::Approx(expect(x[i], k[i])));
+  // The stack VM's compiled code calls the kernel: no block with an
+  // instruction is interpreted, and the results are those without the JIT.
+  for (bool jit : {true, false}) {
+    autobatch::RunOptions o;
+    o.jit = jit;
+    o.threads = 1;
+    auto r =
+        p->run({autobatch::ArrayView::of(x.data(), 5), autobatch::ArrayView::of(k.data(), 5)}, o);
+    REQUIRE_MESSAGE(r.ok(), r.rendered());
+    CHECK(doubles(r.outputs[0]) == outs[0]);
+    if (jit && ab::jit::available())
+      for (const auto& e : r.execution) {
+        CAPTURE(e.block);
+        CAPTURE(e.reason);
+        if (e.mode == "interpreted") CHECK(e.reason.find("no instructions") != std::string::npos);
+      }
+  }
 
   // The printed lowered program compiles again (with the registry) and runs.
   auto text = p->lower();

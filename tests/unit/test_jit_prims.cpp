@@ -16,6 +16,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "io/inputs.h"
 #include "ir/ops.h"
@@ -250,6 +251,9 @@ std::vector<Case> cases_of(const PrimInfo& p) {
       out.push_back(c);
       break;
     }
+    case PrimId::Size:
+      three({"a", "b"}, {f64, f64}, {f64}, i64, "size(a)", "size(b)", "size(r1)");
+      break;
     case PrimId::ThreadIndex: {
       Case c{"", {"k", "k2"}, {i64, i64}, {i64, i64}, i64};  // the VM's row operands
       c.text = sig(c) +
@@ -275,7 +279,9 @@ bool all_fused(const std::string& log) {
 TEST_CASE("jit prims: every compiled primitive gives the kernels' bits and errors, compiled") {
   std::set<std::string> covered;
   for (const PrimInfo& p : all_prims()) {
-    if (p.jit == JitKind::None) continue;
+    // Batched rows, and the rows that take tensors only: the tensor test below.
+    if (p.jit == JitKind::None || p.jit == JitKind::Batched) continue;
+    if (p.id == PrimId::Get || p.id == PrimId::Set || p.id == PrimId::Reshape) continue;
     std::vector<Case> cs = cases_of(p);
     CAPTURE(std::string(p.name));
     CHECK_FALSE(cs.empty());  // a compiled row without a test case here
@@ -304,6 +310,228 @@ TEST_CASE("jit prims: every compiled primitive gives the kernels' bits and error
   for (const char* n : {"erf", "lgamma", "atan2", "hypot", "pow", "split", "uniform", "normal",
                         "gamma", "poisson", "bernoulli", "fold_in", "exponential"})
     CHECK(covered.count(n));
+}
+
+namespace {
+
+// n threads' values of one parameter of `shape`, cycling through vals from
+// an offset per thread.
+json batch_of(const json& vals, const std::vector<int64_t>& shape, size_t n, size_t seed) {
+  int64_t elems = 1;
+  for (int64_t d : shape) elems *= d;
+  json out = json::array();
+  for (size_t t = 0; t < n; ++t) {
+    json flat = json::array();
+    for (int64_t e = 0; e < elems; ++e)
+      flat.push_back(vals[(t * seed + static_cast<size_t>(e) * 5 + t) % vals.size()]);
+    // Nest C order.
+    json cur = flat;
+    for (size_t r = shape.size(); r-- > 1;) {
+      json next = json::array();
+      for (size_t i = 0; i < cur.size(); i += static_cast<size_t>(shape[r])) {
+        json row = json::array();
+        for (int64_t k = 0; k < shape[r]; ++k) row.push_back(cur[i + static_cast<size_t>(k)]);
+        next.push_back(row);
+      }
+      cur = next;
+    }
+    out.push_back(shape.empty() ? flat[0] : cur);
+  }
+  return out;
+}
+
+// The program with the JIT off and on (both schedules): the same bits and
+// errors, and every instruction in a compiled segment.
+void same_on_and_off(const std::string& text, const json& inputs, bool fused = true) {
+  CAPTURE(text);
+  Loaded l = load_prog(text, inputs);
+  RunResult off = run_prog(l, false, false);
+  for (bool persistent : {false, true}) {
+    CAPTURE(persistent);
+    RunResult on = run_prog(l, true, persistent);
+    same_results(off, on);
+    if (jit::available() && fused) {
+      CAPTURE(on.log);
+      CHECK(all_fused(on.log));
+    }
+  }
+}
+
+}  // namespace
+
+// On tensors, the elementwise rows compile inline (a loop over the event,
+// NumPy broadcasting: a matrix with a row, a scalar with a matrix), as do
+// get, set, size and reshape; the same bits as the kernels, and the same
+// errors (integer division by zero, a bad cast, an index out of range).
+TEST_CASE("jit prims: ops on tensors compile inline with the kernels' bits and errors") {
+  const DType nums[] = {DType::I32, DType::I64, DType::F32, DType::F64};
+  const DType all[] = {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64};
+  size_t checked = 0;
+  for (const PrimInfo& p : all_prims()) {
+    std::vector<DType> ds;
+    bool binary = false;
+    switch (p.kind) {
+      case PrimKind::Arith2:
+        binary = true;
+        ds.assign(std::begin(nums), std::end(nums));
+        break;
+      case PrimKind::Arith1:
+        ds.assign(std::begin(nums), std::end(nums));
+        break;
+      case PrimKind::Float1:
+      case PrimKind::FloatPred:
+        ds = {DType::F32, DType::F64};
+        break;
+      case PrimKind::Float2:
+        binary = true;
+        ds = {DType::F32, DType::F64};
+        break;
+      case PrimKind::Compare:
+        binary = true;
+        ds.assign(std::begin(all), std::end(all));
+        break;
+      case PrimKind::Logic2:
+        binary = true;
+        ds = {DType::Bool};
+        break;
+      case PrimKind::Logic1:
+        ds = {DType::Bool};
+        break;
+      default:
+        continue;
+    }
+    const std::string n = p.name;
+    CAPTURE(n);
+    for (DType d : ds) {
+      const std::string dn = dname(d);
+      if (p.kind == PrimKind::Arith2)
+        CHECK(jit::supported_tensor(p.id, {{d, {2, 3}}, {d, {3}}}, {d, {2, 3}}));
+      std::string body;
+      if (binary)
+        body = "  r1 = " + n + "(a, b)\n  r2 = " + n + "(s, a)\n  r3 = " + n + "(b, b)\n";
+      else
+        body = "  r1 = " + n + "(a)\n  r2 = " + n + "(b)\n  r3 = " + n + "(a)\n";
+      const std::string text = "func main(a: " + dn + "[2,3], b: " + dn + "[3], s: " + dn +
+                               ") {\nentry:\n" + body + "  return r1, r2, r3\n}\n";
+      for (bool tame : {false, true}) {
+        if (tame && !(p.effects & prim_effect::Fails)) continue;
+        const json v = values(d, tame);
+        const size_t threads = 2 * v.size();
+        json in = {{"a", batch_of(v, {2, 3}, threads, 3)},
+                   {"b", batch_of(v, {3}, threads, 7)},
+                   {"s", batch_of(v, {}, threads, 1)}};
+        same_on_and_off(text, in);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 40);
+  // select and cast on tensors.
+  const json f = values(DType::F64, false);
+  const json bools = values(DType::Bool, false);
+  json in = {{"a", batch_of(f, {2, 3}, 30, 3)},
+             {"b", batch_of(f, {3}, 30, 7)},
+             {"c", batch_of(bools, {3}, 30, 1)}};
+  same_on_and_off(R"(func main(a: f64[2,3], b: f64[3], c: bool[3]) {
+entry:
+  r1 = select(c, a, b)
+  r2 = cast(b, dtype=f32)
+  r3 = cast(c, dtype=f64)
+  r4 = cast(a, dtype=i64)
+  return r1, r2, r3, r4
+}
+)",
+                  in);
+  // get, set, size and reshape, indices in and out of range, i64 and i32.
+  const json idx = json::array({0, 1, 2, -1, -3, 4, 5, -6, 3, -5, 100});
+  for (const char* it : {"i64", "i32"}) {
+    json gin = {{"v", batch_of(values(DType::I64, false), {5}, 22, 3)},
+                {"m", batch_of(f, {3, 2}, 22, 5)},
+                {"i", batch_of(idx, {}, 22, 1)},
+                {"x", batch_of(f, {}, 22, 2)},
+                {"r", batch_of(f, {2}, 22, 4)}};
+    const std::string good = std::string("func main(v: i64[5], m: f64[3,2], i: ") + it +
+                             R"(, x: f64, r: f64[2]) {
+entry:
+  g = get(v, i)
+  row = get(m, i)
+  m2 = set(m, i, x)
+  m3 = set(m2, i, r)
+  n = size(m)
+  flat = reshape(m3, shape=[6])
+  v2 = set(v, i, 7)
+  g2 = cast(g, dtype=f64)
+  t = add(row, g2)
+  return g, row, m2, m3, n, flat, v2, t
+}
+)";
+    same_on_and_off(good, gin);
+    // Only the threads whose index is in range: no error.
+    json ok = gin;
+    for (auto& v : ok["i"]) v = v.get<int64_t>() % 3;
+    same_on_and_off(good, ok);
+  }
+}
+
+// Reductions, linear algebra, categorical, random numbers of a shape and
+// stack are called from compiled code as their batched kernels (a shared
+// matrix is still one GEMM for the chunk): the same bits as without the JIT.
+TEST_CASE("jit prims: the batched rows are called from compiled code, same bits") {
+  const json f = values(DType::F64, true);
+  json in = {{"m", batch_of(f, {3, 3}, 20, 3)},
+             {"v", batch_of(f, {3}, 20, 7)},
+             {"k", batch_of(keys(), {}, 20, 1)}};
+  same_on_and_off(R"(func main(m: f64[3,3], v: f64[3], k: i64) {
+entry:
+  s = sum(m)
+  mv = matvec(m, v)
+  mm = matmul(m, m)
+  cs = sum(m, axis=0)
+  w = add(mv, cs)
+  c = categorical(k, v)
+  u = uniform(k, shape=[3])
+  x = add(w, u)
+  d = dot(v, x)
+  e = mul(d, s)
+  z = zeros(shape=[2], dtype=f64)
+  st = stack(x, v)
+  o = outer(v, x)
+  tr = transpose(o)
+  p = prod(v)
+  q = reduce_max(tr, axis=1)
+  return e, mm, c, z, st, tr, p, q
+}
+)",
+                  in);
+  for (const PrimInfo& p : all_prims())
+    if (p.jit == JitKind::Batched) {
+      CAPTURE(std::string(p.name));
+      CHECK_FALSE(jit::supported_tensor(p.id, {{DType::F64, {3, 3}}}, {DType::F64, {3}}));
+    }
+}
+
+// Example programs with tensors, loops, recursion and pops in segments:
+// the same bits with the JIT on and off.
+TEST_CASE("jit prims: the example programs on tensors give the same bits with the JIT") {
+  for (const char* name : {"vectors", "mergesort", "tree_eval", "nuts", "leapfrog_matrix",
+                           "power_iteration", "birth_death", "reductions", "nqueens"}) {
+    CAPTURE(name);
+    const std::string dir = std::string(AUTOBATCH_SOURCE_DIR) + "/programs/";
+    std::ifstream fa(dir + name + ".ab"), fj(dir + name + ".json");
+    std::stringstream ta, tj;
+    ta << fa.rdbuf();
+    tj << fj.rdbuf();
+    const std::string text = ta.str();
+    const size_t at = text.find("# entry: ");
+    REQUIRE(at != std::string::npos);
+    const std::string entry = text.substr(at + 9, text.find('\n', at) - at - 9);
+    Loaded l = stack_harness::load(text, tj.str(), entry);
+    RunResult off = run_prog(l, false, false);
+    for (bool persistent : {false, true}) {
+      RunResult on = run_prog(l, true, persistent);
+      same_results(off, on);
+    }
+  }
 }
 
 TEST_CASE("jit prims: a loop of every random primitive compiles whole (dense) and matches") {
@@ -352,6 +580,43 @@ finish:
   }
 }
 
+// A loop body reading its thread's index is a dense loop too: the window
+// carries each thread's input row (with --lanes, not the lane).
+TEST_CASE("jit prims: a loop with thread_index compiles whole (dense) and matches") {
+  const char* text = R"(func main(n: i64) -> (i64, i64) {
+entry:
+  s = 0
+  done = le(n, 0)
+  branch done, finish, loop
+loop:
+  t = thread_index()
+  u = mul(t, n)
+  s = add(s, u)
+  n = sub(n, 1)
+  done = le(n, 0)
+  branch done, finish, loop
+finish:
+  return s, n
+}
+)";
+  json in = {{"n", json::array({0, 1, 3, 10, 50, 2, 7, 100, 5, 1000, 4, 4, 9})}};
+  Loaded l = load_prog(text, in);
+  RunResult off = run_prog(l, false, true);
+  for (bool persistent : {false, true})
+    for (int64_t lanes : {0, 3}) {
+      RunOptions o;
+      o.jit = true;
+      o.persistent = persistent;
+      o.lanes = lanes;
+      RunResult on = stack_harness::stack(l, o);
+      same_results(off, on);
+      if (jit::available() && persistent) {
+        CAPTURE(on.log);
+        CHECK(on.log.find("1 loop blocks compiled whole") != std::string::npos);
+      }
+    }
+}
+
 TEST_CASE("jit prims: random_walk's loop compiles whole with the JIT") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(AUTOBATCH_SOURCE_DIR) / "programs";
@@ -388,8 +653,8 @@ TEST_CASE("ops.def columns: if_convert, the per-thread wiring and the JIT derive
         found = found || p.symbol == std::string(s.name);
       CHECK(found);
     }
-    // Not compiled: no dtype signature is supported.
-    if (p.jit == JitKind::None)
+    // Not compiled per lane: no scalar dtype signature is supported.
+    if (p.jit == JitKind::None || p.jit == JitKind::Batched)
       for (DType d : {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64}) {
         CHECK_FALSE(jit::supported(p.id, {d}, d));
         CHECK_FALSE(jit::supported(p.id, {d, d}, d));

@@ -174,7 +174,98 @@ Function* Gen::dense_multi(const Segment& s, const std::string& name) {
   return fn;
 }
 
+// A gather segment with calls (FOp::Kind::Call): a loop over the lanes for
+// each run of ops between calls, and each call once for all the lanes.
+// What a phase writes is stored before the next call (temporaries too: a
+// call or a later phase may read them); a later phase loads it again, and
+// the values computed once for every thread (which a call may have just
+// computed). Returns 1 as soon as a phase's check or a call fails.
+Function* Gen::gather_phased(const Segment& s, const std::string& name) {
+  const size_t ns = s.slots.size();
+  Type* i64 = b_.getInt64Ty();
+  Type* ptr = PointerType::get(ctx_, 0);
+  Function* fn = start_function(s, name, false, {ptr, ptr, i64});
+  auto arg = fn->arg_begin();
+  Value* base = &*arg++;
+  Value* idx = &*arg++;
+  Value* n = &*arg++;
+  BasicBlock* entry = BasicBlock::Create(ctx_, "entry", fn);
+  BasicBlock* failed = BasicBlock::Create(ctx_, "failed", fn);
+  b_.SetInsertPoint(entry);
+  load_bases(base);
+  FunctionType* call_ty = FunctionType::get(i64, {ptr, ptr, i64}, false);
+  for (size_t i = 0; i < s.ops.size();) {
+    if (s.ops[i].kind == FOp::Kind::Call) {
+      const uint64_t at = ns + 2 * static_cast<uint64_t>(s.ops[i].stack);
+      Value* f = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, at));
+      Value* ctx = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, at + 1));
+      Value* r = b_.CreateCall(call_ty, f, {ctx, idx, n});
+      BasicBlock* next = BasicBlock::Create(ctx_, "called", fn, failed);
+      b_.CreateCondBr(b_.CreateICmpNE(r, b_.getInt64(0)), failed, next);
+      b_.SetInsertPoint(next);
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < s.ops.size() && s.ops[end].kind != FOp::Kind::Call) ++end;
+    const bool last = end == s.ops.size();
+    for (size_t k = 0; k < ns; ++k)
+      if (s.slots[k].kind == SlotKind::Shared && !s.slots[k].tensor)
+        shared_[k] = b_.CreateLoad(ty(s.slots[k].dtype), ptr_[k]);
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* loop = BasicBlock::Create(ctx_, "lane", fn, failed);
+    BasicBlock* exit = BasicBlock::Create(ctx_, "phase_done", fn, failed);
+    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
+    b_.SetInsertPoint(loop);
+    PHINode* j = b_.CreatePHI(i64, 2);
+    PHINode* bad_acc = b_.CreatePHI(b_.getInt8Ty(), 2);
+    j->addIncoming(b_.getInt64(0), pre);
+    bad_acc->addIncoming(b_.getInt8(0), pre);
+    lane_ = j;
+    LoadInst* t = b_.CreateLoad(b_.getInt32Ty(), b_.CreateGEP(b_.getInt32Ty(), idx, j));
+    tag(t, ns);
+    slot_index_ = b_.CreateZExt(t, i64);
+    cur_.assign(ns, nullptr);
+    old_.assign(ns, nullptr);
+    written_.assign(ns, false);
+    bad_ = b_.getFalse();
+    for (size_t k = i; k < end; ++k) compute(s.ops[k]);
+    store_phase(s, last);
+    Value* bad_next = b_.CreateOr(bad_acc, b_.CreateZExt(bad_, b_.getInt8Ty()));
+    Value* jn = b_.CreateAdd(j, b_.getInt64(1));
+    BasicBlock* latch = b_.GetInsertBlock();
+    j->addIncoming(jn, latch);
+    bad_acc->addIncoming(bad_next, latch);
+    mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit), false);
+    b_.SetInsertPoint(exit);
+    PHINode* bad_out = b_.CreatePHI(b_.getInt8Ty(), 2);
+    bad_out->addIncoming(b_.getInt8(0), pre);
+    bad_out->addIncoming(bad_next, latch);
+    BasicBlock* next = BasicBlock::Create(ctx_, "phase", fn, failed);
+    b_.CreateCondBr(b_.CreateICmpNE(bad_out, b_.getInt8(0)), failed, next);
+    b_.SetInsertPoint(next);
+    i = end;
+  }
+  b_.CreateRet(b_.getInt64(0));
+  b_.SetInsertPoint(failed);
+  b_.CreateRet(b_.getInt64(1));
+  return fn;
+}
+
+// The end of a lane in a phase of gather_phased: the values it wrote in
+// registers go to memory (temporaries only if read later, when `last`).
+void Gen::store_phase(const Segment& s, bool last) {
+  for (size_t i = 0; i < s.slots.size(); ++i) {
+    if (!written_[i]) continue;
+    const Slot& sl = s.slots[i];
+    if (sl.kind == SlotKind::Scratch && !sl.keep && last) continue;
+    StoreInst* st = b_.CreateStore(cur_[i], address(static_cast<int32_t>(i)));
+    tag(st, i);
+  }
+}
+
 Function* Gen::emit(const Segment& s, const std::string& name, bool dense) {
+  if (!dense && s.calls > 0) return gather_phased(s, name);
   const size_t ns = s.slots.size();
   Type* i64 = b_.getInt64Ty();
   Type* ptr = PointerType::get(ctx_, 0);
@@ -367,7 +458,7 @@ void Gen::load_bases(Value* base) {
   shared_.assign(ns, nullptr);
   for (size_t i = 0; i < ns; ++i) {
     ptr_[i] = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, base, i));
-    if (seg_->slots[i].kind == SlotKind::Shared)
+    if (seg_->slots[i].kind == SlotKind::Shared && !seg_->slots[i].tensor)
       shared_[i] = b_.CreateLoad(ty(seg_->slots[i].dtype), ptr_[i]);
   }
 }

@@ -6,6 +6,7 @@
 //   emit_block.cpp    a whole block (BlockFn): pushes, pops, its exit
 //   emit_chain.cpp    the chain of whole blocks (ChainFn)
 //   prims.cpp         one primitive on one lane's values (op())
+//   emit_tensor.cpp   ops on tensors (one lane's events, in memory)
 // engine.cpp holds the LLJIT, the code cache and compile().
 // Only files compiled with AUTOBATCH_JIT (LLVM's headers) include this.
 #pragma once
@@ -120,6 +121,21 @@ class Gen {
   // prims.cpp: the primitives.
   void compute(const FOp& o);  // op(o) into its outputs' values
   Value* op(const FOp& o);
+  Value* scalar_op(const FOp& o, const std::vector<Value*>& v, DType d);
+  // emit_tensor.cpp: ops on tensors in the gather form (false: o is not one).
+  bool tensor_op(const FOp& o);
+  Value* event(int32_t s);
+  Value* element_index(const std::vector<int64_t>& from, const std::vector<int64_t>& to,
+                       Value* k);
+  template <class Body>
+  void element_loop(int64_t count, Body body);
+  void elementwise(const FOp& o);
+  void get(const FOp& o);
+  void set(const FOp& o);
+  Value* row_index(const FOp& o, int64_t rows);
+  // emit_segment.cpp: a gather segment with calls, phase by phase.
+  Function* gather_phased(const Segment& s, const std::string& name);
+  void store_phase(const Segment& s, bool last);
   Value* int_pow(Value* a, Value* b, const Arg& barg, DType d);
   Value* kernel_call(const char* name, Type* ret, std::vector<Value*> args);
   // prims_random.cpp: Philox and the samplers.

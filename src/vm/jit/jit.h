@@ -54,6 +54,16 @@ struct Slot {
   DType dtype = DType::I64;
   SlotKind kind = SlotKind::Thread;
   bool keep = true;  // a Scratch slot written here that is read after the segment
+  // Gather form only: a tensor of this event shape (C order). Its lanes'
+  // events are base[s][i * elems ...]; compiled code reads and writes them
+  // in memory, never in registers.
+  bool tensor = false;
+  std::vector<int64_t> shape;
+  int64_t elems() const {
+    int64_t e = 1;
+    for (int64_t d : shape) e *= d;
+    return e;
+  }
 };
 
 struct Arg {
@@ -74,13 +84,24 @@ enum class Exit : uint8_t {
 // levels in rows the compiled code addresses directly.
 constexpr uint32_t kFlatLevels = 32;
 
+// Gather form: an op that compiled code hands back to the VM for all the
+// segment's lanes at once (a batched kernel, a pop, a value computed once
+// for every thread). base[slots + 2c] is this function and base[slots + 2c
+// + 1] its context, for the segment's c-th call; it returns nonzero if it
+// failed (the VM then restores the segment's outputs and reruns it op at a
+// time, or reports the error the call kept).
+using CallFn = int64_t (*)(void* ctx, const uint32_t* idx, int64_t n);
+
 struct FOp {
   // Push and Pop (block form only): the full variable whose top is slot
   // outs[0] pushes its top onto stack `stack` (the op writing its new top
-  // follows) or pops the stack into its top.
-  enum class Kind : uint8_t { Compute, Push, Pop };
+  // follows) or pops the stack into its top. Call (gather form only): the
+  // segment's call `stack` (CallFn above); `fails`: it may fail. The values
+  // compiled code holds are in memory before a call and read again after it.
+  enum class Kind : uint8_t { Compute, Push, Pop, Call };
   Kind kind = Kind::Compute;
   int32_t stack = -1;
+  bool fails = false;
   bool copy = false;  // out[0] = args[0]
   PrimId prim = PrimId::Add;
   DType cast_to = DType::I64;  // Cast only
@@ -91,6 +112,8 @@ struct FOp {
 struct Segment {
   std::vector<Slot> slots;
   std::vector<FOp> ops;
+  // Gather form only: the number of Call ops (numbered 0, 1, ...).
+  int32_t calls = 0;
   // Dense form only: the branch condition's slot and the value that stays.
   int32_t cond = -1;
   bool stay_on_true = true;
@@ -116,6 +139,11 @@ struct Segment {
 
 // Whether `op` with these operand dtypes (all scalar) can be compiled.
 bool supported(PrimId op, const std::vector<DType>& args, DType out);
+// Whether `op` on these operand and result types (at least one a tensor)
+// compiles inline in the gather form, as a loop over the event: the
+// elementwise primitives (NumPy broadcasting), get, set, size and reshape.
+// The other primitives are called as their batched kernel (FOp::Kind::Call).
+bool supported_tensor(PrimId op, const std::vector<TensorType>& args, const TensorType& out);
 // Whether an op may fail at run time (and so needs the restore path).
 bool may_fail(const FOp& op, const std::vector<Slot>& slots);
 

@@ -106,6 +106,7 @@ Value* Gen::kernel_call(const char* name, Type* ret, std::vector<Value*> args) {
 }
 
 void Gen::compute(const FOp& o) {
+  if (tensor_op(o)) return;
   second_ = nullptr;
   cur_[o.outs[0]] = op(o);
   written_[o.outs[0]] = true;
@@ -117,9 +118,13 @@ void Gen::compute(const FOp& o) {
 
 Value* Gen::op(const FOp& o) {
   if (o.copy) return read(o.args[0]);
-  DType d = dtype_of(o.args[0]);
   std::vector<Value*> v;
   for (const Arg& a : o.args) v.push_back(read(a));
+  return scalar_op(o, v, o.args.empty() ? DType::I64 : dtype_of(o.args[0]));
+}
+
+// Primitive o on one element's operand values v (d: operand 0's dtype).
+Value* Gen::scalar_op(const FOp& o, const std::vector<Value*>& v, DType d) {
   bool f = is_float(d);
   // The rows of ops.def that name what they compile to.
   const PrimInfo& info = prim_info(o.prim);
@@ -131,6 +136,7 @@ Value* Gen::op(const FOp& o) {
     case JitKind::Kernel:
     case JitKind::Inline:
       break;
+    case JitKind::Batched:
     case JitKind::None:
       return nullptr;  // not reached: supported() said no
   }
@@ -173,7 +179,11 @@ Value* Gen::op(const FOp& o) {
     case PrimId::Lgamma:
       return kernel_call(d == DType::F32 ? "ab_scalar_lgammaf" : "ab_scalar_lgamma", ty(d), {v[0]});
     case PrimId::ThreadIndex:
-      return b_.CreateAdd(v[0], v[1]);  // the operands the VM passes: row + first thread
+      return b_.CreateAdd(v[0], v[1]);
+    case PrimId::Size:
+      return b_.getInt64(1);  // of a scalar (tensors: emit_tensor.cpp)
+    case PrimId::Reshape:
+      return v[0];  // the operands the VM passes: row + first thread
     case PrimId::Sigmoid: {
       Value* one = ConstantFP::get(ty(d), 1.0);
       Value* pos = b_.CreateFDiv(one, b_.CreateFAdd(one, libm("exp", d, {b_.CreateFNeg(v[0])})));

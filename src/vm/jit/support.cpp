@@ -1,8 +1,10 @@
-// Which primitives the JIT compiles (supported) and which of them may fail
-// at run time (may_fail), derived from ops.def's columns: the Jit column
-// says whether a primitive compiles at all, its Kind column the operand
-// dtypes, and for the primitives with a type rule of their own (Kind
-// Other) a rule per primitive below. The same answers with or without
+// Which primitives the JIT compiles per lane (supported on scalars,
+// supported_tensor on tensors) and which of them may fail at run time
+// (may_fail), derived from ops.def's columns: the Jit column says whether a
+// primitive compiles at all (Batched and custom primitives: called as their
+// batched kernel instead), its Kind column the operand dtypes, and for the
+// primitives with a type rule of their own (Kind Other) a rule per
+// primitive below. The same answers with or without
 // LLVM, so that the VM's planning does not depend on the build.
 #include "vm/jit/support.h"
 
@@ -42,6 +44,10 @@ bool other_supported(PrimId op, const std::vector<DType>& args, DType out) {
       return n == 1 && args[0] == DType::I64 && out == DType::I64;
     case PrimId::FoldIn:
       return n == 2 && args[0] == DType::I64 && is_int(args[1]) && out == DType::I64;
+    case PrimId::Size:  // of a scalar: 1
+      return n == 1 && out == DType::I64;
+    case PrimId::Reshape:  // a scalar to a scalar: the value
+      return n == 1 && out == args[0];
     case PrimId::ThreadIndex:
       // The VM passes the thread's input row and the batch's first thread.
       return n == 2 && args[0] == DType::I64 && args[1] == DType::I64 && out == DType::I64;
@@ -84,7 +90,72 @@ bool supported(PrimId op, const std::vector<DType>& args, DType out) {
   return false;
 }
 
+namespace {
+
+// `a` broadcasts to `out` (NumPy: aligned from the last dimension, each of
+// a's dimensions 1 or out's).
+bool broadcasts(const Shape& a, const Shape& out) {
+  if (a.size() > out.size()) return false;
+  const size_t off = out.size() - a.size();
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != 1 && a[i] != out[off + i]) return false;
+  return true;
+}
+
+bool elementwise(const PrimInfo& info) {
+  switch (info.kind) {
+    case PrimKind::Arith2:
+    case PrimKind::Arith1:
+    case PrimKind::Float1:
+    case PrimKind::FloatPred:
+    case PrimKind::Float2:
+    case PrimKind::Compare:
+    case PrimKind::Logic2:
+    case PrimKind::Logic1:
+      return true;
+    default:
+      return info.id == PrimId::Select || info.id == PrimId::Cast;
+  }
+}
+
+}  // namespace
+
+bool supported_tensor(PrimId op, const std::vector<TensorType>& args, const TensorType& out) {
+  if (is_custom_prim(op) || prim_jit(op) == JitKind::None || prim_jit(op) == JitKind::Batched)
+    return false;
+  const PrimInfo& info = prim_info(op);
+  const size_t n = args.size();
+  auto scalar_int = [](const TensorType& t) { return t.shape.empty() && is_int(t.dtype); };
+  switch (op) {
+    case PrimId::Size:
+      return n == 1 && out.dtype == DType::I64 && out.shape.empty();
+    case PrimId::Reshape:
+      return n == 1 && args[0].dtype == out.dtype &&
+             args[0].num_elements() == out.num_elements();
+    case PrimId::Get: {
+      if (n != 2 || args[0].shape.empty() || !scalar_int(args[1])) return false;
+      const Shape row(args[0].shape.begin() + 1, args[0].shape.end());
+      return out.dtype == args[0].dtype && out.shape == row;
+    }
+    case PrimId::Set: {
+      if (n != 3 || args[0].shape.empty() || !scalar_int(args[1])) return false;
+      const Shape row(args[0].shape.begin() + 1, args[0].shape.end());
+      return out == args[0] && args[2].dtype == out.dtype && broadcasts(args[2].shape, row);
+    }
+    default:
+      break;
+  }
+  if (!elementwise(info)) return false;  // random numbers of a shape: the batched kernel
+  std::vector<DType> ds;
+  for (const TensorType& a : args) {
+    if (!broadcasts(a.shape, out.shape)) return false;
+    ds.push_back(a.dtype);
+  }
+  return supported(op, ds, out.dtype);
+}
+
 bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
+  if (op.kind == FOp::Kind::Call) return op.fails;
   if (op.copy || op.kind != FOp::Kind::Compute) return false;
   if (!prim_may_fail(op.prim)) return false;
   auto dtype = [&](size_t i) {
@@ -100,6 +171,9 @@ bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
       return is_int(dtype(0)) && (!constant_divisor(op.args[1], &v) || v < 0);
     case PrimId::Cast:
       return is_float(dtype(0)) && is_int(op.cast_to);
+    case PrimId::Get:
+    case PrimId::Set:
+      return true;  // the index may be out of range
     default:
       return true;  // ops.def says it may fail
   }

@@ -389,43 +389,88 @@ std::optional<RuntimeError> StackVM::run_ops(uint32_t b, uint32_t* idx, int64_t&
 
 std::optional<RuntimeError> StackVM::run_seg(uint32_t b, const Seg& s, uint32_t* idx, int64_t& n) {
   for (int32_t l : s.spills) spill(leaves_[l], idx, n);
+  // Each output leaf's values for the chunk's lanes, n events in a row, to
+  // or from saved_ (1-, 4- and 8-byte scalars by value, events by copy).
+  auto move_out = [&](int32_t l, std::byte* w, bool save) {
+    const Leaf& x = leaves_[l];
+    const size_t eb = x.ebytes;
+    std::byte* at = const_cast<std::byte*>(x.in_scratch() ? x.scratch.data() : x.top.data());
+    if (x.in_scratch()) {
+      if (save)
+        std::memcpy(w, at, static_cast<size_t>(n) * eb);
+      else
+        std::memcpy(at, w, static_cast<size_t>(n) * eb);
+      return;
+    }
+    if (eb == 1 || eb == 4 || eb == 8) {
+      by_size(eb, [&](auto z) {
+        using T = decltype(z);
+        T* top = reinterpret_cast<T*>(at);
+        T* saved = reinterpret_cast<T*>(w);
+        for (int64_t j = 0; j < n; ++j) {
+          if (save)
+            saved[j] = top[idx[j]];
+          else
+            top[idx[j]] = saved[j];
+        }
+      });
+      return;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      std::byte* e = at + static_cast<size_t>(idx[j]) * eb;
+      if (save)
+        std::memcpy(w + j * eb, e, eb);
+      else
+        std::memcpy(e, w + j * eb, eb);
+    }
+  };
   if (s.may_fail) {
     // Keep the outputs' old values: on a failed check they come back and
     // the kernels run the same ops, reporting the error exactly.
-    saved_.resize((s.thread_out.size() + s.scratch_out.size()) * kChunk);
-    uint64_t* w = saved_.data();
-    for (int32_t l : s.thread_out) {
-      by_size(leaves_[l].ebytes, [&](auto z) {
-        using T = decltype(z);
-        const T* top = reinterpret_cast<const T*>(leaves_[l].top.data());
-        for (int64_t j = 0; j < n; ++j) w[j] = top[idx[j]];
-      });
-      w += kChunk;
-    }
-    for (int32_t l : s.scratch_out) {
-      std::memcpy(w, leaves_[l].scratch.data(), static_cast<size_t>(n) * leaves_[l].ebytes);
-      w += kChunk;
+    size_t bytes = 0;
+    for (int32_t l : s.thread_out) bytes += leaves_[l].ebytes * kChunk;
+    for (int32_t l : s.scratch_out) bytes += leaves_[l].ebytes * kChunk;
+    saved_.resize(bytes);
+    std::byte* w = saved_.data();
+    for (const auto* list : {&s.thread_out, &s.scratch_out})
+      for (int32_t l : *list) {
+        move_out(l, w, true);
+        w += leaves_[l].ebytes * kChunk;
+      }
+    saved_depth_.resize(s.popped.size() * kChunk);
+    for (size_t p = 0; p < s.popped.size(); ++p) {
+      const uint32_t* depth = leaves_[s.popped[p]].depth.data();
+      for (int64_t j = 0; j < n; ++j) saved_depth_[p * kChunk + j] = depth[idx[j]];
     }
   }
   if (s.fn(s.base.data(), idx, n) == 0) return std::nullopt;
-  const uint64_t* w = saved_.data();
-  for (int32_t l : s.thread_out) {
-    by_size(leaves_[l].ebytes, [&](auto z) {
-      using T = decltype(z);
-      T* top = reinterpret_cast<T*>(leaves_[l].top.data());
-      for (int64_t j = 0; j < n; ++j) top[idx[j]] = static_cast<T>(w[j]);
-    });
-    w += kChunk;
+  if (call_error_) {  // a pop's error: reported as the interpreter reports it
+    auto e = std::move(call_error_);
+    call_error_.reset();
+    return e;
   }
-  for (int32_t l : s.scratch_out) {
-    std::memcpy(leaves_[l].scratch.data(), w, static_cast<size_t>(n) * leaves_[l].ebytes);
-    w += kChunk;
+  // Undone: the outputs, and the pops (a pop moves a value from the rows to
+  // the top and lowers the depth; the rows keep it).
+  std::byte* w = saved_.data();
+  for (const auto* list : {&s.thread_out, &s.scratch_out})
+    for (int32_t l : *list) {
+      move_out(l, w, false);
+      w += leaves_[l].ebytes * kChunk;
+    }
+  for (size_t p = 0; p < s.popped.size(); ++p) {
+    uint32_t* depth = leaves_[s.popped[p]].depth.data();
+    for (int64_t j = 0; j < n; ++j) depth[idx[j]] = saved_depth_[p * kChunk + j];
   }
   for (size_t i = s.first; i < s.last && n > 0; ++i) {
-    auto e = execute(b, blocks_[b].ops[i], idx, n, idx);
+    Op& op = blocks_[b].ops[i];
+    if (op.shared || op.kind == Op::Kind::Pop) {  // as the interpreter runs them
+      if (auto e = run_op(b, op, idx, n)) return e;
+      continue;
+    }
+    auto e = execute(b, op, idx, n, idx);
     if (e && !opt_.record_errors) return e;
     if (e)
-      if (auto f = retry(b, blocks_[b].ops[i], idx, n, std::move(*e))) return f;
+      if (auto f = retry(b, op, idx, n, std::move(*e))) return f;
   }
   return std::nullopt;
 }

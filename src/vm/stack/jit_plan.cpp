@@ -59,12 +59,90 @@ bool StackVM::compilable(const Op& op) const {
   return jit::supported(op.prim, ds, leaves_[op.outs[0].leaf].type.dtype);
 }
 
+StackVM::SegForm StackVM::seg_form(const Op& op) const {
+  if (op.kind == Op::Kind::Pop) return SegForm::Call;
+  const bool runs = op.kind == Op::Kind::Copy || op.fn;  // execute() can run it
+  if (op.shared) return runs ? SegForm::Call : SegForm::None;
+  if (compilable(op)) return SegForm::Lane;
+  if (op.outs.empty()) return runs ? SegForm::Call : SegForm::None;
+  auto type = [&](const Ref& r) -> const TensorType& {
+    return r.constant >= 0 ? constants_[r.constant].type : leaves_[r.leaf].type;
+  };
+  bool inline_ok = true;
+  for (const auto& o : op.outs) inline_ok = inline_ok && !leaves_[o.leaf].shared;
+  if (op.kind == Op::Kind::Copy) {
+    inline_ok = inline_ok && op.outs.size() == op.args.size();
+    for (size_t k = 0; inline_ok && k < op.outs.size(); ++k)
+      inline_ok = type(op.args[k]) == leaves_[op.outs[k].leaf].type;
+    return inline_ok ? SegForm::Tensor : SegForm::Call;
+  }
+  if (inline_ok && op.outs.size() == 1) {
+    std::vector<TensorType> args;
+    for (const auto& a : op.args) args.push_back(type(a));
+    const TensorType& out = leaves_[op.outs[0].leaf].type;
+    const bool moves = op.prim == PrimId::Get || op.prim == PrimId::Set ||
+                       op.prim == PrimId::Size || op.prim == PrimId::Reshape;
+    // Elementwise: per lane only on small events (Tuning::inline_elements).
+    if (jit::supported_tensor(op.prim, args, out) &&
+        (moves || out.num_elements() <= kTuning.inline_elements))
+      return SegForm::Tensor;
+  }
+  return runs ? SegForm::Call : SegForm::None;
+}
+
+// Whether op may report an error (a pop of an empty stack aside: an
+// unbalanced program, which the call reports itself): ops.def's Fails
+// column, narrowed by the operands' dtypes as jit::may_fail narrows it (a
+// segment that may fail saves its outputs on every run).
+bool StackVM::op_may_fail(const Op& op) const {
+  if (op.kind != Op::Kind::Kernel || !prim_may_fail(op.prim)) return false;
+  if (op.args.empty() || op.outs.empty()) return true;
+  const DType d = ref_dtype(op.args[0]);
+  const bool int_operand = d == DType::I32 || d == DType::I64;
+  switch (op.prim) {
+    case PrimId::Div:
+    case PrimId::Mod:
+    case PrimId::Pow:
+      return int_operand;
+    case PrimId::Cast: {
+      const DType to = leaves_[op.outs[0].leaf].type.dtype;
+      return is_float(d) && (to == DType::I32 || to == DType::I64);
+    }
+    default:
+      return true;
+  }
+}
+
+// The VM's side of a segment's call (jit::CallFn): the op on the lanes, as
+// the interpreter runs it; nonzero if it failed. A pop's error is kept in
+// call_error_ (the segment is not rerun: the stack is unbalanced); any
+// other failure is found again when the segment is rerun op at a time.
+int64_t StackVM::seg_call(void* ctx, const uint32_t* idx, int64_t n) {
+  const SegCall& c = *static_cast<const SegCall*>(ctx);
+  StackVM& vm = *c.vm;
+  const Op& op = vm.blocks_[c.block].ops[c.op];
+  if (op.kind == Op::Kind::Pop) {
+    vm.call_error_ = vm.pop(c.block, op, idx, n);
+    return vm.call_error_ ? 1 : 0;
+  }
+  if (op.shared) {
+    bool ready = true;
+    for (const auto& o : op.outs) ready = ready && vm.leaves_[o.leaf].shared_ready;
+    if (ready) return 0;
+    if (vm.execute(c.block, op, nullptr, 1, idx)) return 1;
+    for (const auto& o : op.outs) vm.leaves_[o.leaf].shared_ready = true;
+    return 0;
+  }
+  return vm.execute(c.block, op, idx, n, idx) ? 1 : 0;
+}
+
 // ops [first, last) of block bi as a jit segment; slot_leaf gets each slot's
 // leaf. With stack_leaf, the block form (jit::BlockFn): pops and the pushes
 // of full variables are ops too, and stack_leaf gets each stack's leaf.
 jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool dense,
                                    std::vector<int32_t>& slot_leaf,
-                                   std::vector<int32_t>* stack_leaf) {
+                                   std::vector<int32_t>* stack_leaf,
+                                   std::vector<uint32_t>* call_ops) {
   const CBlock& cb = blocks_[bi];
   jit::Segment seg;
   std::map<int32_t, int32_t> slot_of;
@@ -76,12 +154,20 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
     if (leaf == kRowLeaf || leaf == kFirstThreadLeaf) {  // thread_index's operands
       sl.dtype = DType::I64;
       sl.kind = leaf == kRowLeaf ? jit::SlotKind::Thread : jit::SlotKind::Shared;
+    } else if (leaf <= kConstLeaf) {  // a tensor literal
+      const TensorType& t = constants_[kConstLeaf - leaf].type;
+      sl.dtype = t.dtype;
+      sl.kind = jit::SlotKind::Shared;
+      sl.tensor = true;
+      sl.shape = t.shape;
     } else {
       const Leaf& l = leaves_[leaf];
       sl.dtype = l.type.dtype;
       sl.kind = l.shared         ? jit::SlotKind::Shared
                 : l.in_scratch() ? jit::SlotKind::Scratch
                                  : jit::SlotKind::Thread;
+      sl.tensor = !l.type.shape.empty();
+      sl.shape = l.type.shape;
     }
     if (sl.kind == jit::SlotKind::Scratch && !dense && !stack_leaf) {
       // Kept if anything else in the block (or its branch) reads it.
@@ -98,7 +184,9 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
   };
   auto arg = [&](const Ref& r) {
     jit::Arg a;
-    if (r.constant >= 0) {
+    if (r.constant >= 0 && !constants_[r.constant].type.shape.empty()) {
+      a.slot = slot(kConstLeaf - r.constant);
+    } else if (r.constant >= 0) {
       const Constant& c = constants_[r.constant];
       a.dtype = c.type.dtype;
       std::memcpy(&a.bits, c.data.data(), dtype_size(c.type.dtype));
@@ -120,8 +208,18 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
     f.outs.push_back(slot(leaf));
     seg.ops.push_back(std::move(f));
   };
+  const bool gather = !dense && !stack_leaf;
   for (size_t i = first; i < last; ++i) {
     const Op& op = cb.ops[i];
+    if (gather && seg_form(op) == SegForm::Call) {  // the VM runs it for the lanes
+      jit::FOp f;
+      f.kind = jit::FOp::Kind::Call;
+      f.stack = seg.calls++;
+      f.fails = op_may_fail(op);
+      if (call_ops) call_ops->push_back(static_cast<uint32_t>(i));
+      seg.ops.push_back(std::move(f));
+      continue;
+    }
     if (op.kind == Op::Kind::Pop) {  // the block form only
       for (int32_t l : op.pops) stack_op(jit::FOp::Kind::Pop, l);
       continue;
@@ -227,8 +325,14 @@ void* StackVM::thread_operand(int32_t l) {
 // Compiled blocks: each one's base (jit.h, BlockFn), for this run's arrays.
 void StackVM::bind_blocks() {
   for (CBlock& cb : blocks_)
-    for (Seg& s : cb.segs)
+    for (Seg& s : cb.segs) {
       for (auto [k, l] : s.thread_operands) s.base[k] = thread_operand(l);
+      for (size_t c = 0; c < s.calls.size(); ++c) {
+        s.calls[c].vm = this;
+        s.base[s.call_base + 2 * c] = reinterpret_cast<void*>(&StackVM::seg_call);
+        s.base[s.call_base + 2 * c + 1] = &s.calls[c];
+      }
+    }
   for (CBlock& cb : blocks_) {
     if (cb.mode != ExecMode::WholeBlock && cb.mode != ExecMode::Chained) continue;
     auto& base = cb.block_base;
@@ -262,21 +366,36 @@ void StackVM::bind_blocks() {
   }
 }
 
-// Why op does not compile ("" when it does), for the plan's reasons.
+// Why op does not compile in a gather segment ("" when it does), for the
+// plan's reasons.
 std::string StackVM::not_compiled(const Op& op) const {
+  if (seg_form(op) != SegForm::None) return "";
+  const std::string name =
+      "op '" + std::string(op.kind == Op::Kind::Copy ? "copy" : prim_info(op.prim).name) + "'";
+  return name + " has no kernel to call";
+}
+
+// Why op does not compile per lane, in the forms that keep a lane's values
+// in registers (dense loops, whole blocks): "" when it does.
+std::string StackVM::per_lane_blocker(const Op& op) const {
   if (compilable(op)) return "";
   if (op.kind == Op::Kind::Pop)
     return "the pop of '" + leaves_[op.pops.front()].var +
-           "' is not compiled outside a whole block";
+           "' is compiled only in a whole block or as a call from a segment";
   const std::string name =
       "op '" + std::string(op.kind == Op::Kind::Copy ? "copy" : prim_info(op.prim).name) + "'";
   if (op.shared) return name + " computes a value shared by every thread (once, op at a time)";
   if (op.outs.empty()) return name + " has no result";
+  const bool is_call = seg_form(op) == SegForm::Call;
+  const std::string tensors =
+      is_call ? " is called as its batched kernel: compiled only in segments"
+              : " on tensors is compiled only in segments (events in memory)";
   for (const auto& a : op.args)
     if (a.constant >= 0 ? !constants_[a.constant].type.shape.empty() : !scalar_leaf(a.leaf))
-      return name + " on tensors is not compiled";
+      return name + tensors;
   for (const auto& o : op.outs)
-    if (!scalar_leaf(o.leaf)) return name + " on tensors is not compiled";
+    if (!scalar_leaf(o.leaf)) return name + tensors;
+  if (is_custom_prim(op.prim)) return name + " is called as its kernel: compiled only in segments";
   if (op.outs.size() != 1 && op.kind != Op::Kind::Copy && op.prim != PrimId::Split)
     return name + " with several results is not compiled";
   std::string types;
@@ -293,21 +412,23 @@ std::vector<Seg> StackVM::find_segments(uint32_t bi) const {
   size_t i = 0;
   const size_t end = cb.ops.size() - (cb.fused_cmp ? 1 : 0);  // the branch compares
   while (i < end) {
-    if (!compilable(cb.ops[i])) {
+    if (seg_form(cb.ops[i]) == SegForm::None) {
       ++i;
       continue;
     }
     Seg s;
     s.first = i;
     // The segment's pushes happen before it runs (s.spills), so a full
-    // variable it pushes must not be written earlier in it: the push
-    // would save the value from before that write.
+    // variable it pushes must not be written (or popped) earlier in it:
+    // the push would save the value from before that write.
     std::set<int32_t> written;
-    for (; i < end && compilable(cb.ops[i]); ++i) {
+    for (; i < end && seg_form(cb.ops[i]) != SegForm::None; ++i) {
+      const Op& op = cb.ops[i];
       bool early = false;
-      for (const auto& o : cb.ops[i].outs)
+      for (const auto& o : op.outs)
         if (leaves_[o.leaf].full() && !o.in_place && written.count(o.leaf)) early = true;
       if (early) break;
+      if (op.kind == Op::Kind::Pop) written.insert(op.pops.begin(), op.pops.end());
       for (const auto& o : cb.ops[i].outs) {
         written.insert(o.leaf);
         if (leaves_[o.leaf].full() && !o.in_place) s.spills.push_back(o.leaf);
@@ -357,11 +478,7 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
     if (!scalar_leaf(cb.cond)) f.dense_blocker = "its condition is not a scalar";
     for (const auto& op : cb.ops) {
       if (op.shared || !f.dense_blocker.empty()) continue;
-      if (!compilable(op)) f.dense_blocker = not_compiled(op);
-      // (a dense body's Thread slots are leaves it copies: not the thread's row)
-      else if (prim_per_thread(op.prim))
-        f.dense_blocker = "op '" + std::string(prim_info(op.prim).name) +
-                          "' reads the thread's input row, which a dense body does not carry";
+      if (!compilable(op)) f.dense_blocker = per_lane_blocker(op);
       for (const auto& o : op.outs)
         if (leaves_[o.leaf].full() && !o.in_place && f.dense_blocker.empty())
           f.dense_blocker = "it pushes the stack of '" + leaves_[o.leaf].var + "'";
@@ -403,7 +520,7 @@ std::string StackVM::whole_blocker(const CBlock& cb) const {
           return "the stack of '" + leaves_[l].var + "' is not of one-word scalars";
       continue;
     }
-    if (!compilable(op)) return not_compiled(op);
+    if (!compilable(op)) return per_lane_blocker(op);
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf))
         return "the stack of '" + leaves_[o.leaf].var + "' is not of one-word scalars";
@@ -489,23 +606,48 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
     for (Seg& s : c.segs) {
       fused += s.last - s.first;
       std::vector<int32_t> sl;
-      jit::Segment seg = make_segment(bi, s.first, s.last, false, sl);
+      std::vector<uint32_t> call_ops;
+      jit::Segment seg = make_segment(bi, s.first, s.last, false, sl, nullptr, &call_ops);
       for (size_t k = 0; k < seg.slots.size(); ++k) {
         if (sl[k] == kRowLeaf || sl[k] == kFirstThreadLeaf) {  // bound per run (bind_blocks)
           s.thread_operands.push_back({k, sl[k]});
           s.base.push_back(nullptr);
           continue;
         }
+        if (sl[k] <= kConstLeaf) {
+          s.base.push_back(const_cast<std::byte*>(constants_[kConstLeaf - sl[k]].data.data()));
+          continue;
+        }
         const Leaf& l = leaves_[sl[k]];
         s.base.push_back(const_cast<std::byte*>(
             seg.slots[k].kind == jit::SlotKind::Scratch ? l.scratch.data() : l.top.data()));
       }
-      for (const auto& f : seg.ops) {
-        s.may_fail = s.may_fail || jit::may_fail(f, seg.slots);
-        for (int32_t o : f.outs) {
-          std::vector<int32_t>& dst =
-              seg.slots[o].kind == jit::SlotKind::Thread ? s.thread_out : s.scratch_out;
-          if (std::find(dst.begin(), dst.end(), sl[o]) == dst.end()) dst.push_back(sl[o]);
+      s.call_base = s.base.size();
+      for (uint32_t op : call_ops) {  // bound per run (bind_blocks)
+        s.calls.push_back(SegCall{nullptr, bi, op});
+        s.base.push_back(nullptr);
+        s.base.push_back(nullptr);
+      }
+      for (const auto& f : seg.ops) s.may_fail = s.may_fail || jit::may_fail(f, seg.slots);
+      // What the segment writes, to restore if it fails (values computed
+      // once for every thread are not restored: they are written once).
+      for (size_t i = s.first; i < s.last; ++i) {
+        const Op& op = cb.ops[i];
+        if (op.kind == Op::Kind::Pop) {  // undone by its tops and depths
+          for (int32_t l : op.pops) {
+            if (std::find(s.popped.begin(), s.popped.end(), l) == s.popped.end())
+              s.popped.push_back(l);
+            if (std::find(s.thread_out.begin(), s.thread_out.end(), l) == s.thread_out.end())
+              s.thread_out.push_back(l);
+          }
+          continue;
+        }
+        if (op.shared) continue;
+        for (const auto& o : op.outs) {
+          const Leaf& l = leaves_[o.leaf];
+          if (l.shared) continue;
+          std::vector<int32_t>& dst = l.in_scratch() ? s.scratch_out : s.thread_out;
+          if (std::find(dst.begin(), dst.end(), o.leaf) == dst.end()) dst.push_back(o.leaf);
         }
       }
       cb.seg_at[s.first] = static_cast<int32_t>(cb.segs.size());

@@ -66,11 +66,20 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
   const size_t ns = d.slot_leaf.size();
   const bool tracing = tracing_;
   dense_base_.resize(ns);
+  // Each Thread slot's per-thread values and their width: a variable's
+  // tops, or (thread_index's operand) each thread's input row, never written.
+  auto tops = [&](size_t s) -> std::pair<std::byte*, size_t> {
+    const int32_t l = d.slot_leaf[s];
+    if (l == kRowLeaf) return {reinterpret_cast<std::byte*>(lane_input_.data()), 8};
+    return {const_cast<std::byte*>(leaves_[l].top.data()), leaves_[l].ebytes};
+  };
   for (size_t s = 0; s < ns; ++s) {
-    Leaf& l = leaves_[d.slot_leaf[s]];
-    dense_base_[s] = d.kind[s] == jit::SlotKind::Thread    ? static_cast<void*>(dense_[s].data())
-                     : d.kind[s] == jit::SlotKind::Scratch ? static_cast<void*>(l.scratch.data())
-                                                           : static_cast<void*>(l.top.data());
+    const int32_t l = d.slot_leaf[s];
+    dense_base_[s] = d.kind[s] == jit::SlotKind::Thread ? static_cast<void*>(dense_[s].data())
+                     : l == kFirstThreadLeaf            ? thread_operand(l)
+                     : d.kind[s] == jit::SlotKind::Scratch
+                         ? static_cast<void*>(leaves_[l].scratch.data())
+                         : static_cast<void*>(leaves_[l].top.data());
   }
   int64_t m = 0, active = 0, next = 0;  // window size, lanes still looping, idx[next..n) waiting
   // Threads waiting join the window at its end.
@@ -82,10 +91,10 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     std::fill(active_ + m, active_ + m + k, 1);
     for (size_t s = 0; s < ns; ++s) {
       if (d.kind[s] != jit::SlotKind::Thread) continue;
-      const Leaf& l = leaves_[d.slot_leaf[s]];
-      by_size(l.ebytes, [&](auto z) {
+      const auto [at, eb] = tops(s);
+      by_size(eb, [&](auto z) {
         using T = decltype(z);
-        const T* top = reinterpret_cast<const T*>(l.top.data());
+        const T* top = reinterpret_cast<const T*>(at);
         T* dst = reinterpret_cast<T*>(dense_[s].data()) + m;
         for (int64_t j = 0; j < k; ++j) dst[j] = top[in[j]];
       });
@@ -118,11 +127,11 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     }
     for (size_t s = 0; s < ns; ++s) {
       if (d.kind[s] != jit::SlotKind::Thread) continue;
-      const Leaf& l = leaves_[d.slot_leaf[s]];
-      by_size(l.ebytes, [&](auto z) {
+      const auto [at, eb] = tops(s);
+      by_size(eb, [&](auto z) {
         using T = decltype(z);
         T* v = reinterpret_cast<T*>(dense_[s].data());
-        T* top = reinterpret_cast<T*>(const_cast<std::byte*>(l.top.data()));
+        T* top = reinterpret_cast<T*>(at);
         if (d.written[s])
           for (int64_t k = 0; k < o; ++k) top[ids_[out[k]]] = v[out[k]];
         for (int64_t k = 0; k < r; ++k) v[out[k]] = top[in[k]];

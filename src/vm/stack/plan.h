@@ -29,6 +29,22 @@
 //     ops are compiled as segments (a shorter run gains nothing over its
 //     kernels), and so is a block whose every op compiles, however short;
 //     the rest run op at a time; with no segment, interpreted.
+//
+// Per lane or batched: in a segment every op compiles. Ops on scalars run
+// per lane with their values in registers; ops on tensors that touch each
+// element once (elementwise on events of at most Tuning::inline_elements,
+// copy, get, set, size, reshape) run per lane inline over the lane's
+// event, which is the kernel's work without its call and layout dispatch
+// (a larger elementwise op is called as its kernel, vectorised over the
+// chunk); the others (reductions, linear algebra,
+// categorical, random numbers of a shape, the builders, primitives
+// registered by an embedder), a pop and a value computed once for every
+// thread are called from the compiled loop for all the segment's lanes at
+// once: the batched kernel, where a shared matrix is one GEMM over the
+// chunk, which code run lane by lane cannot match. The forms of rules 2
+// and 3 run lane by lane throughout and keep values in registers, so they
+// take scalar ops only: a block with tensors or batched calls runs as
+// segments.
 #pragma once
 #include <cstdint>
 #include <string>

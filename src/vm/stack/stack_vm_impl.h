@@ -84,13 +84,26 @@ struct Op {
   SourceLoc loc;
 };
 
+// An op that a compiled segment hands back to the VM for its lanes
+// (jit::CallFn's context): a batched kernel, a pop, a value computed once.
+struct SegCall {
+  class StackVM* vm = nullptr;  // bound per run (bind_blocks)
+  uint32_t block = 0;
+  uint32_t op = 0;  // the op's index in the block
+};
+
 // A run of a block's ops compiled into one native loop (gather form).
 struct Seg {
   size_t first = 0, last = 0;  // ops [first, last)
   jit::GatherFn fn = nullptr;
-  std::vector<void*> base;      // per slot: where its values live
+  // Per slot: where its values live; then two entries per call (jit.h,
+  // CallFn: StackVM::seg_call and its SegCall), bound per run.
+  std::vector<void*> base;
+  std::vector<SegCall> calls;
+  size_t call_base = 0;  // the index in base of the first call's entries
   std::vector<int32_t> spills;  // full leaves pushed by the segment's ops: spilled before it
   std::vector<int32_t> thread_out, scratch_out;  // leaves written (saved if it may fail)
+  std::vector<int32_t> popped;  // leaves popped (their depths saved too if it may fail)
   // (slot, kRowLeaf or kFirstThreadLeaf): thread_index's operands, bound per run
   std::vector<std::pair<size_t, int32_t>> thread_operands;
   bool may_fail = false;
@@ -218,7 +231,9 @@ class StackVM {
   bool cached_ = false;
   std::string jit_log_;
   std::vector<BlockPlan> plan_;                // per block: how it runs, and why
-  std::vector<uint64_t> saved_;                // a segment's outputs, while it may fail
+  std::vector<std::byte> saved_;               // a segment's outputs, while it may fail
+  std::vector<uint32_t> saved_depth_;          // and the depths of the stacks it pops
+  std::optional<RuntimeError> call_error_;     // an error a segment's call reports itself
   std::vector<std::vector<uint64_t>> dense_;   // a dense loop's Thread slots
   std::vector<std::vector<uint64_t>> backup_;  // the same at the iteration's start
   std::vector<void*> dense_base_;
@@ -305,9 +320,19 @@ class StackVM {
   bool scalar_leaf(int32_t l) const;
   DType ref_dtype(const Ref& r) const;
   bool compilable(const Op& op) const;
+  // How an op compiles in a gather segment: per lane on scalars (Lane, as
+  // compilable), inline on tensors (Tensor), or handed back to the VM for
+  // the segment's lanes (Call: a batched kernel, a custom primitive, a pop,
+  // a value computed once for every thread).
+  enum class SegForm : uint8_t { None, Lane, Tensor, Call };
+  SegForm seg_form(const Op& op) const;
+  bool op_may_fail(const Op& op) const;
+  std::string per_lane_blocker(const Op& op) const;
+  static int64_t seg_call(void* ctx, const uint32_t* idx, int64_t n);
   jit::Segment make_segment(uint32_t bi, size_t first, size_t last, bool dense,
                             std::vector<int32_t>& slot_leaf,
-                            std::vector<int32_t>* stack_leaf = nullptr);
+                            std::vector<int32_t>* stack_leaf = nullptr,
+                            std::vector<uint32_t>* call_ops = nullptr);
   bool word_stack(int32_t l) const;
   bool block_form(const CBlock& cb) const;
   void bind_blocks();
@@ -320,6 +345,9 @@ class StackVM {
   // thread's input row (lane_input_, per thread slot) and the batch's first
   // thread (opt_.first_thread).
   static constexpr int32_t kRowLeaf = -2, kFirstThreadLeaf = -3;
+  // A tensor literal in a gather segment: the slot of constant c is keyed
+  // kConstLeaf - c (a Shared slot whose base is the constant's data).
+  static constexpr int32_t kConstLeaf = -16;
   void* thread_operand(int32_t l);
   void build_jit(std::vector<Candidates>& cand);
 
