@@ -122,7 +122,7 @@ TEST_CASE("cli: endless tail recursion runs until the time limit in every VM") {
     ab_test::Proc p = d.run({"run", "count.ab", "--inputs", R"({"n": [300, 5], "acc": 0})", "--vm",
                              vm, "--max-stack-depth", "50"});
     CHECK(p.code == 0);
-    CHECK(p.out == "{\"outputs\": [[45150, 15]]}\n");
+    CHECK(p.out == "{\"outputs\": [[45150, 15]], \"names\": [\"acc\"]}\n");
   }
 }
 
