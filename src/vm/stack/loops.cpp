@@ -91,10 +91,10 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     std::fill(active_ + m, active_ + m + k, 1);
     for (size_t s = 0; s < ns; ++s) {
       if (d.kind[s] != jit::SlotKind::Thread) continue;
-      const auto [at, eb] = tops(s);
-      by_size(eb, [&](auto z) {
+      const auto top_s = tops(s);  // not a structured binding: clang 15 cannot capture one
+      by_size(top_s.second, [&](auto z) {
         using T = decltype(z);
-        const T* top = reinterpret_cast<const T*>(at);
+        const T* top = reinterpret_cast<const T*>(top_s.first);
         T* dst = reinterpret_cast<T*>(dense_[s].data()) + m;
         for (int64_t j = 0; j < k; ++j) dst[j] = top[in[j]];
       });
@@ -127,11 +127,11 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     }
     for (size_t s = 0; s < ns; ++s) {
       if (d.kind[s] != jit::SlotKind::Thread) continue;
-      const auto [at, eb] = tops(s);
-      by_size(eb, [&](auto z) {
+      const auto top_s = tops(s);
+      by_size(top_s.second, [&](auto z) {
         using T = decltype(z);
         T* v = reinterpret_cast<T*>(dense_[s].data());
-        T* top = reinterpret_cast<T*>(at);
+        T* top = reinterpret_cast<T*>(top_s.first);
         if (d.written[s])
           for (int64_t k = 0; k < o; ++k) top[ids_[out[k]]] = v[out[k]];
         for (int64_t k = 0; k < r; ++k) v[out[k]] = top[in[k]];

@@ -50,7 +50,6 @@ RunResult StackVM::run() {
     res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
                std::to_string(in_place_bytes_) + " bytes";
   if (opt_.stats && code_) opt_.stats->seconds["jit"] += cached_ ? 0.0 : code_->seconds;
-  result_ = &res;
   while (live_ > 0) {
     yield_ = false;
     uint32_t b = kHalt;
@@ -100,6 +99,7 @@ RunResult StackVM::run() {
                std::to_string(kTuning.chain_budget) + " calls and loop iterations";
   res.cancelled = cancelled_;
   res.finished = next_input_ - live_;
+  res.running = std::move(running_);
   if (opt_.stats)
     opt_.stats->peak_stack_depth = std::max(opt_.stats->peak_stack_depth, peak_depth_);
   if (!res.error) {
@@ -165,16 +165,15 @@ std::optional<RuntimeError> StackVM::cancelled(uint32_t b, uint32_t lane) {
 // The first threads still running at a stop: the step's first (`lane`, in
 // block b), then those waiting, by block.
 void StackVM::note_running(uint32_t b, uint32_t lane) {
-  if (!result_) return;
   auto add = [&](uint32_t block, uint32_t l) {
-    if (result_->running.size() >= kRunningShown) return;
+    if (running_.size() >= kRunningShown) return;
     RunningThread t;
     t.thread = opt_.first_thread + lane_input_[l];
     auto [fn, blk] = split_lowered_label(p_.blocks[block].label.name);
     t.function = fn;
     t.block = blk;
     t.loc = p_.blocks[block].label.loc;
-    result_->running.push_back(std::move(t));
+    running_.push_back(std::move(t));
   };
   add(b, lane);
   for (size_t c = 0; c < wait_.size(); ++c)

@@ -217,7 +217,7 @@ class StackVM {
   int64_t sweep_at_ = kTuning.sweep_steps;
   std::vector<uint32_t> sweep_;
   bool yield_ = false;
-  RunResult* result_ = nullptr;  // run()'s, for the threads still running at a stop
+  std::vector<RunningThread> running_;  // at a stop: the first threads still running
   bool tracing_ = false;
   std::vector<uint32_t> trace_threads_, trace_depths_;
   PoolVector<int64_t> lane_steps_;    // --max-steps: blocks the lane's thread started

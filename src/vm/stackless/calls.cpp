@@ -5,31 +5,9 @@
 
 namespace ab::stackless {
 
-// The lanes that reached a call become the threads of a new frame; at a
-// tail self-call they start their function again in the same frame.
+// The lanes that reached a call become the threads of a new frame.
 std::optional<RuntimeError> StacklessVM::call(Frame& F, const Op& op, uint32_t block,
                                               const uint32_t* lanes, uint32_t m) {
-  if (op.tail) {
-    const Func& fn = *F.fn;
-    size_t nparams = std::min(op.call_args.size(), fn.param_leaves.size());
-    // Every argument is read before any parameter is written (f(b, a)).
-    std::vector<std::vector<std::byte>> args(nparams);
-    for (size_t j = 0; j < nparams; ++j) {
-      const Source& s = op.call_args[j];
-      size_t E = fn.leaf_bytes[fn.param_leaves[j]];
-      args[j].resize(size_t{m} * E);
-      bool shared = is_shared(F, s);
-      copy_events(args[j].data(), nullptr, source_data(F, s), shared ? nullptr : lanes, shared, m,
-                  E);
-    }
-    for (size_t j = 0; j < nparams; ++j) {
-      uint32_t l = fn.param_leaves[j];
-      materialize(F, l);
-      copy_events(F.leaf(l), lanes, args[j].data(), nullptr, false, m, fn.leaf_bytes[l]);
-    }
-    F.enqueue(0, lanes, m);
-    return std::nullopt;
-  }
   if (static_cast<int64_t>(depth_) >= opt_.max_stack_depth) {
     RuntimeError e =
         error_at(F, block, op.ir->callee.loc,

@@ -4,7 +4,6 @@
 // are the same in every lane of a frame.
 #include <map>
 
-#include "ir/tail_call.h"
 #include "passes/sharing.h"
 #include "vm/literal.h"
 #include "vm/slots.h"
@@ -156,9 +155,6 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
         op.callee = func_index(in.callee.name);
         op.call_args = std::move(srcs);
         op.resume = resume_at[bi][ii];
-        // op.tail stays false: reusing the frame hung a random program
-        // (random_programs.py program 5); until that is fixed a tail call
-        // pushes a frame here as any call does.
         std::vector<Type> rts;
         auto it = types.funcs.find(in.callee.name);
         if (it != types.funcs.end())

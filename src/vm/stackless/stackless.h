@@ -54,7 +54,6 @@ struct Op {
   std::vector<Source> call_args;  // one per callee parameter leaf, in order
   std::vector<Move> results;      // caller leaf <- callee result index
   uint32_t resume = 0;            // the position right after the call
-  bool tail = false;              // a tail self-call: the frame is reused (ir/tail_call.h)
 };
 
 struct Term {
