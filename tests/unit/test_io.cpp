@@ -541,7 +541,9 @@ TEST_CASE("npy: every dtype round-trips through our writer and reader") {
       {DType::F32, bytes_of<float>({0.1f, -0.0f, INFINITY, NAN, FLT_MIN, FLT_MAX})},
       {DType::F64, bytes_of<double>({0.1, -0.0, -INFINITY, NAN, DBL_MIN, DBL_MAX})},
   };
-  for (auto& [dtype, data] : cases) {
+  for (const auto& c : cases) {  // no structured binding: CAPTURE is a lambda (clang 15)
+    const DType dtype = c.first;
+    const std::string& data = c.second;
     CAPTURE(dtype_name(dtype));
     std::string file = encode_npy(dtype, {2, 3}, reinterpret_cast<const std::byte*>(data.data()));
     CHECK((file.size() - data.size()) % 64 == 0);  // data aligned to 64 bytes

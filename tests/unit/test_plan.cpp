@@ -292,7 +292,9 @@ TEST_CASE("plan: the example programs that loop run no block interpreted") {
       {"power_iteration", "power"}, {"mergesort", "main"}, {"tree_eval", "main"},
       {"vectors", "main"}, {"birth_death", "main"}, {"reductions", "main"},
       {"nqueens", "nqueens"}, {"roots", "roots"}, {"linalg", "descend"}};
-  for (const auto& [name, entry] : programs) {
+  for (const auto& prog : programs) {  // no structured binding: CAPTURE is a lambda (clang 15)
+    const char* name = prog[0];
+    const char* entry = prog[1];
     CAPTURE(name);
     autobatch::CompileOptions co;
     co.entry = entry;
@@ -331,7 +333,9 @@ TEST_CASE("ops: each primitive's effects, speculation and compilation") {
   CHECK(row.at("matmul").compiles == "batched kernel");
   CHECK(row.at("get").compiles == "inline");
   CHECK(row.at("tuple").compiles == "none");
-  for (const auto& [name, o] : row) {
+  for (const auto& kv : row) {  // no structured binding: CAPTURE is a lambda (clang 15)
+    const auto& name = kv.first;
+    const auto& o = kv.second;
     CAPTURE(name);
     CHECK(!o.effects.empty());
     CHECK(!o.speculate.empty());

@@ -144,7 +144,9 @@ TEST_CASE("trace formats: jsonl, compact and chrome describe the same run") {
     }
     fs::remove(path);
   }
-  for (const auto& [fmt, d] : data) {
+  for (const auto& kv : data) {  // no structured binding: CAPTURE is a lambda (clang 15)
+    const std::string& fmt = kv.first;
+    const nlohmann::json& d = kv.second;
     CAPTURE(fmt);
     CHECK(d["stats"]["steps"] == steps);
     CHECK(d["stats"]["batch"] == 8);
