@@ -34,7 +34,7 @@ struct VarBits {
 };
 
 // One instruction's variables, by number.
-struct Access {
+struct InstrAccess {
   std::vector<size_t> reads, writes;
   bool pop = false;
   bool copy = false;  // `x = y`: writes {x}, reads {y}
@@ -57,14 +57,14 @@ std::map<std::string, std::string> coalesce_copies(
   // What each instruction and terminator reads and writes (passes/liveness:
   // the same definitions every liveness computation uses).
   const size_t nb = p.blocks.size();
-  std::vector<std::vector<Access>> acc(nb);
+  std::vector<std::vector<InstrAccess>> acc(nb);
   std::vector<std::vector<size_t>> term_uses(nb);
   auto ids = [&](const VarSet& s, std::vector<size_t>& out) {
     for (const auto& n : s) out.push_back(var(n));
   };
   for (size_t b = 0; b < nb; ++b) {
     for (const Instr& in : p.blocks[b].instrs) {
-      Access a;
+      InstrAccess a;
       a.pop = in.kind == InstrKind::Pop;
       if (!a.pop) {
         VarSet r, w;
@@ -104,7 +104,7 @@ std::map<std::string, std::string> coalesce_copies(
     for (size_t v : term_uses[b]) out.set(v);  // read before leaving: live at the block's end
     return out;
   };
-  auto step_back = [](const Access& a, VarBits& live) {
+  auto step_back = [](const InstrAccess& a, VarBits& live) {
     if (a.pop) return;
     for (size_t w : a.writes) live.reset(w);
     for (size_t r : a.reads) live.set(r);
@@ -131,7 +131,7 @@ std::map<std::string, std::string> coalesce_copies(
   for (size_t b = 0; b < nb; ++b) {
     VarBits live = live_out_of(b, live_in);
     for (size_t i = acc[b].size(); i-- > 0;) {
-      const Access& a = acc[b][i];
+      const InstrAccess& a = acc[b][i];
       if (a.pop) continue;
       for (size_t d : a.writes) {
         if (!ok[d]) continue;
@@ -155,7 +155,7 @@ std::map<std::string, std::string> coalesce_copies(
     members[v] = {v};
   }
   for (size_t b = 0; b < nb; ++b)
-    for (const Access& a : acc[b]) {
+    for (const InstrAccess& a : acc[b]) {
       if (!a.copy) continue;
       size_t d = a.writes[0], s = a.reads[0];
       if (!ok[d] || !ok[s] || root[d] == root[s] || !compatible(names[d], names[s])) continue;
