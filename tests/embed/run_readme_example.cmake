@@ -3,6 +3,7 @@
 # temporary prefix, builds the block as an out-of-tree project with
 # find_package(autobatch), runs it and checks what it prints.
 # -D SOURCE_DIR=... -D BINARY_DIR=... (the build tree) -D WORK_DIR=... -D GENERATOR=...
+# -D CXX_COMPILER=... (the library's compiler)
 file(READ "${SOURCE_DIR}/README.md" readme)
 string(FIND "${readme}" "\n## Embedding\n" at)
 if(at EQUAL -1)
@@ -56,8 +57,11 @@ find_program(CCACHE ccache)
 if(CCACHE)
   set(launcher "-DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE}")
 endif()
+# The example is compiled by the compiler of the library (a sanitized
+# library needs its own compiler's sanitizer runtime at the link).
 run(${CMAKE_COMMAND} -S "${WORK_DIR}/app" -B "${WORK_DIR}/app/build" -G "${GENERATOR}"
-    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" ${launcher})
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix"
+    "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}" ${launcher})
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/app/build")
 run("${WORK_DIR}/app/build/example")
 if(NOT last_output STREQUAL "13 21 34 21\n")
