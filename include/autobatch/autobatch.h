@@ -503,6 +503,12 @@ struct BlockExecution {
   std::string mode;    // "interpreted", "segments", "dense_loop", "dense_chunks",
                        // "whole_block" or "chained"
   std::string reason;  // why, in a short sentence
+  // Where the block comes from: the source line of the statement that made
+  // it (an `if`, a loop, the statement after a call, the function) and that
+  // statement as written (trimmed, at most 60 characters); 0 and "" when the
+  // program has no source text.
+  int line = 0;
+  std::string statement;
 };
 
 struct Stats {

@@ -75,13 +75,17 @@ class ProgramInterpreter {
     RunResult res;
     std::vector<std::vector<Value>> results(batch);
     std::vector<std::string> names;
-    for (const auto& blk : p_.blocks) names.push_back(blk.label.name);
-    if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, names);
+    std::vector<SourceLoc> locs;
+    for (const auto& blk : p_.blocks) {
+      names.push_back(blk.label.name);
+      locs.push_back(blk.label.loc);
+    }
+    if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, names, locs);
     if (opt_.stats) {
       opt_.stats->init(names);
       opt_.stats->batched = false;  // one thread at a time: utilization does not apply
     }
-    res.execution = all_interpreted(names, "the reference interpreter runs every block");
+    res.execution = all_interpreted(names, locs, "the reference interpreter runs every block");
     poll_.at = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       thread_ = t;

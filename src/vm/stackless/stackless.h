@@ -275,7 +275,10 @@ class StacklessVM {
       const Function& f = m.funcs[i];
       auto it = types.funcs.find(f.name.name);
       compile(fns_[i], f, it == types.funcs.end() ? nullptr : &it->second, types, base);
-      for (const auto& b : f.blocks) block_names_.push_back(f.name.name + "." + b.label.name);
+      for (const auto& b : f.blocks) {
+        block_names_.push_back(f.name.name + "." + b.label.name);
+        block_locs_.push_back(b.label.loc);
+      }
       base += static_cast<uint32_t>(f.blocks.size());
     }
   }
@@ -287,6 +290,7 @@ class StacklessVM {
   RunOptions opt_;
   std::vector<Func> fns_;
   std::vector<std::string> block_names_;
+  std::vector<SourceLoc> block_locs_;  // parallel: each block's label
   std::vector<std::unique_ptr<Frame>> frames_;  // [0, depth_) are live
   size_t depth_ = 0;
   int64_t steps_ = 0, live_ = 0, batch_ = 0, peak_depth_ = 0;
