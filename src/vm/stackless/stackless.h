@@ -54,6 +54,7 @@ struct Op {
   std::vector<Source> call_args;  // one per callee parameter leaf, in order
   std::vector<Move> results;      // caller leaf <- callee result index
   uint32_t resume = 0;            // the position right after the call
+  bool tail = false;              // a tail self-call (ir/tail_call.h): the frame is reused
 };
 
 struct Term {
@@ -361,6 +362,7 @@ class StacklessVM {
   void run_moves(Frame& F, const Op& op, const uint32_t* lanes, uint32_t m);
   std::optional<RuntimeError> call(Frame& F, const Op& op, uint32_t block, const uint32_t* lanes,
                                    uint32_t m);
+  void tail_call(Frame& F, const Op& op, const uint32_t* lanes, uint32_t m);
   void finish_frame();
   void finish_frame_with_dead(Frame& C, Frame& F);
   void start_thread(Frame& E, uint32_t lane, uint32_t t);
