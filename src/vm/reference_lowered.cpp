@@ -138,7 +138,7 @@ class ProgramInterpreter {
   size_t block_ = 0;
 
   RuntimeError error(SourceLoc loc, std::string msg) const {
-    auto [fn, blk] = split_lowered_label(p_.blocks[block_].label.name);
+    auto [fn, blk] = lowered_block_source(p_.blocks[block_]);
     return RuntimeError{loc, std::move(msg), thread_, batch_, fn, blk};
   }
 
@@ -258,7 +258,7 @@ class ProgramInterpreter {
         return error(blk.label.loc, max_steps_message(opt_.max_steps));
       if (steps_ > poll_.at) [[unlikely]]
         if (auto msg = poll_.poll(opt_, steps_, thread_, batch_)) {
-          auto [fn, name] = split_lowered_label(blk.label.name);
+          auto [fn, name] = lowered_block_source(blk);
           running_.push_back({opt_.first_thread + thread_, fn, name, blk.label.loc});
           return error(blk.label.loc, *msg);
         }

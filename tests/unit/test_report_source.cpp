@@ -172,3 +172,42 @@ TEST_CASE("report source: a loop that keeps its threads busy shows it under eith
   CHECK(util["persistent"] > 0.9);
   CHECK(util["persistent"] >= util["min-pc"] - 0.05);
 }
+
+TEST_CASE("report source: a runtime error names the same block in every VM") {
+  // Before: the stack VM said `block endif` where the other VMs said
+  // `block endif.1` (it cut a front-end label at its own dot).
+  const char* text =
+      "func g(x: i64) -> i64 {\n"
+      "  return x\n"
+      "}\n"
+      "\n"
+      "entry func main(n: i64) -> i64 {\n"
+      "  y = 0\n"
+      "  if n > 0 {\n"
+      "    y = g(n)\n"
+      "  }\n"
+      "  z = 10 / (y - 3)\n"  // n = 3: in the block after the `if`
+      "  w = g(z)\n"
+      "  return w + 10 / (w - 5)\n"  // n = 5: after a call, in the same source block
+      "}\n";
+  auto p = autobatch::compile(text);
+  REQUIRE(p.ok());
+  for (int64_t bad : {3, 5}) {
+    std::vector<std::string> blocks;
+    for (std::string vm : {"stack", "stackless", "reference"}) {
+      CAPTURE(vm);
+      CAPTURE(bad);
+      std::vector<int64_t> n = {1, bad};
+      autobatch::RunOptions o;
+      o.vm = vm;
+      auto r = p->run({autobatch::ArrayView::of(n.data(), 2)}, o);
+      REQUIRE(r.runtime_error.has_value());
+      CHECK(r.runtime_error->function == "main");
+      CHECK(r.runtime_error->line == (bad == 3 ? 10 : 12));
+      blocks.push_back(r.runtime_error->block);
+    }
+    CHECK(blocks[0].rfind("endif.", 0) == 0);
+    CHECK(blocks[0] == blocks[1]);
+    CHECK(blocks[1] == blocks[2]);
+  }
+}

@@ -166,7 +166,7 @@ void StackVM::note_running(uint32_t b, uint32_t lane) {
     if (running_.size() >= kRunningShown) return;
     RunningThread t;
     t.thread = opt_.first_thread + lane_input_[l];
-    auto [fn, blk] = split_lowered_label(p_.blocks[block].label.name);
+    auto [fn, blk] = lowered_block_source(p_.blocks[block]);
     t.function = fn;
     t.block = blk;
     t.loc = p_.blocks[block].label.loc;
