@@ -461,7 +461,7 @@ struct RunOptions {
   // it); false runs every block through the interpreter's kernels.
   bool jit = true;
   // Trace: to a file and/or one call per line (without the newline). A trace
-  // forces one OS thread. Formats (README, "Tracing and the report"):
+  // forces one OS thread. Formats (docs/cli.md, "Trace formats"):
   // "jsonl" (a line per step, docs/engine.md, "Traces and statistics"), "compact" (steps in
   // columns, sampled masks, a summary: a few bytes per step), "chrome" (Chrome Trace Event
   // JSON for Perfetto), "auto" (jsonl up to kAutoJsonlBatch threads, else compact).
