@@ -461,7 +461,7 @@ struct RunOptions {
   // it); false runs every block through the interpreter's kernels.
   bool jit = true;
   // Trace: to a file and/or one call per line (without the newline). A trace
-  // forces one OS thread. Formats (README, "Tracing and the report"):
+  // forces one OS thread. Formats (docs/cli.md, "Trace formats"):
   // "jsonl" (a line per step, docs/engine.md, "Traces and statistics"), "compact" (steps in
   // columns, sampled masks, a summary: a few bytes per step), "chrome" (Chrome Trace Event
   // JSON for Perfetto), "auto" (jsonl up to kAutoJsonlBatch threads, else compact).
@@ -503,6 +503,12 @@ struct BlockExecution {
   std::string mode;    // "interpreted", "segments", "dense_loop", "dense_chunks",
                        // "whole_block" or "chained"
   std::string reason;  // why, in a short sentence
+  // Where the block comes from: the source line of the statement that made
+  // it (an `if`, a loop, the statement after a call, the function) and that
+  // statement as written (trimmed, at most 60 characters); 0 and "" when the
+  // program has no source text.
+  int line = 0;
+  std::string statement;
 };
 
 struct Stats {

@@ -567,7 +567,9 @@ ab::Stats to_internal(const Stats& s) {
   out.batched = s.utilization_applicable;
   out.peak_stack_depth = s.peak_stack_depth;
   out.seconds = s.seconds;
-  for (const auto& e : s.execution) out.execution.push_back({e.block, e.mode, e.reason});
+  for (const auto& e : s.execution)
+    out.execution.push_back(
+        {e.block, e.mode, e.reason, ab::SourceLoc{static_cast<uint32_t>(e.line), 0, 1}, e.statement});
   return out;
 }
 

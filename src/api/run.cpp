@@ -437,6 +437,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         out.diagnostics.push_back(option_error(trace.error()));
         return out;
       }
+      trace.set_source(m.source);
     }
 
     // Shards: `workers` OS threads take the plan's shards in batch order.
@@ -576,8 +577,15 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     std::vector<BlockExecution> execution;
     if (!work.empty()) {
       for (const ab::BlockExecution& e : work[0].result.execution) {
-        execution.push_back({e.block, e.mode, e.reason});
-        ab::log_info("block " + e.block + ": " + e.mode + " (" + e.reason + ")");
+        BlockExecution x{e.block, e.mode, e.reason, static_cast<int>(e.loc.line), ""};
+        std::string where;
+        if (m.source && e.loc.known()) {
+          x.statement = m.source->statement(e.loc.line);
+          where = " at " + m.source->name() + ":" + std::to_string(e.loc.line) + " `" +
+                  x.statement + "`";
+        }
+        ab::log_info("block " + e.block + where + ": " + e.mode + " (" + e.reason + ")");
+        execution.push_back(std::move(x));
       }
     }
     log_phase("run", run_seconds);

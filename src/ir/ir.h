@@ -114,10 +114,20 @@ struct Terminator {
   bool operator==(const Terminator&) const = default;
 };
 
+// Where a lowered block comes from: the label of the source block it is
+// (part of), without its function (`endif.5` for `adapt.endif.5.3`, the
+// part after a call). Empty for a program parsed from lowered text.
+// Metadata, like SourceLoc: it never takes part in equality.
+struct BlockOrigin {
+  std::string label;
+};
+inline bool operator==(const BlockOrigin&, const BlockOrigin&) { return true; }
+
 struct Block {
   NameRef label;
   std::vector<Instr> instrs;
   Terminator term;
+  BlockOrigin origin;
   bool operator==(const Block&) const = default;
 };
 

@@ -14,4 +14,9 @@ std::pair<std::string, std::string> split_lowered_label(const std::string& label
           label.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1)};
 }
 
+std::pair<std::string, std::string> lowered_block_source(const Block& block) {
+  if (block.origin.label.empty()) return split_lowered_label(block.label.name);
+  return {owner_function(block.label.name), block.origin.label};
+}
+
 }  // namespace ab

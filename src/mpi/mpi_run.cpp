@@ -21,7 +21,7 @@
 // `--on-error record`: each process's failed threads (numbered in the whole
 // batch) go to rank 0 with its outcome, which lists them as one process would.
 // A process that dies is noticed by the MPI runtime, which ends the job (see
-// README "Running on a cluster").
+// docs/cluster.md).
 //
 // The shares and the merge of the parts' outputs, errors and statistics are
 // Program::run's own (api/shards.h), so that -np K gives what --threads K

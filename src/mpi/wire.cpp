@@ -199,6 +199,8 @@ std::string encode(const Part& p) {
       w.str(e.block);
       w.str(e.mode);
       w.str(e.reason);
+      w.i64(e.line);
+      w.str(e.statement);
     }
   }
   w.i64(static_cast<int64_t>(p.errors.size()));
@@ -250,6 +252,8 @@ Part decode_part(const std::string& buf) {
       e.block = r.str();
       e.mode = r.str();
       e.reason = r.str();
+      e.line = static_cast<int>(r.i64());
+      e.statement = r.str();
       s.execution.push_back(std::move(e));
     }
   }

@@ -354,7 +354,9 @@ class FuncLowering {
             reaches_end = true;
           }
         }
-        if (reaches_end) start(end, close_loc(s));
+        // The block after the `if` is labelled with the `if` itself: what a
+        // report or a stopped run shows for it.
+        if (reaches_end) start(end, s.loc);
         return;
       }
       case SK::For:

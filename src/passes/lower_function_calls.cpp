@@ -159,9 +159,11 @@ class FunctionLowering {
   }
 
   Block& cur() { return out_.back(); }
-  void open(const std::string& label, SourceLoc loc) {
+  // A lowered block of source block `source` (its label in the function).
+  void open(const std::string& label, SourceLoc loc, const std::string& source) {
     Block b;
     b.label = {label, loc};
+    b.origin.label = source;
     out_.push_back(std::move(b));
   }
   void pop(const std::vector<std::string>& names, SourceLoc loc) {
@@ -179,7 +181,7 @@ class FunctionLowering {
     if (bi == 0 && s_.needs_start.at(name_)) {
       // The caller's edge into the function gets a block of its own for
       // popping parameters that are never read.
-      open(s_.entry_label.at(name_), b.label.loc);
+      open(s_.entry_label.at(name_), b.label.loc, b.label.name);
       VarSet dead;
       for (const auto& p : f_.params)
         if (!live_.live_in[0].count(p.name.name)) dead.insert(p.name.name);
@@ -188,7 +190,7 @@ class FunctionLowering {
       cur().term.target = {label, b.label.loc};
       cur().term.loc = b.label.loc;
     }
-    open(label, b.label.loc);
+    open(label, b.label.loc, b.label.name);
     if (bi == 0 && !s_.needs_start.at(name_)) {
       VarSet dead;
       for (const auto& p : f_.params)
@@ -333,7 +335,7 @@ class FunctionLowering {
       if (!writes.count(v)) site.live_across.insert(q(name_, v));
     s_.calls.push_back(std::move(site));
 
-    open(ret, in.loc);
+    open(ret, in.loc, b.label.name);
     size_t nres = result_count(g).value_or(0);
     std::vector<std::string> results;
     for (size_t i = 0; i < nres; ++i) results.push_back(result_var(gname, i));

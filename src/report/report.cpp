@@ -154,6 +154,10 @@ struct Reader {
   std::string format = "jsonl";
   int64_t batch = 0;
   std::vector<std::string> blocks;
+  // Where each block comes from (traces written with the program's text).
+  std::string source;
+  std::vector<int64_t> lines;
+  std::vector<std::string> statements;
   Timeline timeline;
   TraceSummary summary;  // computed from the steps
   bool have_summary_line = false;
@@ -174,6 +178,12 @@ struct Reader {
     if (h.contains("blocks") && h["blocks"].is_array())
       for (const auto& b : h["blocks"])
         blocks.push_back(b.is_string() ? b.get<std::string>() : b.dump());
+    if (h.contains("source") && h["source"].is_string()) source = h["source"].get<std::string>();
+    if (h.contains("lines") && h["lines"].is_array())
+      for (const auto& l : h["lines"]) lines.push_back(l.is_number_integer() ? l.get<int64_t>() : 0);
+    if (h.contains("statements") && h["statements"].is_array())
+      for (const auto& s : h["statements"])
+        statements.push_back(s.is_string() ? s.get<std::string>() : std::string());
     summary.init(batch, blocks.size(), divergence);
   }
 
@@ -333,6 +343,11 @@ struct Reader {
       if (ph == "M" && j.value("name", std::string()) == "autobatch" && j.contains("args")) {
         start(j["args"], false);
         started = true;
+      } else if (ph == "M" && j.value("name", std::string()) == "autobatch_summary" &&
+                 j.contains("args")) {
+        // Divergence and call depths, which the slices do not carry.
+        if (!written.from_json(j["args"])) return fail(no, "a summary of the wrong form");
+        have_summary_line = true;
       } else if (ph == "X") {
         if (!started) return fail(no, "a step before the autobatch header event");
         const json& args = j.contains("args") ? j["args"] : json::object();
@@ -365,7 +380,7 @@ bool trace_data_json(const std::string& path, std::string& out, std::string& err
     return false;
   }
   const TraceSummary& sum = r.have_summary_line ? r.written : r.summary;
-  bool depth_known = r.format == "compact" ? r.have_summary_line : r.depth_known;
+  bool depth_known = r.format == "jsonl" ? r.depth_known : r.have_summary_line;
   bool divergence = sum.divergence;
   bool batched = r.vm != "reference";
 
@@ -394,6 +409,8 @@ bool trace_data_json(const std::string& path, std::string& out, std::string& err
     std::string name = b < r.blocks.size() ? r.blocks[b] : "#" + std::to_string(b);
     ojson row = {{"name", name},
                  {"function", function_of(name)},
+                 {"line", b < r.lines.size() && r.lines[b] > 0 ? ojson(r.lines[b]) : ojson(nullptr)},
+                 {"statement", b < r.statements.size() ? ojson(r.statements[b]) : ojson(nullptr)},
                  {"executions", s.executions},
                  {"thread_steps", s.thread_steps},
                  {"utilization", util(s.utilization_sum, s.utilization_steps)},
@@ -440,6 +457,7 @@ bool trace_data_json(const std::string& path, std::string& out, std::string& err
                  {"mean_utilization", util(util_sum, util_steps)},
                  {"peak_depth", depth_known ? ojson(peak) : ojson(nullptr)}};
   ojson data = {{"trace", r.path},
+                {"source", r.source.empty() ? ojson(nullptr) : ojson(r.source)},
                 {"stats", stats},
                 {"blocks", blocks},
                 {"functions", functions},

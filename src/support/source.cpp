@@ -18,4 +18,29 @@ std::string_view SourceFile::line(uint32_t line) const {
   return s;
 }
 
+std::string SourceFile::statement(uint32_t line, size_t max) const {
+  std::string_view s = this->line(line);
+  size_t hash = s.find('#');  // the language has no strings: '#' always starts a comment
+  if (hash != std::string_view::npos) s = s.substr(0, hash);
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  if (!s.empty() && s.back() == '{') {
+    s.remove_suffix(1);
+    while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  }
+  std::string out(s);
+  // A function's signature is long and says little here: `func f(...)`.
+  for (const char* head : {"func ", "entry func "})
+    if (out.rfind(head, 0) == 0) {
+      size_t open = out.find('(');
+      if (open != std::string::npos) out = out.substr(0, open) + "(...)";
+    }
+  if (out.size() > max && max > 3) {
+    out.resize(max - 3);
+    out += "...";
+  }
+  return out;
+}
+
 }  // namespace ab

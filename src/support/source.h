@@ -25,6 +25,11 @@ class SourceFile {
   // The text of a 1-based line, without its line ending.
   std::string_view line(uint32_t line) const;
   uint32_t line_count() const { return static_cast<uint32_t>(line_starts_.size()); }
+  // The statement on a line, as reports show it: the line without its
+  // indentation, comment and opening brace, a function's parameters shown
+  // as `(...)`, at most `max` characters ("..." ends a longer one); "" for a
+  // line the file does not have.
+  std::string statement(uint32_t line, size_t max = 60) const;
 
  private:
   std::string name_;

@@ -55,7 +55,10 @@ class Interpreter {
   Interpreter(const Module& m, const TypeInfo& types, const RunOptions& opt) : m_(m), opt_(opt) {
     for (const auto& f : m.funcs) {
       offsets_.push_back(block_names_.size());
-      for (const auto& b : f.blocks) block_names_.push_back(f.name.name + "." + b.label.name);
+      for (const auto& b : f.blocks) {
+        block_names_.push_back(f.name.name + "." + b.label.name);
+        block_locs_.push_back(b.label.loc);
+      }
       compile(f, types.funcs.at(f.name.name));
     }
   }
@@ -65,12 +68,14 @@ class Interpreter {
     size_t ei = index_of(entry);
     const CompiledFunction& ef = fns_[ei];
     std::vector<std::vector<Value>> results(batch);
-    if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, block_names_);
+    if (opt_.trace && opt_.trace->on())
+      opt_.trace->header("reference", batch, block_names_, block_locs_);
     if (opt_.stats) {
       opt_.stats->init(block_names_);
       opt_.stats->batched = false;  // one thread at a time: utilization does not apply
     }
-    res.execution = all_interpreted(block_names_, "the reference interpreter runs every block");
+    res.execution =
+        all_interpreted(block_names_, block_locs_, "the reference interpreter runs every block");
     poll_.at = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       std::vector<Value> args;
@@ -107,6 +112,7 @@ class Interpreter {
   std::vector<RunningThread> running_;    // at a stop: the thread that was running
   int64_t thread_steps_ = 0;              // blocks the current thread started (--max-steps)
   std::vector<std::string> block_names_;  // every function's blocks, qualified
+  std::vector<SourceLoc> block_locs_;     // parallel: each block's label
   std::vector<size_t> offsets_;           // first block of each function in that list
 
   size_t index_of(const std::string& name) const {

@@ -75,13 +75,17 @@ class ProgramInterpreter {
     RunResult res;
     std::vector<std::vector<Value>> results(batch);
     std::vector<std::string> names;
-    for (const auto& blk : p_.blocks) names.push_back(blk.label.name);
-    if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, names);
+    std::vector<SourceLoc> locs;
+    for (const auto& blk : p_.blocks) {
+      names.push_back(blk.label.name);
+      locs.push_back(blk.label.loc);
+    }
+    if (opt_.trace && opt_.trace->on()) opt_.trace->header("reference", batch, names, locs);
     if (opt_.stats) {
       opt_.stats->init(names);
       opt_.stats->batched = false;  // one thread at a time: utilization does not apply
     }
-    res.execution = all_interpreted(names, "the reference interpreter runs every block");
+    res.execution = all_interpreted(names, locs, "the reference interpreter runs every block");
     poll_.at = next_check(opt_, 0);
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       thread_ = t;
@@ -134,7 +138,7 @@ class ProgramInterpreter {
   size_t block_ = 0;
 
   RuntimeError error(SourceLoc loc, std::string msg) const {
-    auto [fn, blk] = split_lowered_label(p_.blocks[block_].label.name);
+    auto [fn, blk] = lowered_block_source(p_.blocks[block_]);
     return RuntimeError{loc, std::move(msg), thread_, batch_, fn, blk};
   }
 
@@ -254,7 +258,7 @@ class ProgramInterpreter {
         return error(blk.label.loc, max_steps_message(opt_.max_steps));
       if (steps_ > poll_.at) [[unlikely]]
         if (auto msg = poll_.poll(opt_, steps_, thread_, batch_)) {
-          auto [fn, name] = split_lowered_label(blk.label.name);
+          auto [fn, name] = lowered_block_source(blk);
           running_.push_back({opt_.first_thread + thread_, fn, name, blk.label.loc});
           return error(blk.label.loc, *msg);
         }

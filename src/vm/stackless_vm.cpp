@@ -18,9 +18,10 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
   const Func& ef = fns_[func_index(entry)];
   tracing_ = opt_.trace && opt_.trace->on();
   check_at_ = next_check(opt_, 0);
-  if (tracing_) opt_.trace->header("stackless", batch, block_names_);
+  if (tracing_) opt_.trace->header("stackless", batch, block_names_, block_locs_);
   if (opt_.stats) opt_.stats->init(block_names_);
-  res.execution = all_interpreted(block_names_, "the stackless VM interprets every block");
+  res.execution =
+      all_interpreted(block_names_, block_locs_, "the stackless VM interprets every block");
   // With --lanes L < batch the entry frame has L lanes; a lane whose thread
   // returns takes the next unstarted thread.
   size_t n = static_cast<size_t>(opt_.lanes > 0 ? std::min(opt_.lanes, batch) : batch);

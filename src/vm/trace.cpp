@@ -145,18 +145,35 @@ TraceWriter::TraceWriter(const std::string& path, MaskFormat mask, TraceFormat f
   out_ = std::move(f);
 }
 
-void TraceWriter::header(const char* vm, int64_t batch, const std::vector<std::string>& blocks) {
+void TraceWriter::header(const char* vm, int64_t batch, const std::vector<std::string>& blocks,
+                         const std::vector<SourceLoc>& locs) {
   if (!out_) return;
   batch_ = batch;
   blocks_ = blocks;
   started_ = true;
   std::string vm_json = nlohmann::json(vm).dump();
   std::string blocks_json = nlohmann::json(blocks).dump();
+  // Where each block comes from: its source line and statement.
+  std::string sources_json;
+  std::vector<std::string> statements(blocks.size());
+  if (source_ && locs.size() == blocks.size()) {
+    std::vector<uint32_t> lines;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      lines.push_back(locs[b].line);
+      statements[b] = source_->statement(locs[b].line);
+    }
+    sources_json = ", \"source\": " + nlohmann::json(source_->name()).dump() +
+                   ", \"lines\": " + nlohmann::json(lines).dump() +
+                   ", \"statements\": " + nlohmann::json(statements).dump();
+  }
+  if (fmt_ == TraceFormat::Chrome || fmt_ == TraceFormat::Compact)
+    summary_.init(batch, blocks.size());
   if (fmt_ == TraceFormat::Chrome) {
     // One event per line, so that `autobatch report` can read it line by line.
     std::string s = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
     s += "{\"ph\": \"M\", \"pid\": 1, \"name\": \"autobatch\", \"args\": {\"vm\": " + vm_json +
-         ", \"batch\": " + std::to_string(batch) + ", \"blocks\": " + blocks_json + "}}";
+         ", \"batch\": " + std::to_string(batch) + ", \"blocks\": " + blocks_json + sources_json +
+         "}}";
     s += ",\n{\"ph\": \"M\", \"pid\": 1, \"name\": \"process_name\", \"args\": {\"name\": " +
          nlohmann::json("autobatch " + std::string(vm) + " VM, " + std::to_string(batch) +
                         " threads (1 us = 1 step)")
@@ -164,8 +181,13 @@ void TraceWriter::header(const char* vm, int64_t batch, const std::vector<std::s
          "}}";
     for (size_t b = 0; b < blocks.size(); ++b) {
       std::string tid = std::to_string(b);
+      // The track's name: the block and, when known, its line and statement.
+      std::string track = blocks[b];
+      if (!sources_json.empty() && locs[b].known())
+        track += " (" + source_->name() + ":" + std::to_string(locs[b].line) + ": " +
+                 statements[b] + ")";
       s += ",\n{\"ph\": \"M\", \"pid\": 1, \"tid\": " + tid +
-           ", \"name\": \"thread_name\", \"args\": {\"name\": " + nlohmann::json(blocks[b]).dump() +
+           ", \"name\": \"thread_name\", \"args\": {\"name\": " + nlohmann::json(track).dump() +
            "}}";
       s += ",\n{\"ph\": \"M\", \"pid\": 1, \"tid\": " + tid +
            ", \"name\": \"thread_sort_index\", \"args\": {\"sort_index\": " + tid + "}}";
@@ -177,12 +199,10 @@ void TraceWriter::header(const char* vm, int64_t batch, const std::vector<std::s
   std::string s = "{\"trace\": \"autobatch\", \"version\": 1";
   if (fmt_ == TraceFormat::Compact) s += ", \"format\": \"compact\"";
   s += ", \"vm\": " + vm_json + ", \"batch\": " + std::to_string(batch) +
-       ", \"blocks\": " + blocks_json;
-  if (fmt_ == TraceFormat::Compact) {
+       ", \"blocks\": " + blocks_json + sources_json;
+  if (fmt_ == TraceFormat::Compact)
     s += ", \"masks\": \"" +
          std::string(mask_fmt_ == MaskFormat::None ? "none" : "ranges, sampled") + "\"";
-    summary_.init(batch, blocks.size());
-  }
   s += "}\n";
   write(s);
 }
@@ -223,14 +243,25 @@ void TraceWriter::step(const TraceStep& s) {
     return;
   }
   if (fmt_ == TraceFormat::Chrome) {
+    // The summary (divergence, call depths) is written at the end, as in
+    // the compact format; each step carries its deepest call.
+    summary_.add(s);
+    int64_t depth = s.depth;
+    if (s.depths)
+      for (size_t i = 0; i < s.n; ++i) depth = std::max<int64_t>(depth, s.depths[i]);
     std::string ts = std::to_string(s.step);
     line += ",\n{\"ph\": \"X\", \"pid\": 1, \"tid\": " + std::to_string(s.block) +
             ", \"ts\": " + ts + ", \"dur\": 1, \"name\": " + nlohmann::json(name).dump() +
             ", \"args\": {\"active\": " + std::to_string(s.n);
     if (s.live >= 0) line += ", \"live\": " + std::to_string(s.live);
+    if (depth >= 0) line += ", \"depth\": " + std::to_string(depth);
     line += "}}";
     line += ",\n{\"ph\": \"C\", \"pid\": 1, \"ts\": " + ts +
             ", \"name\": \"active threads\", \"args\": {\"active\": " + std::to_string(s.n) + "}}";
+    if (depth >= 0)
+      line += ",\n{\"ph\": \"C\", \"pid\": 1, \"ts\": " + ts +
+              ", \"name\": \"call depth\", \"args\": {\"deepest\": " + std::to_string(depth) +
+              "}}";
     write(line);
     return;
   }
@@ -307,7 +338,9 @@ void TraceWriter::close() {
     summary_.finish();
     write("{\"summary\": " + summary_.to_json().dump() + "}\n");
   } else if (fmt_ == TraceFormat::Chrome && started_) {
-    write("\n]}\n");
+    summary_.finish();
+    write(",\n{\"ph\": \"M\", \"pid\": 1, \"name\": \"autobatch_summary\", \"args\": " +
+          summary_.to_json().dump() + "}\n]}\n");
   }
   out_->flush();
   out_.reset();
@@ -320,9 +353,11 @@ void TraceWriter::discard() {
 }
 
 std::vector<BlockExecution> all_interpreted(const std::vector<std::string>& blocks,
+                                            const std::vector<SourceLoc>& locs,
                                             const std::string& reason) {
   std::vector<BlockExecution> out;
-  for (const auto& b : blocks) out.push_back({b, "interpreted", reason});
+  for (size_t b = 0; b < blocks.size(); ++b)
+    out.push_back({blocks[b], "interpreted", reason, b < locs.size() ? locs[b] : SourceLoc{}});
   return out;
 }
 
@@ -335,7 +370,13 @@ nlohmann::ordered_json Stats::to_json() const {
   nlohmann::ordered_json util = nullptr;  // the reference VM: not applicable
   if (batched) util = steps ? utilization_sum / static_cast<double>(steps) : 0.0;
   nlohmann::ordered_json exec = nlohmann::ordered_json::object();
-  for (const auto& e : execution) exec[e.block] = {{"mode", e.mode}, {"reason", e.reason}};
+  for (const auto& e : execution) {
+    exec[e.block] = {{"mode", e.mode}, {"reason", e.reason}};
+    if (e.loc.known()) {
+      exec[e.block]["line"] = e.loc.line;
+      exec[e.block]["statement"] = e.statement;
+    }
+  }
   return nlohmann::ordered_json{{"steps", steps},
                                 {"block_executions", per_block},
                                 {"primitive_executions", primitive_executions},

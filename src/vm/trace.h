@@ -31,6 +31,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "support/source.h"
+
 namespace ab {
 
 enum class MaskFormat { None, Bits, Ranges };
@@ -103,7 +105,12 @@ class TraceWriter {
   TraceWriter& operator=(TraceWriter&&) = default;
   bool on() const { return out_ != nullptr; }
   const std::string& error() const { return error_; }
-  void header(const char* vm, int64_t batch, const std::vector<std::string>& blocks);
+  // The program's text: the header then gives each block's source line and
+  // statement ("source", "lines", "statements"; see `header`).
+  void set_source(SourceRef source) { source_ = std::move(source); }
+  // `locs`, parallel to `blocks` (or empty): where each block comes from.
+  void header(const char* vm, int64_t batch, const std::vector<std::string>& blocks,
+              const std::vector<SourceLoc>& locs = {});
   void step(const TraceStep& s);
   // Finishes the file (the compact summary, chrome's closing brackets).
   void close();
@@ -124,6 +131,7 @@ class TraceWriter {
   int64_t batch_ = 0;
   bool started_ = false;
   std::vector<std::string> blocks_;
+  SourceRef source_;
   std::string error_;
   std::string line_;                                        // reused
   std::vector<uint32_t> sorted_;                            // reused
@@ -145,10 +153,13 @@ struct BlockExecution {
   std::string block;
   std::string mode;
   std::string reason;
+  SourceLoc loc;  // the statement that made the block (its label's location)
+  std::string statement;  // its text (the API layer, which has the source, fills it)
 };
 
 // Every block interpreted, for the VMs that interpret every block.
 std::vector<BlockExecution> all_interpreted(const std::vector<std::string>& blocks,
+                                            const std::vector<SourceLoc>& locs,
                                             const std::string& reason);
 
 struct Stats {

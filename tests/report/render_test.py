@@ -83,10 +83,14 @@ for fmt, page in pages.items():
     check(re.search(r'<table id="block-utilization">.*?class="bar"', d, re.S) is not None,
           f"{fmt}: no utilization bars")
     check(re.search(r'<table id="function-utilization">.*?<th>function</th>.*?fib', d, re.S) is not None, f"{fmt}: no function table")
-    if fmt != "chrome":
-        check(len(re.findall(r'class="depth-bar"', d)) >= 5, f"{fmt}: the depth histogram has < 5 bars")
-        check(re.search(r'<table id="divergence">.*?fib\.entry', d, re.S) is not None,
-              f"{fmt}: fib.entry (where fib's threads split) is not among the divergent blocks")
+    check(len(re.findall(r'class="depth-bar"', d)) >= 5, f"{fmt}: the depth histogram has < 5 bars")
+    check(re.search(r'<table id="divergence">.*?fib\.entry', d, re.S) is not None,
+          f"{fmt}: fib.entry (where fib's threads split) is not among the divergent blocks")
+    # Blocks in source terms: each row names its line and statement.
+    check(re.search(r'<table id="block-utilization">.*?fib\.ab:\d+', d, re.S) is not None,
+          f"{fmt}: the block table gives no source line")
+    check(re.search(r'<table id="block-utilization">.*?<code>if n', d, re.S) is not None,
+          f"{fmt}: the block table does not show fib's `if` statement")
 
 # Screenshot: a rendered page against a blank one of the same window.
 shot = os.path.join(work, "report.png")

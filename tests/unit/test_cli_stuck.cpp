@@ -1,8 +1,10 @@
 // Runs that do not end: --time-limit stops them in every VM, saying how many
 // threads finished (those that left an endless loop's block included) and
 // naming the threads still running with their function, block and line;
-// endless tail recursion ends the same way in every VM; a long run whose
-// stderr is not a terminal prints a status line.
+// endless tail recursion ends the same way in every VM (every VM reuses the
+// frame of a tail self-call), and finite tail recursion deeper than the stack
+// bound succeeds in every VM; a long run whose stderr is not a terminal
+// prints a status line.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -64,10 +66,10 @@ TEST_CASE("cli: --time-limit stops an endless loop, counting the thread that lef
       CAPTURE(vm);
       CAPTURE(jit);
       ab_test::Proc p = d.run({"run", "endless.ab", "--inputs", R"({"n": [3, -1]})", "--vm", vm,
-                               "--jit", jit, "--time-limit", "0.5"});
+                               "--jit", jit, "--time-limit", "2"});
       CHECK(p.code == 1);
       CHECK(p.out.empty());
-      CHECK(contains(p.err, "--time-limit 0.5 s reached after"));
+      CHECK(contains(p.err, "--time-limit 2 s reached after"));
       CHECK(contains(p.err, "(1 of 2 threads finished)"));
       CHECK(contains(p.err, "still running: thread 1 in function main, block "));
       CHECK(contains(p.err, "endless.ab:3)"));
@@ -83,7 +85,7 @@ TEST_CASE("cli: --time-limit under --threads and --lanes names a running thread 
   const std::string in = R"({"n": [1, 2, 3, 4, 5, 6, -1, -1]})";
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{"--threads", "2"}, std::vector<std::string>{"--lanes", "3"}}) {
-    std::vector<std::string> args{"run", "endless.ab", "--inputs", in, "--time-limit", "0.5"};
+    std::vector<std::string> args{"run", "endless.ab", "--inputs", in, "--time-limit", "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     ab_test::Proc p = d.run(args);
     CAPTURE(extra[0]);
@@ -94,23 +96,36 @@ TEST_CASE("cli: --time-limit under --threads and --lanes names a running thread 
   }
 }
 
-TEST_CASE("cli: endless tail recursion runs until the time limit in every VM") {
+TEST_CASE("cli: endless tail recursion runs until the time limit or --max-steps in every VM") {
   StuckDir d("autobatch_test_stuck_tail");
   d.write("tail.ab", kEndlessTail);
-  // (The stackless VM still pushes a frame per tail call: not tested here.)
-  for (const char* vm : {"stack", "reference"}) {
+  for (const char* vm : {"stack", "stackless", "reference"}) {
     CAPTURE(vm);
     // A stack bound far below what the run reaches: a tail call takes none.
     ab_test::Proc p = d.run({"run", "tail.ab", "--inputs", R"({"n": [0, 1]})", "--vm", vm,
                              "--max-stack-depth", "50", "--time-limit", "0.5"});
     CHECK(p.code == 1);
+    CHECK(p.out.empty());
     CHECK(contains(p.err, "--time-limit 0.5 s reached"));
     CHECK(contains(p.err, "(1 of 2 threads finished)"));
     CHECK(contains(p.err, "still running: thread 1 in function f, block "));
     CHECK(contains(p.err, " (tail.ab:"));
     CHECK(!contains(p.err, "stack depth"));
+    CHECK(p.seconds < 20);
+
+    p = d.run({"run", "tail.ab", "--inputs", R"({"n": [0, 1]})", "--vm", vm, "--max-stack-depth",
+               "50", "--max-steps", "10000"});
+    CHECK(p.code == 1);
+    CHECK(p.out.empty());
+    CHECK(contains(p.err, "tail.ab:"));
+    CHECK(contains(p.err, "runtime error: --max-steps 10000 exceeded in thread 1 of 2 "
+                          "(function f, block "));
+    CHECK(!contains(p.err, "stack depth"));
   }
-  // Bounded tail recursion deeper than the stack bound succeeds everywhere.
+}
+
+TEST_CASE("cli: tail recursion far deeper than the stack bound gives the same outputs in every VM") {
+  StuckDir d("autobatch_test_stuck_deep_tail");
   d.write("count.ab",
           "func count(n: i64, acc: i64) -> i64 {\n"
           "  if n == 0 {\n"
@@ -118,12 +133,69 @@ TEST_CASE("cli: endless tail recursion runs until the time limit in every VM") {
           "  }\n"
           "  return count(n - 1, acc + n)\n"
           "}\n");
-  for (const char* vm : {"stack", "reference"}) {
+  // A million calls deep for thread 0, against a bound of 50 frames.
+  for (const char* vm : {"stack", "stackless", "reference"}) {
     CAPTURE(vm);
-    ab_test::Proc p = d.run({"run", "count.ab", "--inputs", R"({"n": [300, 5], "acc": 0})", "--vm",
-                             vm, "--max-stack-depth", "50"});
+    ab_test::Proc p = d.run({"run", "count.ab", "--inputs", R"({"n": [1000000, 5, 300], "acc": 0})",
+                             "--vm", vm, "--max-stack-depth", "50", "--quiet"});
     CHECK(p.code == 0);
-    CHECK(p.out == "{\"outputs\": [[45150, 15]], \"names\": [\"acc\"]}\n");
+    CHECK(p.err.empty());  // --quiet: no status line if a slow (sanitized) build runs past 10 s
+    CHECK(p.out == "{\"outputs\": [[500000500000, 15, 45150]], \"names\": [\"acc\"]}\n");
+  }
+}
+
+// Only some threads take the tail call, after loops of different lengths (so
+// they reach it in different steps while others still wait in the loop or
+// have returned), with a shared argument passed on (k), a parameter that
+// starts shared and changes (s), two swapped (a, b), and a value computed
+// from the parameters (ks, s + ks). down() is called with a shared depth:
+// every thread recurses the same way. A VM that kept a parameter, or a
+// value computed from one, as it was before the call gets other outputs or
+// never ends (--max-steps bounds it).
+const char* kPartialTail =
+    "func g(n: i64, k: i64, s: i64, a: i64, b: i64) -> (i64, i64) {\n"
+    "  i = 0\n"
+    "  while i < n {\n"
+    "    i = i + 1\n"
+    "  }\n"
+    "  ks = k * 3\n"
+    "  if n <= 0 or n == 4 {\n"
+    "    return s + ks, a - b\n"
+    "  }\n"
+    "  r, q = g(n - 1, k, s + n + ks, b, a + 1)\n"
+    "  return r, q\n"
+    "}\n"
+    "\n"
+    "func down(depth: i64, acc: i64) -> i64 {\n"
+    "  if depth < 1 {\n"
+    "    return acc\n"
+    "  }\n"
+    "  return down(depth - 1, acc + depth)\n"
+    "}\n"
+    "\n"
+    "func main(n: i64, k: i64) -> (i64, i64, i64) {\n"
+    "  r, q = g(n, k, 5, n, 2)\n"
+    "  d = down(16, n)\n"
+    "  return r, q, d\n"
+    "}\n";
+
+TEST_CASE("cli: a tail call taken by some threads only keeps each thread's arguments in every VM") {
+  StuckDir d("autobatch_test_stuck_partial_tail");
+  d.write("part.ab", kPartialTail);
+  const std::string want =
+      "{\"outputs\": [[26, 95, 107, 48, 26, 166, 71, 262], [-2, -2, -6, 0, 2, -8, 0, 10], "
+      "[136, 139, 143, 137, 140, 145, 138, 148]], \"names\": [\"r\", \"q\", \"d\"]}\n";
+  for (const char* vm : {"stack", "stackless", "reference"}) {
+    for (const char* lanes : {"8", "3", "1"}) {
+      CAPTURE(vm);
+      CAPTURE(lanes);
+      ab_test::Proc p =
+          d.run({"run", "part.ab", "--inputs", R"({"n": [0, 3, 7, 1, 4, 9, 2, 12], "k": 7})",
+                 "--vm", vm, "--lanes", lanes, "--max-steps", "100000"});
+      CHECK(p.code == 0);
+      CHECK(p.err.empty());
+      CHECK(p.out == want);
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // The stackless VM (docs/engine.md, "The stackless VM"): every program in programs/ gives the
 // reference interpreter's outputs bit for bit, and small cases named by what
-// they check: inactive threads, runtime errors, deep recursion, the step
-// bound, calls of every shape, shared values, trace and statistics.
+// they check: inactive threads, runtime errors, deep recursion, tail calls,
+// the step bound, calls of every shape, shared values, trace and statistics.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -276,6 +276,41 @@ TEST_CASE(
   CHECK(bounded.error->function == "tri");
   CHECK(bounded.error->block == "recur");
   check_same_error(bounded, reference(p, opt));
+}
+
+TEST_CASE("stackless: a tail self-call reuses its frame, so it takes no stack") {
+  // count's call of itself is a tail call (ir/tail_call.h); main's is not.
+  Prepared p = prepare_text(R"(
+func count(n: i64, acc: i64) -> i64 {
+entry:
+  z = eq(n, 0)
+  branch z, base, recur
+base:
+  return acc
+recur:
+  m = sub(n, 1)
+  a = add(acc, n)
+  r = call count(m, a)
+  return r
+}
+
+func main(n: i64) -> i64 {
+entry:
+  r = call count(n, 0)
+  return r
+}
+)",
+                            "main", R"({"n": [100000, 3, 0, 250]})");
+  RunOptions opt;
+  opt.max_stack_depth = 10;
+  Stats stats;
+  opt.stats = &stats;
+  RunResult r = stackless(p, opt);
+  REQUIRE_FALSE(r.error);
+  CHECK(i64s(r.outputs[0]) == std::vector<int64_t>{5000050000, 6, 0, 31375});
+  CHECK(stats.peak_stack_depth == 2);  // main's frame and count's
+  opt.stats = nullptr;
+  check_same_outputs(r, reference(p, opt));
 }
 
 TEST_CASE("stackless: the stack bound names the first thread that goes too deep") {

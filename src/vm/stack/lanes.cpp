@@ -95,7 +95,7 @@ void StackVM::start_lane(uint32_t t, int64_t input) {
 
 RuntimeError StackVM::error_at(uint32_t block, SourceLoc loc, uint32_t lane,
                                std::string msg) const {
-  auto [fn, blk] = split_lowered_label(p_.blocks[block].label.name);
+  auto [fn, blk] = lowered_block_source(p_.blocks[block]);
   return RuntimeError{loc, std::move(msg), lane_input_[lane], n_inputs_, fn, blk};
 }
 
@@ -195,7 +195,7 @@ void StackVM::halt_lanes(const uint32_t* lanes, int64_t n) {
 // one's error (record: they all drop out).
 std::optional<RuntimeError> StackVM::too_deep(uint32_t b, uint32_t* idx, int64_t& n) {
   const CBlock& cb = blocks_[b];
-  auto [fn, blk] = split_lowered_label(p_.blocks[cb.t2].label.name);
+  auto [fn, blk] = lowered_block_source(p_.blocks[cb.t2]);
   for (int64_t j = 0; j < n;) {
     if (pc_depth_[idx[j]] < opt_.max_stack_depth) {
       ++j;

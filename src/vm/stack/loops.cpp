@@ -39,6 +39,7 @@ std::optional<RuntimeError> StackVM::run_loop(uint32_t b, const uint32_t* idx, i
       m += !stay;
     }
     append_lanes(exit, out, m);
+    parked_ += m;
     n = k;
     c = 1 - c;
   }
@@ -145,7 +146,10 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     next += r;
     m = w;
     std::fill(active_, active_ + m, 1);
-    if (leave) append_lanes(exit, gone, o);
+    if (leave) {
+      append_lanes(exit, gone, o);
+      parked_ += o;
+    }
     active = m;
   };
   fill();
@@ -181,7 +185,7 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
       active = d.multi(dense_base_.data(), m, active_, counts);
       for (int32_t k = 0; k < d.copies && counts[k] > 0; ++k) {
         ++step_;
-        if (opt_.stats) opt_.stats->record_step(b, counts[k], std::min(live_, kChunk), cb.prims);
+        if (opt_.stats) opt_.stats->record_step(b, counts[k], loop_could(), cb.prims);
       }
       if (active == 0 || (m - active) * kTuning.compact_fraction >= m) {
         compact(true);
@@ -198,7 +202,7 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
       if (auto e = begin_step(b, ids_, m, true)) return e;
     } else {
       ++step_;
-      if (opt_.stats) opt_.stats->record_step(b, active, std::min(live_, kChunk), cb.prims);
+      if (opt_.stats) opt_.stats->record_step(b, active, loop_could(), cb.prims);
     }
     if (d.may_fail) {
       backup_.resize(ns);

@@ -129,10 +129,12 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
 }
 
 std::vector<BlockExecution> execution_report(const std::vector<std::string>& block_names,
+                                             const std::vector<SourceLoc>& locs,
                                              const std::vector<BlockPlan>& plan) {
   std::vector<BlockExecution> out;
   for (size_t b = 0; b < plan.size() && b < block_names.size(); ++b)
-    out.push_back({block_names[b], exec_mode_name(plan[b].mode), plan[b].reason});
+    out.push_back({block_names[b], exec_mode_name(plan[b].mode), plan[b].reason,
+                   b < locs.size() ? locs[b] : SourceLoc{}});
   return out;
 }
 

@@ -113,6 +113,7 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
 
 // What the run reports: each block's name with its plan's mode and reason.
 std::vector<BlockExecution> execution_report(const std::vector<std::string>& block_names,
+                                             const std::vector<SourceLoc>& locs,
                                              const std::vector<BlockPlan>& plan);
 
 }  // namespace ab::stack

@@ -28,23 +28,17 @@ RunResult StackVM::run() {
   peak_depth_ = lanes_ > 0 ? 1 : 0;  // the entry function's frame
   tracing_ = opt_.trace && opt_.trace->on();
   check_at_ = next_check(opt_, 0);
-  if (tracing_) {
-    // Threads are numbered by input, also under --lanes.
-    std::vector<std::string> names;
-    for (const auto& b : p_.blocks) names.push_back(b.label.name);
-    opt_.trace->header("stack", n_inputs_, names);
+  std::vector<std::string> names;
+  std::vector<SourceLoc> locs;
+  for (const auto& b : p_.blocks) {
+    names.push_back(b.label.name);
+    locs.push_back(b.label.loc);
   }
-  if (opt_.stats) {
-    std::vector<std::string> names;
-    for (const auto& b : p_.blocks) names.push_back(b.label.name);
-    opt_.stats->init(names);
-  }
+  // Threads are numbered by input, also under --lanes.
+  if (tracing_) opt_.trace->header("stack", n_inputs_, names, locs);
+  res.execution = execution_report(names, locs, plan_);
+  if (opt_.stats) opt_.stats->init(std::move(names));
   PoolVector<uint32_t> cur;
-  {
-    std::vector<std::string> names;
-    for (const auto& b : p_.blocks) names.push_back(b.label.name);
-    res.execution = execution_report(names, plan_);
-  }
   res.log = jit_log_;
   if (in_place_bytes_ > 0)
     res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
@@ -67,18 +61,22 @@ RunResult StackVM::run() {
     const CBlock& cb = blocks_[b];
     if (cb.mode == ExecMode::DenseLoop) {
       // A window of threads loops in the block, refilled from the list.
+      parked_ = 0;
       res.error = run_dense_loop(b, cur.data(), static_cast<int64_t>(cur.size()));
+      parked_ = 0;
       if (res.error) break;
       continue;
     }
     if (cb.persistent_loop) {
       // Each chunk loops in the block until all its threads have left.
       const bool dense = cb.mode == ExecMode::DenseChunks;
+      parked_ = 0;
       for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
         int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
         res.error =
             dense ? run_dense_loop(b, cur.data() + s, n) : run_loop(b, cur.data() + s, n, false);
       }
+      parked_ = 0;
       if (res.error) break;
       continue;
     }
@@ -113,8 +111,7 @@ RunResult StackVM::run() {
 // One step of block b on n threads: counted against --max-steps, traced
 // and recorded. `lanes` is the threads' list (for the trace and the error);
 // threads over --max-steps leave it (record mode). Utilization is over the
-// threads the step could have run: the live ones, or for a persistent
-// loop's step (`chunk`) at most a chunk of them.
+// threads the step could have run (loop_could).
 std::optional<RuntimeError> StackVM::begin_step(uint32_t b, uint32_t* lanes, int64_t& n,
                                                 bool chunk) {
   ++step_;
@@ -127,7 +124,7 @@ std::optional<RuntimeError> StackVM::begin_step(uint32_t b, uint32_t* lanes, int
   }
   if (step_ > check_at_) [[unlikely]]
     if (auto e = checkpoint(b, lanes[0])) return e;
-  const int64_t could = chunk ? std::min(live_, kChunk) : live_;
+  const int64_t could = chunk ? loop_could() : live_;
   if (tracing_) trace_step(b, lanes, n, could);
   if (opt_.stats) opt_.stats->record_step(b, n, could, blocks_[b].prims);
   return std::nullopt;
@@ -169,7 +166,7 @@ void StackVM::note_running(uint32_t b, uint32_t lane) {
     if (running_.size() >= kRunningShown) return;
     RunningThread t;
     t.thread = opt_.first_thread + lane_input_[l];
-    auto [fn, blk] = split_lowered_label(p_.blocks[block].label.name);
+    auto [fn, blk] = lowered_block_source(p_.blocks[block]);
     t.function = fn;
     t.block = blk;
     t.loc = p_.blocks[block].label.loc;

@@ -218,6 +218,12 @@ class StackVM {
   std::vector<uint32_t> sweep_;
   bool yield_ = false;
   std::vector<RunningThread> running_;  // at a stop: the first threads still running
+  // Utilization (docs/engine.md, "Traces and statistics"): a persistent
+  // loop's step could have run the threads not finished, less those that
+  // left the loop while it runs (parked_: they wait at its exit to run on
+  // together, where min-pc would have run them already), at most a chunk.
+  int64_t parked_ = 0;
+  int64_t loop_could() const { return std::min(live_ - parked_, kChunk); }
   bool tracing_ = false;
   std::vector<uint32_t> trace_threads_, trace_depths_;
   PoolVector<int64_t> lane_steps_;    // --max-steps: blocks the lane's thread started

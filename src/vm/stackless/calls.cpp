@@ -1,13 +1,20 @@
 // The stackless VM's calls and returns: the lanes reaching a call become a
-// new frame's threads; when a frame's queue is empty its results go back to
-// the caller's lanes (skipping threads that failed under --on-error record).
+// new frame's threads, except at a tail self-call, where they start their
+// function again in the same frame; when a frame's queue is empty its
+// results go back to the caller's lanes (skipping threads that failed under
+// --on-error record).
 #include "vm/stackless/stackless.h"
 
 namespace ab::stackless {
 
-// The lanes that reached a call become the threads of a new frame.
+// The lanes that reached a call become the threads of a new frame (at a
+// tail self-call they stay in this one: tail_call).
 std::optional<RuntimeError> StacklessVM::call(Frame& F, const Op& op, uint32_t block,
                                               const uint32_t* lanes, uint32_t m) {
+  if (op.tail) {
+    tail_call(F, op, lanes, m);
+    return std::nullopt;
+  }
   if (static_cast<int64_t>(depth_) >= opt_.max_stack_depth) {
     RuntimeError e =
         error_at(F, block, op.ir->callee.loc,
@@ -45,6 +52,48 @@ std::optional<RuntimeError> StacklessVM::call(Frame& F, const Op& op, uint32_t b
     C.waiting[0] |= 1;
   }
   return std::nullopt;
+}
+
+// A tail self-call: the lanes' arguments become their parameters and they
+// queue again at the entry, in the same frame, so the call takes no stack
+// (as in the stack VM, where the call lowering makes it a jump, and in the
+// reference interpreter). Only these m lanes change: the frame's other lanes
+// may still be waiting elsewhere in the function with their own parameters.
+// A parameter passed on unchanged in its own position is left alone (it
+// stays shared if it was); any other parameter is no root of the sharing
+// analysis (stackless/compile.cpp), so nothing was computed once from it,
+// and if it is shared it is first expanded to one value per lane, since only
+// some lanes get a new value.
+void StacklessVM::tail_call(Frame& F, const Op& op, const uint32_t* lanes, uint32_t m) {
+  const Func& fn = *F.fn;
+  const size_t nparams = std::min(op.call_args.size(), fn.param_leaves.size());
+  auto passed_on = [&](size_t j) {
+    return op.call_args[j].leaf == static_cast<int32_t>(fn.param_leaves[j]);
+  };
+  // Every argument is read before any parameter is written: `f(b, a)` in a
+  // function of (a, b) swaps them.
+  size_t total = 0;
+  for (size_t j = 0; j < nparams; ++j)
+    if (!passed_on(j)) total += size_t{m} * fn.leaf_bytes[fn.param_leaves[j]];
+  if (temp_.size() < total) temp_.resize(std::max(total, temp_.size() * 2));
+  size_t off = 0;
+  for (size_t j = 0; j < nparams; ++j) {
+    if (passed_on(j)) continue;
+    const Source& s = op.call_args[j];
+    const size_t E = fn.leaf_bytes[fn.param_leaves[j]];
+    copy_events(temp_.data() + off, nullptr, source_data(F, s), lanes, is_shared(F, s), m, E);
+    off += size_t{m} * E;
+  }
+  off = 0;
+  for (size_t j = 0; j < nparams; ++j) {
+    if (passed_on(j)) continue;
+    const uint32_t l = fn.param_leaves[j];
+    const size_t E = fn.leaf_bytes[l];
+    materialize(F, l);
+    copy_events(F.leaf(l), lanes, temp_.data() + off, nullptr, false, m, E);
+    off += size_t{m} * E;
+  }
+  F.enqueue(fn.block_pos[0], lanes, m);
 }
 
 // The top frame's queue is empty: every thread returned. Its results go to

@@ -4,6 +4,7 @@
 // are the same in every lane of a frame.
 #include <map>
 
+#include "ir/tail_call.h"
 #include "passes/sharing.h"
 #include "vm/literal.h"
 #include "vm/slots.h"
@@ -91,11 +92,23 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
   }
 
   // Variables that hold one value for the whole frame (passes/sharing, with
-  // every parameter as a root: a parameter is shared in a frame when the
+  // the parameters as roots: a parameter is shared in a frame when the
   // caller passed a shared value). Which ones qualify is found here; whether
-  // the operands are shared is seen when the assignment runs.
-  SharingInfo sharing_info =
-      sharing(f.blocks, param_names, std::vector<bool>(param_names.size(), true));
+  // the operands are shared is seen when the assignment runs. A tail
+  // self-call reuses the frame and rebinds the parameters of the lanes that
+  // take it (stackless/calls.cpp), so a parameter that some tail self-call
+  // passes anything but itself (in its own position) changes during the
+  // frame: it is no root, and nothing computed from it is computed once.
+  std::vector<bool> roots(param_names.size(), true);
+  for (size_t bi = 0; bi < f.blocks.size(); ++bi)
+    for (size_t ii = 0; ii < f.blocks[bi].instrs.size(); ++ii) {
+      if (!is_tail_self_call(f, bi, ii)) continue;
+      const std::vector<Operand>& args = f.blocks[bi].instrs[ii].args;
+      for (size_t j = 0; j < roots.size(); ++j)
+        if (j >= args.size() || !args[j].is_var || args[j].name != param_names[j])
+          roots[j] = false;
+    }
+  SharingInfo sharing_info = sharing(f.blocks, param_names, roots);
 
   // Operand leaves: a variable's leaves, or a literal's constant.
   auto operand_type = [&](const Operand& o, const std::optional<Type>& lit_type) {
@@ -155,6 +168,7 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
         op.callee = func_index(in.callee.name);
         op.call_args = std::move(srcs);
         op.resume = resume_at[bi][ii];
+        op.tail = is_tail_self_call(f, bi, ii);
         std::vector<Type> rts;
         auto it = types.funcs.find(in.callee.name);
         if (it != types.funcs.end())

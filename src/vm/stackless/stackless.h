@@ -54,6 +54,7 @@ struct Op {
   std::vector<Source> call_args;  // one per callee parameter leaf, in order
   std::vector<Move> results;      // caller leaf <- callee result index
   uint32_t resume = 0;            // the position right after the call
+  bool tail = false;              // a tail self-call (ir/tail_call.h): the frame is reused
 };
 
 struct Term {
@@ -275,7 +276,10 @@ class StacklessVM {
       const Function& f = m.funcs[i];
       auto it = types.funcs.find(f.name.name);
       compile(fns_[i], f, it == types.funcs.end() ? nullptr : &it->second, types, base);
-      for (const auto& b : f.blocks) block_names_.push_back(f.name.name + "." + b.label.name);
+      for (const auto& b : f.blocks) {
+        block_names_.push_back(f.name.name + "." + b.label.name);
+        block_locs_.push_back(b.label.loc);
+      }
       base += static_cast<uint32_t>(f.blocks.size());
     }
   }
@@ -287,6 +291,7 @@ class StacklessVM {
   RunOptions opt_;
   std::vector<Func> fns_;
   std::vector<std::string> block_names_;
+  std::vector<SourceLoc> block_locs_;  // parallel: each block's label
   std::vector<std::unique_ptr<Frame>> frames_;  // [0, depth_) are live
   size_t depth_ = 0;
   int64_t steps_ = 0, live_ = 0, batch_ = 0, peak_depth_ = 0;
@@ -357,6 +362,7 @@ class StacklessVM {
   void run_moves(Frame& F, const Op& op, const uint32_t* lanes, uint32_t m);
   std::optional<RuntimeError> call(Frame& F, const Op& op, uint32_t block, const uint32_t* lanes,
                                    uint32_t m);
+  void tail_call(Frame& F, const Op& op, const uint32_t* lanes, uint32_t m);
   void finish_frame();
   void finish_frame_with_dead(Frame& C, Frame& F);
   void start_thread(Frame& E, uint32_t lane, uint32_t t);
