@@ -254,3 +254,37 @@ def test_stats_execution(programs):
     off = prog.run(n=[1, 6, 7, 27, 12], stats=True, jit=False).stats["execution"]
     assert {e["mode"] for e in off.values()} == {"interpreted"}
     assert all("--jit off" in e["reason"] for e in off.values())
+
+
+def test_jit_on_wait_and_off(programs):
+    # The default (on) starts interpreted and switches to the compiled code when
+    # it is ready; "wait" compiles first; the outputs never change.
+    prog = autobatch.load(programs / "collatz.ab", entry="collatz_steps")
+    n = np.arange(1, 700)
+    want = prog.run(n=n, jit=False)[0]
+    for jit in (True, "on", "wait", "off"):
+        assert np.array_equal(prog.run(n=n, jit=jit, threads=1)[0], want), jit
+    with pytest.raises(autobatch.InputError, match="'on'/'off'/'wait'"):
+        prog.run(n=n, jit="later")
+
+
+EXIT_WHILE_COMPILING = """
+import sys, time, autobatch
+prog = autobatch.load(sys.argv[1], entry="main")
+t0 = time.perf_counter()
+out = prog.run(inputs=sys.argv[2])
+print(time.perf_counter() - t0, len(out), flush=True)
+"""
+
+
+def test_exit_while_compiling(programs):
+    # A run that ends before its code is ready does not wait for it; the
+    # compilation goes on in the background (AUTOBATCH_JIT_DELAY_MS makes it
+    # 2 s slower) and the interpreter's exit joins it: exit status 0, no crash.
+    env = dict(os.environ, AUTOBATCH_JIT_DELAY_MS="2000")
+    out = subprocess.run([sys.executable, "-c", EXIT_WHILE_COMPILING, str(programs / "nuts.ab"),
+                          str(programs / "nuts.json")], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    seconds, outputs = out.stdout.split()
+    assert float(seconds) < 1.5 and int(outputs) > 0
