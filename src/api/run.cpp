@@ -467,10 +467,10 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ro.record_errors = o.on_error == OnError::Record;
         ro.jit = o.jit;
         // Tiered (docs/engine.md, "Tiered execution"): the code compiles in
-        // the background on a core the run leaves free; when the run's OS
-        // threads take every core, the first shard compiles it on its own
-        // thread instead (as with jit_wait) and the others start interpreted.
-        ro.jit_wait = o.jit_wait || (k == 0 && workers >= cores);
+        // the background on a core the run leaves free. When the run's OS
+        // threads take every core there is none: the run compiles first (the
+        // first shard compiles, the others wait for its code), as jit_wait.
+        ro.jit_wait = o.jit_wait || workers >= cores;
         ro.persistent = o.schedule == "persistent";
         ro.lanes = o.lanes > 0 ? o.lanes / workers + (w < o.lanes % workers ? 1 : 0) : 0;
         ro.first_thread = o.first_thread + s.start;
