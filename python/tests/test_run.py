@@ -288,3 +288,30 @@ def test_exit_while_compiling(programs):
     assert out.returncode == 0, out.stderr
     seconds, outputs = out.stdout.split()
     assert float(seconds) < 1.5 and int(outputs) > 0
+
+
+FORK_WHILE_COMPILING = """
+import os, sys, autobatch
+prog = autobatch.load(sys.argv[1], entry="main")
+want = prog.run(inputs=sys.argv[2], jit=False)[0]
+got = prog.run(inputs=sys.argv[2])[0]  # its compilation goes on (made 1 s slower)
+pid = os.fork()
+if pid == 0:
+    # The child has no compiling thread, and LLVM's state is not to be trusted:
+    # it interprets, also where a run would compile first.
+    ok = all((prog.run(inputs=sys.argv[2], jit=j, stats=s)[0] if not s else
+              prog.run(inputs=sys.argv[2], jit=j, stats=s).outputs[0]).tolist() == want.tolist()
+             for j, s in [(True, False), ("wait", False), (True, True)])
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), got.tolist() == want.tolist(), flush=True)
+"""
+
+
+def test_fork_while_compiling(programs):
+    env = dict(os.environ, AUTOBATCH_JIT_DELAY_MS="1000")
+    out = subprocess.run([sys.executable, "-c", FORK_WHILE_COMPILING, str(programs / "nuts.ab"),
+                          str(programs / "nuts.json")], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "True"], out.stdout + out.stderr

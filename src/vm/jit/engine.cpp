@@ -182,6 +182,9 @@ struct Service {
   std::deque<std::string> queue;
   std::thread* worker = nullptr;  // started on first use; left alone in a forked child
   bool stop = false, hold = false;
+  // A child of fork() made while a thread was compiling: LLVM's locks may be
+  // held by a thread the child does not have, so the child never compiles.
+  bool forked_mid_compile = false;
 
   Service();
   ~Service() {
@@ -212,6 +215,8 @@ Service::Service() {
   pthread_atfork([] { service().mu.lock(); }, [] { service().mu.unlock(); },
                  [] {
                    Service& s = service();
+                   for (const auto& [key, job] : s.in_flight)
+                     s.forked_mid_compile = s.forked_mid_compile || job->taken;
                    s.in_flight.clear();
                    s.queue.clear();
                    s.worker = nullptr;  // the parent's thread: not ours to join
@@ -255,6 +260,9 @@ void Service::work() {
   }
 }
 
+const char* const kForkedMidCompile =
+    "this process was forked while the JIT was compiling (its locks may be held): no JIT here";
+
 std::string full_key(const std::vector<Segment>& gather, const std::vector<Segment>& dense,
                      const std::vector<Segment>& blocks, const std::vector<uint32_t>* chain,
                      uint32_t chain_frames) {
@@ -289,6 +297,10 @@ std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
   auto hit = s.cache.find(key);
   *cached = hit != s.cache.end();
   if (*cached) return hit->second;
+  if (s.forked_mid_compile) {
+    *error = kForkedMidCompile;
+    return nullptr;
+  }
   std::shared_ptr<Job> job;
   if (auto it = s.in_flight.find(key); it != s.in_flight.end()) {
     job = it->second;
@@ -321,9 +333,9 @@ std::shared_ptr<const Pending> compile_in_background(const std::vector<Segment>&
   std::lock_guard<std::mutex> lock(s.mu);
   auto hit = s.cache.find(key);
   *cached = hit != s.cache.end();
-  if (*cached) {
+  if (*cached || s.forked_mid_compile) {
     auto ready = std::make_shared<Pending>();
-    ready->finish(hit->second, "");
+    ready->finish(*cached ? hit->second : nullptr, *cached ? "" : kForkedMidCompile);
     return ready;
   }
   if (auto it = s.in_flight.find(key); it != s.in_flight.end()) return it->second->pending;

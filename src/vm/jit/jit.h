@@ -284,7 +284,9 @@ class Pending {
 // is started on first use and lives as long as the process: its owner, a
 // static object, is destroyed at exit after it has joined the thread (a
 // compilation already started is finished, the queued ones are dropped);
-// in a child made by fork() the queue starts empty.
+// in a child made by fork() the queue starts empty, and if a thread was
+// compiling at the fork the child compiles nothing (LLVM's locks may be held
+// by a thread it does not have): its runs are interpreted.
 std::shared_ptr<const Pending> compile_in_background(const std::vector<Segment>& gather,
                                                      const std::vector<Segment>& dense,
                                                      const std::vector<Segment>& blocks,
