@@ -106,6 +106,15 @@ RunResult StackVM::run() {
         jit_log_ = "jit: " + wiring_.what +
                    ", compiling in the background: the run ended before the code was ready "
                    "(interpreted throughout; the code goes into the cache for the next run)";
+    } else if (code_ && !opt_.jit_wait && (opt_.stats || tracing_ || opt_.max_steps > 0)) {
+      // Not tiered although asked to be: the run counts its steps.
+      const std::string why = "; compiled before the run, which counts its steps (" +
+                              std::string(opt_.stats ? "--stats"
+                                          : tracing_ ? "--trace"
+                                                     : "--max-steps") +
+                              ")";
+      for (BlockPlan& bp : report)
+        if (bp.mode != ExecMode::Interpreted) bp.reason += why;
     }
     std::vector<std::string> names;
     for (const auto& b : p_.blocks) names.push_back(b.label.name);
