@@ -215,9 +215,16 @@ TEST_CASE("tiered: runs that count steps compile first; the switch leaves --lane
   o.jit_switch_at = 5;
   // --max-steps: compiled before the run, whatever jit_wait says.
   o.max_steps = 1000000;
+  auto said = [](const RunResult& r, const std::string& flag) {
+    int n = 0;
+    for (const auto& e : r.execution)
+      n += has(e.reason, "compiled before the run, which counts its steps (" + flag + ")");
+    return n;
+  };
   RunResult r = stack(p, o);
   same_outputs(r, want);
   CHECK(switched_at(r) == -2);
+  if (jit::available()) CHECK(said(r, "--max-steps") > 0);
   // Statistics: the same.
   Stats st;
   o.max_steps = 0;
@@ -225,6 +232,7 @@ TEST_CASE("tiered: runs that count steps compile first; the switch leaves --lane
   r = stack(p, o);
   same_outputs(r, want);
   CHECK(switched_at(r) == -2);
+  if (jit::available()) CHECK(said(r, "--stats") > 0);
   // Streaming lanes, switched mid-run.
   o.stats = nullptr;
   o.lanes = 37;
