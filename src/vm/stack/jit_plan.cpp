@@ -674,7 +674,6 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
                 fused, nops, gsegs.size(), bsegs.size(), dsegs.size());
   wiring_.what = line;
   wiring_.gather = std::move(gwhere);
-  wiring_.gather_count = gsegs.size();
   wiring_.dense = std::move(dwhere);
   wiring_.dense_slots = std::move(dslots);
   wiring_.whole = std::move(bwhere);

@@ -247,7 +247,6 @@ class StackVM {
     std::vector<uint32_t> dense, whole;
     std::vector<std::vector<int32_t>> dense_slots;
     std::vector<jit::Segment> dense_segs;
-    size_t gather_count = 0;
     bool chain = false;
     std::string what;  // "N of M instructions fused into ..."
   } wiring_;
