@@ -347,3 +347,37 @@ TEST_CASE("tiered: the CLI does not wait for a compilation still running when it
   CHECK(tiered.out == wait.out);
   CHECK(has(tiered.out, "\"outputs\""));
 }
+
+TEST_CASE("tiered: a Program may go away while its code compiles; the code still lands") {
+  if (!jit::available()) return;
+  const char* text = R"(func main(n: i64) -> i64 {
+  s = 0
+  while n > 0 {
+    s = s + n * 7727 % 17
+    n = n - 1
+  }
+  return s
+}
+)";
+  std::vector<int64_t> n{9, 1, 30};
+  autobatch::RunOptions o;
+  o.threads = 1;
+  std::vector<int64_t> first;
+  {
+    Hold hold;
+    auto p = autobatch::compile(text);
+    REQUIRE_MESSAGE(p, p.rendered());
+    auto r = p->run({autobatch::ArrayView::of(n.data(), 3)}, o);
+    REQUIRE_MESSAGE(r.ok(), r.rendered());
+    first.assign(r.outputs[0].as<int64_t>(), r.outputs[0].as<int64_t>() + 3);
+    CHECK(autobatch::compiling_in_background());
+  }  // the Program and its run are gone before the compilation starts
+  jit::wait_idle();
+  auto p = autobatch::compile(text);
+  REQUIRE_MESSAGE(p, p.rendered());
+  auto r = p->run({autobatch::ArrayView::of(n.data(), 3)}, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  CHECK(std::vector<int64_t>(r.outputs[0].as<int64_t>(), r.outputs[0].as<int64_t>() + 3) == first);
+  // A new Program of the same text finds the code: nothing interpreted for lack of it.
+  for (const auto& e : r.execution) CHECK_FALSE(has(e.reason, "background"));
+}
