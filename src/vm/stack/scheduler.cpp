@@ -106,8 +106,10 @@ RunResult StackVM::run() {
         jit_log_ = "jit: " + wiring_.what +
                    ", compiling in the background: the run ended before the code was ready "
                    "(interpreted throughout; the code goes into the cache for the next run)";
-    } else if (code_ && !opt_.jit_wait && (opt_.stats || tracing_ || opt_.max_steps > 0)) {
-      // Not tiered although asked to be: the run counts its steps.
+    } else if (code_ && (opt_.stats || tracing_ || opt_.max_steps > 0)) {
+      // Never tiered (and the same whatever jit_wait says: --stats under
+      // --threads N and under mpirun -np N report the same): the run counts
+      // its steps.
       const std::string why = "; compiled before the run, which counts its steps (" +
                               std::string(opt_.stats ? "--stats"
                                           : tracing_ ? "--trace"
