@@ -382,6 +382,7 @@ struct RunArgs {
   std::string vm = "stack";
   std::string schedule = "persistent";
   bool jit = true;
+  bool jit_wait = false;
   int64_t lanes = 0;
   int threads = 0;
   int64_t max_steps = 0;
@@ -403,6 +404,7 @@ py::tuple run_program(const autobatch::Program& prog, const std::vector<py::arra
   ro.vm = a.vm;
   ro.schedule = a.schedule;
   ro.jit = a.jit;
+  ro.jit_wait = a.jit_wait;
   ro.lanes = a.lanes;
   ro.threads = a.threads;
   ro.max_steps = a.max_steps;
@@ -578,20 +580,34 @@ PYBIND11_MODULE(_autobatch, m) {
       .def(
           "run",
           [](const autobatch::Program& p, const std::vector<py::array>& arrays,
-             const std::string& vm, const std::string& schedule, bool jit, int64_t lanes,
-             int threads, int64_t max_steps, int64_t max_stack_depth, int64_t batch,
+             const std::string& vm, const std::string& schedule, bool jit, bool jit_wait,
+             int64_t lanes, int threads, int64_t max_steps, int64_t max_stack_depth, int64_t batch,
              const std::string& trace_path, py::object trace_callback,
              const std::string& trace_mask, const std::string& trace_format, bool stats,
              const std::string& on_error, const std::string& output) {
-            RunArgs a{vm,           schedule,        jit,   lanes,      threads,
-                      max_steps,    max_stack_depth, batch, trace_path, std::move(trace_callback),
-                      trace_mask,   trace_format,    stats, on_error,   output};
+            RunArgs a{vm,
+                      schedule,
+                      jit,
+                      jit_wait,
+                      lanes,
+                      threads,
+                      max_steps,
+                      max_stack_depth,
+                      batch,
+                      trace_path,
+                      std::move(trace_callback),
+                      trace_mask,
+                      trace_format,
+                      stats,
+                      on_error,
+                      output};
             return run_program(p, arrays, a);
           },
-          py::arg("arrays"), py::arg("vm"), py::arg("schedule"), py::arg("jit"), py::arg("lanes"),
-          py::arg("threads"), py::arg("max_steps"), py::arg("max_stack_depth"), py::arg("batch"),
-          py::arg("trace_path"), py::arg("trace_callback"), py::arg("trace_mask"),
-          py::arg("trace_format"), py::arg("stats"), py::arg("on_error"), py::arg("output"));
+          py::arg("arrays"), py::arg("vm"), py::arg("schedule"), py::arg("jit"),
+          py::arg("jit_wait"), py::arg("lanes"), py::arg("threads"), py::arg("max_steps"),
+          py::arg("max_stack_depth"), py::arg("batch"), py::arg("trace_path"),
+          py::arg("trace_callback"), py::arg("trace_mask"), py::arg("trace_format"),
+          py::arg("stats"), py::arg("on_error"), py::arg("output"));
 
   auto compile_options = [](const std::string& entry, const std::string& name,
                             const std::vector<std::string>& passes, const std::string& schedule,

@@ -9,8 +9,8 @@
 # ${CMAKE_BINARY_DIR}/differential-failures/.
 #
 # Time: a Release build runs both in a few minutes under `ctest -j2` on two cores
-# (every program under eight VM configurations: the JIT on and off, both
-# schedules). The sanitized Debug build of tools/test is far slower (about 17
+# (every program under nine VM configurations: the JIT on, off and compiled
+# first, both schedules). The sanitized Debug build of tools/test is far slower (about 17
 # minutes for differential_programs at four batch sizes), hence the one-hour
 # timeouts; tools/test runs 60 random programs and batches 7 and 1000 there.
 # The two cache variables trade coverage for time.

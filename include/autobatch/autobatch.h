@@ -29,6 +29,12 @@ namespace autobatch {
 // "0.1.0"
 const char* version();
 
+// Whether the JIT is compiling code in the background (the code of a run
+// that finished before it was ready, docs/engine.md, "Tiered execution").
+// The process's exit handlers wait for a compilation under way; a program
+// that must not wait (the CLI) flushes its outputs and ends with std::_Exit.
+bool compiling_in_background();
+
 // ---------------------------------------------------------------- types
 
 enum class DType : uint8_t { Bool, I32, I64, F32, F64 };  // bool: one byte, 0 or 1
@@ -460,6 +466,14 @@ struct RunOptions {
   // Stack VM: compile blocks to native code (LLVM ORC JIT, when this build has
   // it); false runs every block through the interpreter's kernels.
   bool jit = true;
+  // With the JIT: false (default) starts the run at once, every block
+  // interpreted, while its code compiles on a background thread, and switches
+  // the blocks to their compiled modes at a step boundary once the code is
+  // ready (a run that ends first never waits for it; the code is cached for
+  // the next run); true compiles first and then runs (docs/engine.md,
+  // "Tiered execution"). Runs with stats, a trace or max_steps always compile
+  // first, so that their step counts do not depend on timing.
+  bool jit_wait = false;
   // Trace: to a file and/or one call per line (without the newline). A trace
   // forces one OS thread. Formats (docs/cli.md, "Trace formats"):
   // "jsonl" (a line per step, docs/engine.md, "Traces and statistics"), "compact" (steps in

@@ -392,7 +392,10 @@ class Program:
         Options (those of `autobatch run`):
           vm: "stack" (default), "stackless" or "reference".
           schedule: "persistent" or "min-pc" (default: compile()'s).
-          jit: stack VM: compile blocks to native code (True, default).
+          jit: stack VM: compile blocks to native code (True or "on",
+            default: the run starts interpreted and switches to the code
+            when it is ready), "wait" (compile first, then run) or False
+            ("off").
           lanes: > 0: streaming mode on this many lanes.
           threads: OS threads (0: automatic).
           max_steps: stop with ExecutionError after this many steps (0: no bound).
@@ -418,17 +421,20 @@ class Program:
         arrays, given_batch = self._bind(args, named, inputs, batch, _RUN_OPTIONS)
         if batch is None:
             batch = given_batch
+        jit_wait = False
         if isinstance(jit, str):
-            if jit not in ("on", "off"):
-                raise InputError(f"jit must be True/False (or 'on'/'off'), not '{jit}'")
-            jit = jit == "on"
+            if jit not in ("on", "off", "wait"):
+                raise InputError(f"jit must be True/False (or 'on'/'off'/'wait'), not '{jit}'")
+            jit_wait = jit == "wait"
+            jit = jit != "off"
         trace_path, trace_callback = "", None
         if callable(trace):
             trace_callback = trace
         elif trace is not None:
             trace_path = os.fspath(trace)
         outputs, stats_json, errors, names = self._p.run(
-            arrays, vm=vm, schedule=schedule or self._schedule, jit=bool(jit), lanes=int(lanes),
+            arrays, vm=vm, schedule=schedule or self._schedule, jit=bool(jit), jit_wait=jit_wait,
+            lanes=int(lanes),
             threads=int(threads), max_steps=int(max_steps), max_stack_depth=int(max_stack_depth),
             batch=int(batch or 0), trace_path=trace_path, trace_callback=trace_callback,
             trace_mask=trace_mask, trace_format=trace_format, stats=bool(stats), on_error=on_error,

@@ -254,3 +254,64 @@ def test_stats_execution(programs):
     off = prog.run(n=[1, 6, 7, 27, 12], stats=True, jit=False).stats["execution"]
     assert {e["mode"] for e in off.values()} == {"interpreted"}
     assert all("--jit off" in e["reason"] for e in off.values())
+
+
+def test_jit_on_wait_and_off(programs):
+    # The default (on) starts interpreted and switches to the compiled code when
+    # it is ready; "wait" compiles first; the outputs never change.
+    prog = autobatch.load(programs / "collatz.ab", entry="collatz_steps")
+    n = np.arange(1, 700)
+    want = prog.run(n=n, jit=False)[0]
+    for jit in (True, "on", "wait", "off"):
+        assert np.array_equal(prog.run(n=n, jit=jit, threads=1)[0], want), jit
+    with pytest.raises(autobatch.InputError, match="'on'/'off'/'wait'"):
+        prog.run(n=n, jit="later")
+
+
+EXIT_WHILE_COMPILING = """
+import sys, time, autobatch
+prog = autobatch.load(sys.argv[1], entry="main")
+t0 = time.perf_counter()
+out = prog.run(inputs=sys.argv[2])
+print(time.perf_counter() - t0, len(out), flush=True)
+"""
+
+
+def test_exit_while_compiling(programs):
+    # A run that ends before its code is ready does not wait for it; the
+    # compilation goes on in the background (AUTOBATCH_JIT_DELAY_MS makes it
+    # 2 s slower) and the interpreter's exit joins it: exit status 0, no crash.
+    env = dict(os.environ, AUTOBATCH_JIT_DELAY_MS="2000")
+    out = subprocess.run([sys.executable, "-c", EXIT_WHILE_COMPILING, str(programs / "nuts.ab"),
+                          str(programs / "nuts.json")], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    seconds, outputs = out.stdout.split()
+    assert float(seconds) < 1.5 and int(outputs) > 0
+
+
+FORK_WHILE_COMPILING = """
+import os, sys, autobatch
+prog = autobatch.load(sys.argv[1], entry="main")
+want = prog.run(inputs=sys.argv[2], jit=False)[0]
+got = prog.run(inputs=sys.argv[2])[0]  # its compilation goes on (made 1 s slower)
+pid = os.fork()
+if pid == 0:
+    # The child has no compiling thread, and LLVM's state is not to be trusted:
+    # it interprets, also where a run would compile first.
+    ok = all((prog.run(inputs=sys.argv[2], jit=j, stats=s)[0] if not s else
+              prog.run(inputs=sys.argv[2], jit=j, stats=s).outputs[0]).tolist() == want.tolist()
+             for j, s in [(True, False), ("wait", False), (True, True)])
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), got.tolist() == want.tolist(), flush=True)
+"""
+
+
+def test_fork_while_compiling(programs):
+    env = dict(os.environ, AUTOBATCH_JIT_DELAY_MS="1000")
+    out = subprocess.run([sys.executable, "-c", FORK_WHILE_COMPILING, str(programs / "nuts.ab"),
+                          str(programs / "nuts.json")], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "True"], out.stdout + out.stderr

@@ -18,11 +18,14 @@
 #include "passes/verify.h"
 #include "support/log.h"
 #include "support/strings.h"
+#include "vm/jit/jit.h"
 #include "vm/trace.h"
 
 namespace autobatch {
 
 const char* version() { return AUTOBATCH_VERSION; }
+
+bool compiling_in_background() { return ab::jit::compiling(); }
 
 const char* dtype_name(DType d) { return ab::dtype_name(to_internal(d)); }
 size_t dtype_size(DType d) { return ab::dtype_size(to_internal(d)); }

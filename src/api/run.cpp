@@ -441,9 +441,8 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     }
 
     // Shards: `workers` OS threads take the plan's shards in batch order.
-    const shards::Plan plan =
-        shards::plan(batch, o.threads, o.lanes, o.stats, tracing,
-                     std::max<int64_t>(1, std::thread::hardware_concurrency()));
+    const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    const shards::Plan plan = shards::plan(batch, o.threads, o.lanes, o.stats, tracing, cores);
     const int64_t workers = plan.workers;
     const int64_t shard_count = static_cast<int64_t>(plan.shards.size());
     std::vector<Shard> work(plan.shards.size());
@@ -468,6 +467,11 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ro.max_steps = o.max_steps;
         ro.record_errors = o.on_error == OnError::Record;
         ro.jit = o.jit;
+        // Tiered (docs/engine.md, "Tiered execution"): the code compiles in
+        // the background on a core the run leaves free. When the run's OS
+        // threads take every core there is none: the run compiles first (the
+        // first shard compiles, the others wait for its code), as jit_wait.
+        ro.jit_wait = o.jit_wait || workers >= cores;
         ro.persistent = o.schedule == "persistent";
         ro.lanes = o.lanes > 0 ? o.lanes / workers + (w < o.lanes % workers ? 1 : 0) : 0;
         ro.first_thread = o.first_thread + s.start;

@@ -271,7 +271,8 @@ autobatch::RunOptions run_options(const Options& opt) {
   autobatch::RunOptions ro;
   ro.vm = opt.vm;
   ro.schedule = opt.schedule;
-  ro.jit = opt.jit == "on";
+  ro.jit = opt.jit != "off";
+  ro.jit_wait = opt.jit == "wait";
   ro.max_stack_depth = opt.max_stack_depth;
   ro.max_steps = opt.max_steps;
   ro.time_limit = opt.time_limit;
@@ -323,8 +324,11 @@ void register_commands(CLI::App& app, Options& opt) {
   run->add_option("--schedule", opt.schedule,
                   "block scheduling: persistent (default: a self-looping block keeps its chunk "
                   "until its threads leave) or min-pc (the seed's exact order)");
-  run->add_option("--jit", opt.jit, "stack VM: compile blocks to native code (on, default) or off")
-      ->check(CLI::IsMember({"on", "off"}));
+  run->add_option("--jit", opt.jit,
+                  "stack VM: compile blocks to native code (on, default: the run starts "
+                  "interpreted and switches to the code when it is ready), wait (compile, "
+                  "then run) or off")
+      ->check(CLI::IsMember({"on", "off", "wait"}));
   run->add_option("--max-stack-depth", opt.max_stack_depth,
                   "bound on stack depth per thread (default 100000)")
       ->check(at_least(1));

@@ -15,7 +15,7 @@ struct Options {
   std::string entry;
   std::string vm = "stack";
   std::string schedule = "persistent";
-  std::string jit = "on";  // on | off (stack VM)
+  std::string jit = "on";  // on | off | wait (stack VM)
   int64_t max_stack_depth = 100000;
   int64_t max_steps = 0;           // 0: no bound
   double time_limit = 0;           // seconds; 0: no limit

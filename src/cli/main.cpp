@@ -4,6 +4,8 @@
 // usage/parse/type/input error, 1 runtime error).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -89,7 +91,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return ab::cli::dispatch(app, opt);
+    const int status = ab::cli::dispatch(app, opt);
+    // A run that ended before the JIT's code was ready does not wait for it
+    // (docs/engine.md, "Tiered execution"): the outputs are written, so the
+    // process ends here rather than in the exit handlers, which would join
+    // the compiling thread.
+    if (autobatch::compiling_in_background()) {
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
+      std::_Exit(status);
+    }
+    return status;
   } catch (const std::bad_alloc&) {
     // Outputs are written whole or not at all, so nothing partial is left.
     std::cerr << "autobatch: error: out of memory (the batch times the size of one thread's values "

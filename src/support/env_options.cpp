@@ -2,6 +2,7 @@
 // autobatch looks at is read here.
 #include "support/env_options.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace ab {
@@ -22,6 +23,8 @@ EnvOptions read_env_options(const char* (*get)(const char* name)) {
   o.jit_dump = is("AUTOBATCH_JIT_DUMP", '1');
   if (std::string cg = text("AUTOBATCH_JIT_LIGHT_CG"); !cg.empty()) o.jit_light_cg = cg;
   o.jit_light_pipeline = text("AUTOBATCH_JIT_LIGHT_PIPELINE");
+  if (std::string d = text("AUTOBATCH_JIT_DELAY_MS"); !d.empty())
+    o.jit_delay_ms = std::max<int64_t>(0, std::strtoll(d.c_str(), nullptr, 10));
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
     o.mpi_launcher = o.mpi_launcher || get(v) != nullptr;
   return o;

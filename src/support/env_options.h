@@ -8,8 +8,11 @@
 //   AUTOBATCH_JIT_LIGHT_CG=none|less|default   code generation level of the
 //                                 modules without dense loops (default none)
 //   AUTOBATCH_JIT_LIGHT_PIPELINE=<pass pipeline>  their optimisation passes
+//   AUTOBATCH_JIT_DELAY_MS=N      each compilation in the background takes N ms
+//                                 longer (tests: a slow compiler, which no run waits for)
 // and, not ours, the variables an MPI launcher sets (mpi_launcher()).
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace ab {
@@ -21,6 +24,7 @@ struct EnvOptions {
   bool jit_dump = false;              // AUTOBATCH_JIT_DUMP (1: on)
   std::string jit_light_cg = "none";  // AUTOBATCH_JIT_LIGHT_CG
   std::string jit_light_pipeline;     // AUTOBATCH_JIT_LIGHT_PIPELINE ("" : the JIT's own)
+  int64_t jit_delay_ms = 0;           // AUTOBATCH_JIT_DELAY_MS
   // An MPI launcher started this process (OMPI_COMM_WORLD_SIZE, PMIX_RANK,
   // PMI_RANK or PMI_SIZE is set).
   bool mpi_launcher = false;

@@ -41,6 +41,20 @@ struct RunOptions {
   bool jit = true;                   // stack VM: compile blocks (if this build has the JIT)
   bool persistent = true;            // stack VM: a block that loops to itself keeps its chunk
                                      // (false: the seed's exact min-pc order)
+  // Stack VM with the JIT: compile the planned code before the run starts
+  // (true), or start at once with every block interpreted while the code
+  // compiles on the JIT's background thread, and switch the blocks to their
+  // planned modes at the first step boundary after it is ready (false:
+  // tiered, docs/engine.md, "Tiered execution"). Runs that count steps (stats,
+  // a trace, max_steps) always compile first. The public API passes its own
+  // RunOptions::jit_wait (default false); here the default is true, so that
+  // the JIT's tests run compiled code from the first step.
+  bool jit_wait = true;
+  // Tests only, tiered runs: switch at the first step boundary at or after
+  // this step (waiting for the code there, or holding back code that is
+  // ready), not when the code is ready: a switch mid-run at a step that
+  // does not depend on timing. -1: off.
+  int64_t jit_switch_at = -1;
   // Polled between steps, every kPollSteps steps (only when set, so the step
   // loop pays nothing more without them): a set flag stops the run (RunResult
   // ::cancelled), and `progress` hears the steps so far and the threads finished.

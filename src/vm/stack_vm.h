@@ -42,8 +42,13 @@
 //
 // How each block runs is decided once, before the run, by the planner
 // (src/vm/stack/plan.h: its modes and cost rule); RunResult::execution
-// reports each block's mode and why (-v, --stats). The implementation is in
-// src/vm/stack/, a file per responsibility (stack_vm_impl.h lists them).
+// reports each block's mode and why (-v, --stats). Unless RunOptions::
+// jit_wait (or the run counts steps), the run is tiered: it starts with
+// every block interpreted while the JIT compiles the plan's code in the
+// background, and switches the blocks to their modes at the first step
+// boundary after the code is ready (docs/engine.md, "Tiered execution").
+// The implementation is in src/vm/stack/, a file per responsibility
+// (stack_vm_impl.h lists them).
 //
 // Threads not in a step's list are never touched, so values they hold never
 // cause errors. With `lanes` > 0 (streaming mode) the run uses that many

@@ -1,4 +1,4 @@
-"""Shared by check_programs.py and random_programs.py: running autobatch in the eight
+"""Shared by check_programs.py and random_programs.py: running autobatch in the nine
 configurations and comparing what they print.
 
 The configurations of one program P with entry E on one inputs file:
@@ -32,11 +32,15 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# "stack" is the default, tiered: a small run may end before its code is ready and so run
+# interpreted throughout; "stack+jit-wait" compiles first, so that the compiled code runs
+# from the first step whatever the batch.
 CONFIGS = ["reference", "stack", "stackless", "lowered/reference", "lowered/stack",
-           "stack+jit-off", "stack+min-pc", "stack+jit-off+min-pc"]
+           "stack+jit-off", "stack+min-pc", "stack+jit-off+min-pc", "stack+jit-wait"]
 
 # The flags of a configuration's `+mode` suffixes.
-MODE_FLAGS = {"jit-off": ["--jit", "off"], "min-pc": ["--schedule", "min-pc"]}
+MODE_FLAGS = {"jit-off": ["--jit", "off"], "min-pc": ["--schedule", "min-pc"],
+              "jit-wait": ["--jit", "wait"]}
 
 
 def split_config(config):

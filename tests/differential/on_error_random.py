@@ -88,7 +88,8 @@ def main():
             continue
         want = normalized(ref.stdout)
         with_failures += bool(want[1])
-        configs = [src + ["stack"], src + ["stack", "--jit", "off"], src + ["stack", "--schedule", "min-pc"],
+        configs = [src + ["stack"], src + ["stack", "--jit", "off"], src + ["stack", "--jit", "wait"],
+                   src + ["stack", "--schedule", "min-pc"],
                    src + ["stack", "--lanes", "7"], src + ["stack", "--threads", "3"], src + ["stackless"],
                    src + ["stackless", "--lanes", "5"], [low, "--vm", "stack"], [low, "--vm", "reference"],
                    [low, "--vm", "stack", "--lanes", "3", "--jit", "off"]]

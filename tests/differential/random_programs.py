@@ -21,7 +21,7 @@ values that depend on the entry's inputs, so threads take different paths; the e
 folds every variable it holds into a checksum, its last result. Each program is first
 checked with `autobatch check` (a rejection is a bug of this generator, or of the
 tool's inference: it is reported and saved), then run on inputs of batch 1 and of a
-random batch in [2, 300] in the eight configurations of common.py; all must print
+random batch in [2, 300] in the nine configurations of common.py; all must print
 the reference's outputs exactly. A failing program is saved with its inputs under
 --failures (default build/differential-failures/) with the commands to reproduce it.
 Ends with `N passed, M failed`; exit 1 on any failure.

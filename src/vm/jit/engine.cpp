@@ -10,12 +10,14 @@
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -155,24 +157,215 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
 
 bool available() { return engine().jit != nullptr; }
 
+namespace {
+
+// A module to compile: its segments and who waits for it.
+struct Job {
+  std::vector<Segment> gather, dense, blocks;
+  std::vector<uint32_t> chain;
+  bool chained = false;
+  uint32_t frames = 0;
+  std::shared_ptr<Pending> pending = std::make_shared<Pending>();
+  bool taken = false;  // a thread is compiling it
+};
+
+// The code cache, the compilations under way, and the background thread.
+// One per process (service()); the mutex is held only to look at or change
+// these, never while compiling.
+struct Service {
+  std::mutex mu;
+  std::condition_variable cv;  // the queue changed, a job finished, or stop
+  std::map<std::string, std::shared_ptr<const Code>> cache;
+  // Queued or being compiled, by key; `queue` holds the keys of the queued
+  // ones, oldest first (a key whose job another thread took is skipped).
+  std::map<std::string, std::shared_ptr<Job>> in_flight;
+  std::deque<std::string> queue;
+  std::thread* worker = nullptr;  // started on first use; left alone in a forked child
+  bool stop = false, hold = false;
+  // A child of fork() made while a thread was compiling: LLVM's locks may be
+  // held by a thread the child does not have, so the child never compiles.
+  bool forked_mid_compile = false;
+
+  Service();
+  ~Service() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    if (worker) {
+      worker->join();
+      delete worker;
+    }
+  }
+  void work();
+};
+
+// The process's service. The engine is made first, so that it is destroyed
+// after the service (whose destructor joins the thread, which uses it, and
+// whose cache's code removes itself from it).
+Service& service() {
+  engine();
+  static Service s;
+  return s;
+}
+
+Service::Service() {
+  // fork(): the child has no background thread, and nothing in flight.
+  pthread_atfork([] { service().mu.lock(); }, [] { service().mu.unlock(); },
+                 [] {
+                   Service& s = service();
+                   for (const auto& [key, job] : s.in_flight)
+                     s.forked_mid_compile = s.forked_mid_compile || job->taken;
+                   s.in_flight.clear();
+                   s.queue.clear();
+                   s.worker = nullptr;  // the parent's thread: not ours to join
+                   s.mu.unlock();
+                 });
+}
+
+// Compiles job (without the lock), then, with `lock` held again: the code into
+// the cache, the job done, and everyone waiting told.
+void run_job(Service& s, const std::string& key, Job& job, std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  std::string error;
+  std::shared_ptr<const Code> code = compile_module(
+      job.gather, job.dense, job.blocks, job.chained ? &job.chain : nullptr, job.frames, &error);
+  lock.lock();
+  if (code) s.cache.emplace(key, code);
+  auto it = s.in_flight.find(key);
+  if (it != s.in_flight.end() && it->second.get() == &job) s.in_flight.erase(it);
+  job.pending->finish(std::move(code), std::move(error));
+  s.cv.notify_all();
+}
+
+void Service::work() {
+  const int64_t delay_ms = ab::env_options().jit_delay_ms;
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    cv.wait(lock, [&] { return stop || (!hold && !queue.empty()); });
+    if (stop) return;
+    const std::string key = std::move(queue.front());
+    queue.pop_front();
+    auto it = in_flight.find(key);
+    if (it == in_flight.end() || it->second->taken) continue;
+    std::shared_ptr<Job> job = it->second;
+    job->taken = true;
+    if (delay_ms > 0) {  // AUTOBATCH_JIT_DELAY_MS: a slow compiler, for tests
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      lock.lock();
+    }
+    run_job(*this, key, *job, lock);
+  }
+}
+
+const char* const kForkedMidCompile =
+    "this process was forked while the JIT was compiling (its locks may be held): no JIT here";
+
+std::string full_key(const std::vector<Segment>& gather, const std::vector<Segment>& dense,
+                     const std::vector<Segment>& blocks, const std::vector<uint32_t>* chain,
+                     uint32_t chain_frames) {
+  std::string key = cache_key(gather, dense, blocks, chain);
+  if (chain) key += "f" + std::to_string(chain_frames);
+  return key;
+}
+
+std::shared_ptr<Job> make_job(const std::vector<Segment>& gather, const std::vector<Segment>& dense,
+                              const std::vector<Segment>& blocks,
+                              const std::vector<uint32_t>* chain, uint32_t chain_frames) {
+  auto job = std::make_shared<Job>();
+  job->gather = gather;
+  job->dense = dense;
+  job->blocks = blocks;
+  job->chained = chain != nullptr;
+  if (chain) job->chain = *chain;
+  job->frames = chain_frames;
+  return job;
+}
+
+}  // namespace
+
 std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
                                     const std::vector<Segment>& dense,
                                     const std::vector<Segment>& blocks,
                                     const std::vector<uint32_t>* chain, uint32_t chain_frames,
                                     std::string* error, bool* cached) {
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const Code> > cache;
-  std::string key = cache_key(gather, dense, blocks, chain);
-  if (chain) key += "f" + std::to_string(chain_frames);
-  // One compilation at a time; a second run of the same program waits for the first's code.
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  *cached = it != cache.end();
-  if (*cached) return it->second;
-  std::shared_ptr<const Code> code =
-      compile_module(gather, dense, blocks, chain, chain_frames, error);
-  if (code) cache.emplace(std::move(key), code);
-  return code;
+  Service& s = service();
+  const std::string key = full_key(gather, dense, blocks, chain, chain_frames);
+  std::unique_lock<std::mutex> lock(s.mu);
+  auto hit = s.cache.find(key);
+  *cached = hit != s.cache.end();
+  if (*cached) return hit->second;
+  if (s.forked_mid_compile) {
+    *error = kForkedMidCompile;
+    return nullptr;
+  }
+  std::shared_ptr<Job> job;
+  if (auto it = s.in_flight.find(key); it != s.in_flight.end()) {
+    job = it->second;
+    if (job->taken) {
+      // Another thread compiles it: wait for its code (as for the cache's).
+      lock.unlock();
+      job->pending->wait();
+      *cached = job->pending->code() != nullptr;
+      if (!*cached) *error = job->pending->error();
+      return job->pending->code();
+    }
+    // Queued for the background thread: compiled here, now.
+  } else {
+    job = make_job(gather, dense, blocks, chain, chain_frames);
+    s.in_flight.emplace(key, job);
+  }
+  job->taken = true;
+  run_job(s, key, *job, lock);
+  if (!job->pending->code()) *error = job->pending->error();
+  return job->pending->code();
+}
+
+std::shared_ptr<const Pending> compile_in_background(const std::vector<Segment>& gather,
+                                                     const std::vector<Segment>& dense,
+                                                     const std::vector<Segment>& blocks,
+                                                     const std::vector<uint32_t>* chain,
+                                                     uint32_t chain_frames, bool* cached) {
+  Service& s = service();
+  const std::string key = full_key(gather, dense, blocks, chain, chain_frames);
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto hit = s.cache.find(key);
+  *cached = hit != s.cache.end();
+  if (*cached || s.forked_mid_compile) {
+    auto ready = std::make_shared<Pending>();
+    ready->finish(*cached ? hit->second : nullptr, *cached ? "" : kForkedMidCompile);
+    return ready;
+  }
+  if (auto it = s.in_flight.find(key); it != s.in_flight.end()) return it->second->pending;
+  std::shared_ptr<Job> job = make_job(gather, dense, blocks, chain, chain_frames);
+  s.in_flight.emplace(key, job);
+  s.queue.push_back(key);
+  if (!s.worker) s.worker = new std::thread([&s] { s.work(); });
+  s.cv.notify_all();
+  return job->pending;
+}
+
+bool compiling() {
+  Service& s = service();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return !s.in_flight.empty();
+}
+
+void hold_background(bool hold) {
+  Service& s = service();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.hold = hold;
+  }
+  s.cv.notify_all();
+}
+
+void wait_idle() {
+  Service& s = service();
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.cv.wait(lock, [&] { return s.in_flight.empty(); });
 }
 
 namespace {

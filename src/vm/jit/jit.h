@@ -31,8 +31,11 @@
 // one module with its own resource tracker, freed with its Code object.
 // Without LLVM (AUTOBATCH_JIT off) available() is false and compile() fails.
 #pragma once
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -237,5 +240,70 @@ std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,
                                     const std::vector<Segment>& blocks,
                                     const std::vector<uint32_t>* chain, uint32_t chain_frames,
                                     std::string* error, bool* cached);
+
+// A compilation on the JIT's background thread (compile_in_background):
+// ready() once it has finished, then code(), null if LLVM failed (error()).
+class Pending {
+ public:
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
+  // Blocks until ready().
+  void wait() const {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait(lock, [&] { return ready(); });
+  }
+  // After ready().
+  const std::shared_ptr<const Code>& code() const { return code_; }
+  const std::string& error() const { return error_; }
+
+  // The compiler's side: the result, once.
+  void finish(std::shared_ptr<const Code> code, std::string error) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      code_ = std::move(code);
+      error_ = std::move(error);
+      ready_.store(true, std::memory_order_release);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::atomic<bool> ready_{false};
+  mutable std::mutex m_;
+  mutable std::condition_variable cv_;
+  std::shared_ptr<const Code> code_;
+  std::string error_;
+};
+
+// compile() on the process's background thread, for tiered runs (the stack
+// VM interprets while the code compiles, docs/engine.md, "Tiered
+// execution"): returns at once. Code in the cache gives a Pending that is
+// ready already (*cached = true); a module being compiled for another run
+// (the same key) is shared, not compiled twice. The finished code goes into
+// the cache whether or not anyone still waits for it, so a run that ended
+// before it was ready leaves it to the next run of the program. The thread
+// is started on first use and lives as long as the process: its owner, a
+// static object, is destroyed at exit after it has joined the thread (a
+// compilation already started is finished, the queued ones are dropped);
+// in a child made by fork() the queue starts empty, and if a thread was
+// compiling at the fork the child compiles nothing (LLVM's locks may be held
+// by a thread it does not have): its runs are interpreted.
+std::shared_ptr<const Pending> compile_in_background(const std::vector<Segment>& gather,
+                                                     const std::vector<Segment>& dense,
+                                                     const std::vector<Segment>& blocks,
+                                                     const std::vector<uint32_t>* chain,
+                                                     uint32_t chain_frames, bool* cached);
+
+// Whether a compilation is queued or under way (in the background or for
+// another run): a process that exits now waits for it in its exit handlers.
+// The CLI then ends with std::_Exit once its outputs are flushed.
+bool compiling();
+
+// Tests only: while held, the background thread starts no compilation (a
+// run meanwhile finishes interpreted, as if the compiler were slow);
+// releasing it lets the queue go on. (AUTOBATCH_JIT_DELAY_MS delays each
+// background compilation instead, for a whole process.)
+void hold_background(bool hold);
+// Tests only: blocks until no compilation is queued or under way.
+void wait_idle();
 
 }  // namespace ab::jit

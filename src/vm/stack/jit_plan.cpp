@@ -665,55 +665,99 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
     if (cb.term == TermKind::PushGoto) return_to.push_back(cb.t1);
   std::sort(return_to.begin(), return_to.end());
   return_to.erase(std::unique(return_to.begin(), return_to.end()), return_to.end());
-  std::string err;
   const auto frames = static_cast<uint32_t>(
       std::clamp<int64_t>(opt_.max_stack_depth, 0, int64_t{jit::kFlatLevels}));
-  code_ = jit::compile(gsegs, dsegs, bsegs, chain ? &return_to : nullptr, frames, &err, &cached_);
-  if (!code_) {
-    jit_log_ = "jit: " + err + "; interpreting";
+  char line[192];
+  std::snprintf(line, sizeof line,
+                "%zu of %zu instructions fused into %zu segments and %zu blocks, "
+                "%zu loop blocks compiled whole",
+                fused, nops, gsegs.size(), bsegs.size(), dsegs.size());
+  wiring_.what = line;
+  wiring_.gather = std::move(gwhere);
+  wiring_.dense = std::move(dwhere);
+  wiring_.dense_slots = std::move(dslots);
+  wiring_.whole = std::move(bwhere);
+  wiring_.chain = chain;
+  wiring_.dense_segs = dsegs;
+  // Tiered (docs/engine.md, "Tiered execution"): unless the run counts its
+  // steps (which must not depend on when the code is ready), it starts at
+  // once, interpreted, and switches when the code compiled in the background
+  // is ready; code already in the cache comes in before the first step.
+  const bool counted = opt_.stats || (opt_.trace && opt_.trace->on()) || opt_.max_steps > 0;
+  if (!opt_.jit_wait && !counted) {
+    auto pending = jit::compile_in_background(gsegs, dsegs, bsegs, chain ? &return_to : nullptr,
+                                              frames, &cached_);
+    if (pending->ready() && opt_.jit_switch_at < 0) {
+      install_code(pending->code(), pending->error());
+      return;
+    }
+    pending_ = std::move(pending);
+    tiered_ = tier_ = true;
+    for (CBlock& cb : blocks_) cb.mode = ExecMode::Interpreted;
+    return;
+  }
+  std::string err;
+  auto code =
+      jit::compile(gsegs, dsegs, bsegs, chain ? &return_to : nullptr, frames, &err, &cached_);
+  install_code(code, err);
+}
+
+// The compiled functions wired to the blocks the plan compiles, and each
+// block switched to its planned mode: before the run, or (tiered) at a step
+// boundary, where every thread waits in a block's list and every value is
+// in its variable (no dense window, no chain under way), so that the
+// compiled modes find the state they expect (bind_blocks then binds them to
+// this run's arrays). If LLVM failed (null code), every block is
+// interpreted and the plan says so.
+void StackVM::install_code(const std::shared_ptr<const jit::Code>& code, const std::string& error) {
+  if (!code) {
+    jit_log_ = "jit: " + error + "; interpreting";
     for (size_t b = 0; b < blocks_.size(); ++b) {
       blocks_[b].seg_at.clear();
       blocks_[b].mode = plan_[b].mode = ExecMode::Interpreted;
-      plan_[b].reason = "the JIT failed (" + err + "): op at a time";
+      plan_[b].reason = "the JIT failed (" + error + "): op at a time";
     }
     return;
   }
-  if (chain) {
-    chain_blocks_ = bwhere;
+  code_ = code;
+  const Wiring& w = wiring_;
+  if (w.chain) {
+    chain_blocks_ = w.whole;
   } else {
-    for (size_t k = 0; k < bwhere.size(); ++k) blocks_[bwhere[k]].block_fn = code_->block[k];
+    for (size_t k = 0; k < w.whole.size(); ++k) blocks_[w.whole[k]].block_fn = code_->block[k];
   }
-  for (size_t k = 0; k < gwhere.size(); ++k)
-    blocks_[gwhere[k].first].segs[gwhere[k].second].fn = code_->gather[k];
+  for (size_t k = 0; k < w.gather.size(); ++k)
+    blocks_[w.gather[k].first].segs[w.gather[k].second].fn = code_->gather[k];
   size_t max_slots = 0;
-  for (size_t k = 0; k < dwhere.size(); ++k) {
-    DenseLoop& d = blocks_[dwhere[k]].dense;
+  for (size_t k = 0; k < w.dense.size(); ++k) {
+    const jit::Segment& seg = w.dense_segs[k];
+    DenseLoop& d = blocks_[w.dense[k]].dense;
     d.fn = code_->dense[k];
     d.multi = code_->dense_multi[k];
     d.solo = code_->dense_solo[k];
-    d.copies = dsegs[k].copies;
-    d.slot_leaf = dslots[k];
-    for (size_t s = 0; s < dsegs[k].slots.size(); ++s) d.kind.push_back(dsegs[k].slots[s].kind);
+    d.copies = seg.copies;
+    d.slot_leaf = w.dense_slots[k];
+    d.kind.clear();
+    for (size_t s = 0; s < seg.slots.size(); ++s) d.kind.push_back(seg.slots[s].kind);
     d.written.assign(d.slot_leaf.size(), false);
-    for (const auto& f : dsegs[k].ops) {
+    d.may_fail = false;
+    for (const auto& f : seg.ops) {
       for (int32_t o : f.outs) d.written[o] = true;
-      d.may_fail = d.may_fail || jit::may_fail(f, dsegs[k].slots);
+      d.may_fail = d.may_fail || jit::may_fail(f, seg.slots);
     }
     max_slots = std::max(max_slots, d.slot_leaf.size());
   }
   dense_.assign(max_slots, std::vector<uint64_t>(kChunk));
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "jit: %zu of %zu instructions fused into %zu segments and %zu blocks, "
-                "%zu loop blocks compiled whole, in %.1f ms (",
-                fused, nops, gsegs.size(), bsegs.size(), dsegs.size(), code_->seconds * 1e3);
-  jit_log_ = line + code_->detail + (cached_ ? "; cached)" : ")");
+  for (size_t b = 0; b < blocks_.size(); ++b) blocks_[b].mode = plan_[b].mode;
+  char line[64];
+  std::snprintf(line, sizeof line, ", in %.1f ms (", code_->seconds * 1e3);
+  jit_log_ = "jit: " + w.what + line + code_->detail + (cached_ ? "; cached)" : ")");
   size_t multi = 0;
-  for (const auto& seg : dsegs) multi += seg.copies > 1;
+  for (const auto& seg : w.dense_segs) multi += seg.copies > 1;
   if (multi)
     jit_log_ += "; " + std::to_string(multi) + " loop blocks run several iterations per call";
-  if (chain)
-    jit_log_ += "; the " + std::to_string(bwhere.size()) + " blocks compiled whole are chained (" +
+  if (w.chain)
+    jit_log_ += "; the " + std::to_string(w.whole.size()) + " blocks compiled whole are chained (" +
                 std::to_string(code_->chain_copy_sites) +
                 " call sites jump to copies of their callee's first blocks)";
 }

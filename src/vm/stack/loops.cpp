@@ -19,7 +19,9 @@ std::optional<RuntimeError> StackVM::run_loop(uint32_t b, const uint32_t* idx, i
   const Leaf& cl = leaves_[cb.cond];
   int c = 0;
   while (n > 0) {
-    if (yield_ && !counted) {  // a sweep (checkpoint): the threads wait at b again
+    // A sweep (checkpoint), or (tiered) the compiled code is ready: the
+    // threads wait at b again, between iterations, and the run loop goes on.
+    if ((yield_ || (tier_ && code_due())) && !counted) {
       append_lanes(b, buf[c], n);
       return std::nullopt;
     }

@@ -2,7 +2,8 @@
 // runs (ExecMode) and why, made once before the run from the block's
 // contents (BlockFacts, gathered by jit_plan.cpp), the run's options
 // (PlanOptions) and the cost rule below. The run follows the plan: the JIT
-// compiles what it names and the scheduler dispatches each block by its mode.
+// compiles what it names and the scheduler dispatches each block by its mode
+// (a tiered run, before its code is ready, every block op at a time).
 //
 // Cost rule, block by block (the first case that applies decides):
 //  1. Without the JIT (--jit off, or a build without LLVM) nothing is

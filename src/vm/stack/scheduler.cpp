@@ -39,12 +39,10 @@ RunResult StackVM::run() {
   res.execution = execution_report(names, locs, plan_);
   if (opt_.stats) opt_.stats->init(std::move(names));
   PoolVector<uint32_t> cur;
-  res.log = jit_log_;
-  if (in_place_bytes_ > 0)
-    res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
-               std::to_string(in_place_bytes_) + " bytes";
   if (opt_.stats && code_) opt_.stats->seconds["jit"] += cached_ ? 0.0 : code_->seconds;
   while (live_ > 0) {
+    // Tiered: the code compiled in the background comes in between steps.
+    if (tier_ && code_due()) switch_to_code();
     yield_ = false;
     uint32_t b = kHalt;
     while (!sweep_.empty() && b == kHalt) {  // a sweep is under way (checkpoint)
@@ -72,6 +70,10 @@ RunResult StackVM::run() {
       const bool dense = cb.mode == ExecMode::DenseChunks;
       parked_ = 0;
       for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {
+        if (tier_ && code_due()) {  // the chunks not started wait for the code
+          append_lanes(b, cur.data() + s, static_cast<int64_t>(cur.size() - s));
+          break;
+        }
         int64_t n = std::min<int64_t>(kChunk, static_cast<int64_t>(cur.size() - s));
         res.error =
             dense ? run_dense_loop(b, cur.data() + s, n) : run_loop(b, cur.data() + s, n, false);
@@ -89,6 +91,48 @@ RunResult StackVM::run() {
     if (res.error) break;
   }
   res.steps = step_;
+  {
+    // The plan, and for a tiered run when its compiled blocks came in.
+    std::vector<BlockPlan> report = plan_;
+    if (tiered_) {
+      const std::string when =
+          switched_at_ >= 0 ? "; interpreted for the first " + std::to_string(switched_at_) +
+                                  " steps, while its code compiled in the background"
+                            : "; interpreted throughout: the run ended (" + std::to_string(step_) +
+                                  " steps) before its code, compiling in the background, was ready";
+      for (BlockPlan& bp : report)
+        if (bp.mode != ExecMode::Interpreted) bp.reason += when;
+      if (switched_at_ >= 0 && code_)
+        jit_log_ +=
+            "; compiled in the background, in use from step " + std::to_string(switched_at_);
+      else if (switched_at_ < 0)
+        jit_log_ = "jit: " + wiring_.what +
+                   ", compiling in the background: the run ended before the code was ready "
+                   "(interpreted throughout; the code goes into the cache for the next run)";
+    } else if (code_ && (opt_.stats || tracing_ || opt_.max_steps > 0)) {
+      // Never tiered (and the same whatever jit_wait says: --stats under
+      // --threads N and under mpirun -np N report the same): the run counts
+      // its steps.
+      const std::string why = "; compiled before the run, which counts its steps (" +
+                              std::string(opt_.stats ? "--stats"
+                                          : tracing_ ? "--trace"
+                                                     : "--max-steps") +
+                              ")";
+      for (BlockPlan& bp : report)
+        if (bp.mode != ExecMode::Interpreted) bp.reason += why;
+    }
+    std::vector<std::string> names;
+    std::vector<SourceLoc> locs;
+    for (const auto& b : p_.blocks) {
+      names.push_back(b.label.name);
+      locs.push_back(b.label.loc);
+    }
+    res.execution = execution_report(names, locs, report);
+  }
+  res.log = jit_log_;
+  if (in_place_bytes_ > 0)
+    res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
+               std::to_string(in_place_bytes_) + " bytes";
   if (chain_calls_ > 0)
     res.log += "; chain: " + std::to_string(chain_calls_) + " calls, " +
                std::to_string(chain_runs_) + " calls and loop iterations run by threads alone, " +
@@ -106,6 +150,18 @@ RunResult StackVM::run() {
     finish_failed(res.outputs, res.failed);
   }
   return res;
+}
+
+// Tiered: the code compiled in the background replaces the interpreter,
+// block by block as the plan says. Called between steps only (the run loop,
+// or a persistent loop that parked its threads at its block), where every
+// thread waits in a block's list with its values in its variables.
+void StackVM::switch_to_code() {
+  pending_->wait();  // ready, unless RunOptions::jit_switch_at chose the step
+  tier_ = false;
+  switched_at_ = step_;
+  install_code(pending_->code(), pending_->error());
+  bind_blocks();
 }
 
 // One step of block b on n threads: counted against --max-steps, traced

@@ -236,6 +236,26 @@ class StackVM {
   std::shared_ptr<const jit::Code> code_;
   bool cached_ = false;
   std::string jit_log_;
+  // Tiered execution (RunOptions::jit_wait false, docs/engine.md): the code
+  // compiling in the background. While `tier_`, every block runs
+  // interpreted (CBlock::mode) and the plan keeps the modes it chose; at the
+  // first step boundary after the code is ready (code_due) the run switches
+  // the blocks to them (switch_to_code). `tiered_`: the run started so.
+  std::shared_ptr<const jit::Pending> pending_;
+  bool tiered_ = false, tier_ = false;
+  int64_t switched_at_ = -1;  // the step at which the code came in (tiered)
+  // What install_code wires to the compiled functions, kept from build_jit:
+  // per gather function its (block, segment), per dense body its block, its
+  // slots' leaves and its segment, the blocks compiled whole, and counts for
+  // the log.
+  struct Wiring {
+    std::vector<std::pair<uint32_t, size_t>> gather;
+    std::vector<uint32_t> dense, whole;
+    std::vector<std::vector<int32_t>> dense_slots;
+    std::vector<jit::Segment> dense_segs;
+    bool chain = false;
+    std::string what;  // "N of M instructions fused into ..."
+  } wiring_;
   std::vector<BlockPlan> plan_;                // per block: how it runs, and why
   std::vector<std::byte> saved_;               // a segment's outputs, while it may fail
   std::vector<uint32_t> saved_depth_;          // and the depths of the stacks it pops
@@ -356,6 +376,14 @@ class StackVM {
   static constexpr int32_t kConstLeaf = -16;
   void* thread_operand(int32_t l);
   void build_jit(std::vector<Candidates>& cand);
+  void install_code(const std::shared_ptr<const jit::Code>& code, const std::string& error);
+  // Tiered: whether the run switches to the compiled code now (at a step
+  // boundary): the code is ready, or (RunOptions::jit_switch_at, tests) the
+  // step has come.
+  bool code_due() const {
+    return opt_.jit_switch_at >= 0 ? step_ >= opt_.jit_switch_at : pending_->ready();
+  }
+  void switch_to_code();
 
   // ---- called per lane or per op: inline -------------------------------
   void push_lane(uint32_t block, uint32_t t) {
