@@ -38,16 +38,6 @@
 namespace autobatch {
 
 namespace {
-// One line per run phase on stderr when logging is on (-v).
-void log_phase(const char* name, double seconds) {
-  if (!ab::log_enabled(ab::LogLevel::Info)) return;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "phase %s: %.3f ms", name, seconds * 1e3);
-  ab::log_info(buf);
-}
-}  // namespace
-
-namespace {
 
 using Clock = std::chrono::steady_clock;
 
@@ -604,10 +594,12 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
 
     // The shards' results, merged: the first failure, or the outputs, the
     // failed threads and the statistics of the whole batch.
+    const auto merge_start = Clock::now();
     std::vector<shards::Part> parts;
     parts.reserve(work.size());
     for (Shard& s : work) parts.push_back(to_part(s, o, batch, m.source.get()));
     out = shards::merge(parts, batch, o.on_error == OnError::Record, o.stats);
+    log_phase("merge", seconds_since(merge_start));
     out.names = output_names(impl, *prep, out.outputs.size());
     out.execution = execution;
     if (out.stats) {
