@@ -119,7 +119,8 @@ std::vector<std::string> names_of(const std::vector<Part>& parts, size_t outputs
   return ab::default_output_names(outputs);
 }
 
-RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats) {
+RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats,
+                std::vector<Array> placed) {
   RunResult out;
   out.batch = batch;
   if (const Part* f = first_failure(parts)) {
@@ -129,7 +130,7 @@ RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool sta
       out.runtime_error = f->runtime_error;
     return out;
   }
-  out.outputs = merge_outputs(parts, batch);
+  out.outputs = placed.empty() ? merge_outputs(parts, batch) : std::move(placed);
   out.names = names_of(parts, out.outputs.size());
   out.recorded = recorded;
   for (const Part& p : parts) out.errors.insert(out.errors.end(), p.errors.begin(), p.errors.end());

@@ -81,8 +81,10 @@ void finish_stats(Stats& s);
 // threads of every part by thread number (`recorded` says OnError::Record),
 // the outputs' names (a part's that has them, else out0, out1, ...), and
 // with `stats` the parts' statistics added up. Cancelled parts are the
-// caller's to handle first.
-RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats);
+// caller's to handle first. `placed`, if not empty: the outputs, whose rows
+// the parts wrote in place (then the parts carry none).
+RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats,
+                std::vector<Array> placed = {});
 
 // The names of `outputs` outputs: those of the first part that names as
 // many, else out0, out1, ...

@@ -39,7 +39,8 @@ class Buffer {
   Buffer& operator=(Buffer&&) noexcept = default;
   // A view of `bytes` bytes at `data`, owned by the caller (who keeps them
   // alive and unchanged while the Buffer is used): an embedder's input, given
-  // to the VMs without a copy. Never written through; copies of it own theirs.
+  // to the VMs without a copy. Never written through (but see lend); copies
+  // of it own theirs.
   static Buffer borrow(const void* data, size_t bytes) {
     Buffer b;
     b.data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(const_cast<void*>(data)),
@@ -55,6 +56,10 @@ class Buffer {
     b.allocate(bytes);
     return b;
   }
+  // A view of memory the caller owns and lends to be written (the rows of
+  // a run's outputs in the whole batch's arrays: RunOptions::output_rows).
+  // Not freed by the Buffer; copies of it own theirs.
+  static Buffer lend(std::byte* data, size_t bytes) { return borrow(data, bytes); }
   void resize(size_t bytes) {
     if (!data_.get_deleter().owned) {  // borrowed: let go, then own what follows
       (void)data_.release();

@@ -29,8 +29,10 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
   on_true_.resize(n);
   on_false_.resize(n);
   if (tracing_) tids_.resize(n);
-  for (uint32_t r = 0; r < ef.result_leaves; ++r)
-    outputs_.emplace_back(ef.leaf_types[ef.var_leaves + r], batch);
+  outputs_ = make_outputs(std::vector<TensorType>(ef.leaf_types.begin() + ef.var_leaves,
+                                                   ef.leaf_types.begin() + ef.var_leaves +
+                                                       ef.result_leaves),
+                          batch, opt_);
 
   Frame& E = push_frame();
   E.init(ef, static_cast<uint32_t>(n));

@@ -12,7 +12,7 @@ RunResult StackVM::run() {
   std::vector<TensorType> out_types;
   for (const auto& o : p_.outputs)
     for (int32_t l : var_leaves_.at(o.name)) out_types.push_back(leaves_[l].type);
-  for (const auto& t : out_types) outputs_.emplace_back(t, n_inputs_);
+  outputs_ = make_outputs(out_types, n_inputs_, opt_);
 
   size_t nb = p_.blocks.size();
   wait_.assign(nb, {});
