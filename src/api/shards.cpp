@@ -29,6 +29,8 @@ Plan plan(int64_t batch, int64_t threads, int64_t lanes, bool stats, bool one_sh
   int64_t shards = p.workers;
   if (p.workers > 1 && !stats)
     shards = std::clamp<int64_t>(batch / kShardMin, p.workers, p.workers * kShardsPerThread);
+  else if (!stats && !one_shard)
+    shards = std::clamp<int64_t>(batch / kSoloShardMin, 1, kShardsPerThread);
   p.shards.reserve(static_cast<size_t>(shards));
   for (int64_t k = 0; k < shards; ++k) p.shards.push_back(share(batch, shards, k));
   return p;
