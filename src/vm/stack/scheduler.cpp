@@ -18,8 +18,6 @@ RunResult StackVM::run() {
   wait_.assign(nb, {});
   bits_.assign((nb + 63) / 64, 0);
   pcs_.init(static_cast<size_t>(lanes_), 1);
-  pc_depth_.assign(static_cast<size_t>(lanes_), 0);
-  lane_input_.assign(static_cast<size_t>(lanes_), 0);
   set_shared_inputs();
   if (opt_.max_steps > 0) lane_steps_.assign(static_cast<size_t>(lanes_), 0);
   start_all_lanes();
