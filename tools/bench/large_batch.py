@@ -27,10 +27,14 @@ ratios to NumPy:
                     np.load + np.save in this process
   cpu_ratio_process autobatch's process CPU / NumPy's process CPU
 
-Usage: /usr/bin/python3 tools/bench/large_batch.py [--autobatch build/autobatch]
+Usage: /usr/bin/python3 tools/bench/large_batch.py [--autobatch build/autobatch]...
            [--batch 16777216] [--reps 5] [--dir DIR] [--only default,stackless_t1,...]
-  --dir   where the temporary directory goes (default: the system's, $TMPDIR);
-          it and every file in it are deleted at the end.
+  --autobatch  the binary; given several times (e.g. a build before a change and
+               one after), each configuration runs under each, interleaved, and
+               rows are named BINARY:CONFIG (BINARY: the path's parent directories
+               that tell them apart)
+  --dir        where the temporary directory goes (default: the system's, $TMPDIR);
+               it and every file in it are deleted at the end.
 Needs NumPy (Debian's /usr/bin/python3 has it).
 """
 import argparse
@@ -104,20 +108,35 @@ def summary(samples):
     }
 
 
+def binary_labels(binaries):
+    """A short name for each binary: the fewest trailing directories of its
+    path (above the file itself) that tell them apart."""
+    parts = [os.path.abspath(b).split(os.sep)[:-1] for b in binaries]
+    for k in range(1, max(len(p) for p in parts) + 1):
+        names = [os.sep.join(p[-k:]) for p in parts]
+        if len(set(names)) == len(names):
+            return dict(zip(binaries, names))
+    return {b: b for b in binaries}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--autobatch", default=os.path.join(ROOT, "build", "autobatch"))
+    ap.add_argument("--autobatch", action="append")
     ap.add_argument("--batch", type=int, default=16 * 1024 * 1024)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--only", default="")
     args = ap.parse_args()
+    binaries = args.autobatch or [os.path.join(ROOT, "build", "autobatch")]
     only = [o for o in args.only.split(",") if o]
-    configs = [(n, f) for n, f in CONFIGS if not only or n in only]
     for o in only:
         if o not in dict(CONFIGS):
             sys.exit("large_batch.py: no configuration named %s (%s)" %
                      (o, ", ".join(n for n, _ in CONFIGS)))
+    # (row name, binary, flags); with several binaries the name says which.
+    labels = binary_labels(binaries)
+    configs = [((labels[b] + ":" if len(binaries) > 1 else "") + n, b, f)
+               for n, f in CONFIGS if not only or n in only for b in binaries]
     program = os.path.join(ROOT, "programs", "collatz.ab")
 
     work = tempfile.mkdtemp(prefix="autobatch-large-", dir=args.dir)
@@ -125,16 +144,16 @@ def main():
         n_path = os.path.join(work, "n.npy")
         np.save(n_path, np.ones(args.batch, dtype=np.int64))
         load_start = os.getloadavg()
-        ab = {n: {"wall": [], "cpu": [], "phases": {p: [] for p in PHASES}} for n, _ in configs}
+        ab = {n: {"wall": [], "cpu": [], "phases": {p: [] for p in PHASES}} for n, _, _ in configs}
         checked = set()
         np_proc = {"wall": [], "cpu": [], "load": [], "save": []}
         np_import = {"wall": [], "cpu": []}
         np_in = {"wall": [], "cpu": [], "load": [], "save": []}
         for rep in range(args.reps):
-            for name, flags in configs:
+            for name, binary, flags in configs:
                 out_dir = os.path.join(work, "out")
                 shutil.rmtree(out_dir, ignore_errors=True)
-                cmd = [args.autobatch, "run", program, "--inputs", "n=" + n_path, "--output",
+                cmd = [binary, "run", program, "--inputs", "n=" + n_path, "--output",
                        out_dir + "/", "-v", "-q"] + flags
                 c0 = children_cpu()
                 wall, rc, _, err = run_timed(cmd)
@@ -189,7 +208,7 @@ def main():
     np_proc_cpu = statistics.median(np_proc["cpu"])
     np_in_wall = statistics.median(np_in["wall"])
     rows = []
-    for name, flags in configs:
+    for name, binary, flags in configs:
         r = ab[name]
         phases = {p: summary(r["phases"][p]) for p in PHASES}
         fixed = [sum(r["phases"][p][k] for p in ("inputs", "run", "merge", "outputs"))
@@ -199,6 +218,7 @@ def main():
         fixed_s = summary(fixed)
         rows.append({
             "name": name,
+            "binary": binary,
             "flags": flags,
             "wall_s": wall,
             "cpu_s": cpu,
@@ -237,14 +257,15 @@ def main():
     print("NumPy, in process: np.load + np.save %s (load %s, save %s), cpu %s"
           % (ms(np_in_wall), ms(statistics.median(np_in["load"])),
              ms(statistics.median(np_in["save"])), ms(statistics.median(np_in["cpu"]))), file=e)
-    head = "%-13s %7s %7s %7s %7s %7s %7s %7s %7s %9s %9s %9s" % (
-        "config", "wall", "cpu", "inputs", "compile", "run", "merge", "outputs", "fixed",
+    width = max(13, max(len(r["name"]) for r in rows))
+    head = "%-*s %7s %7s %7s %7s %7s %7s %7s %7s %9s %9s %9s" % (
+        width, "config", "wall", "cpu", "inputs", "compile", "run", "merge", "outputs", "fixed",
         "x process", "x in-proc", "cpu x")
     print(head, file=e)
     for r in rows:
         ph = r["phases_s"]
-        print("%-13s %s %s %s %s %s %s %s %s %9.2f %9.2f %9.2f" % (
-            r["name"], ms(r["wall_s"]["median"]), ms(r["cpu_s"]["median"]),
+        print("%-*s %s %s %s %s %s %s %s %s %9.2f %9.2f %9.2f" % (
+            width, r["name"], ms(r["wall_s"]["median"]), ms(r["cpu_s"]["median"]),
             ms(ph["inputs"]["median"]), ms(ph["compile"]["median"]), ms(ph["run"]["median"]),
             ms(ph["merge"]["median"]), ms(ph["outputs"]["median"]), ms(r["fixed_s"]["median"]),
             r["ratio_process"], r["ratio_in_process"], r["cpu_ratio_process"]), file=e)
