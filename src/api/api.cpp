@@ -3,6 +3,8 @@
 // in run.cpp, custom primitives in primitives.cpp.
 #include <cblas.h>
 
+#include <chrono>
+
 #include <exception>
 #include <mutex>
 #include <new>
@@ -87,6 +89,13 @@ Diagnostic option_error(const std::string& message) {
   ab::Diagnostics d;
   d.error({}, message);
   return to_public(d).front();
+}
+
+void log_phase(const char* name, double seconds) {
+  if (!ab::log_enabled(ab::LogLevel::Info)) return;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "phase %s: %.3f ms", name, seconds * 1e3);
+  ab::log_info(buf);
 }
 
 void init_blas() {
@@ -483,6 +492,7 @@ Result<Inputs> Program::load_inputs(const std::vector<std::string>& args,
   return guarded([&]() -> Result<Inputs> {
     const Impl& impl = *impl_;
     if (impl.entry.empty()) return to_public(impl.entry_error);
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<ab::ParamSpec> specs;
     for (auto& [name, type] : impl.params()) specs.push_back({name, type});
     ab::Result<ab::InputSet> loaded = ab::load_inputs(args, specs, batch, defer_npy);
@@ -504,6 +514,8 @@ Result<Inputs> Program::load_inputs(const std::vector<std::string>& args,
       n.data_offset = d->header.data_offset;
       out.on_disk.push_back(std::move(n));
     }
+    log_phase("inputs",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return out;
   });
 }
@@ -627,6 +639,7 @@ Status check_output_target(const std::string& target) {
 
 Status write_outputs(const RunResult& r, const std::string& target, bool with_stats) {
   try {
+    const auto t0 = std::chrono::steady_clock::now();
     ab::Result<ab::OutputTarget> t = ab::parse_output_target(target);
     if (!t) return {to_public(t.diags())};
     std::vector<ab::PendingFile> beside;
@@ -640,6 +653,8 @@ Status write_outputs(const RunResult& r, const std::string& target, bool with_st
     auto written = ab::write_outputs(borrowed_outputs(r), r.batch, *t, extra_of(r, with_stats),
                                      std::cout, beside, r.names);
     if (!written) return {to_public(written.diags())};
+    log_phase("outputs",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return {};
   } catch (const std::bad_alloc&) {
     return {{option_error("out of memory while writing the outputs")}};

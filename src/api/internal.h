@@ -62,6 +62,11 @@ struct Program::Impl {
                                           const std::vector<std::optional<ab::Type>>& types) const;
 };
 
+// One line per run phase on stderr when logging is on (-v): "phase NAME: X ms".
+// The phases of a CLI run, in order: inputs (Program::load_inputs), compile,
+// run, merge (the shards' outputs into the batch's), outputs (write_outputs).
+void log_phase(const char* name, double seconds);
+
 // Sets the calling thread's BLAS to one thread (once per process).
 void init_blas();
 

@@ -13,6 +13,7 @@
 // (the first L % workers one more).
 #include "vm/run.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -36,16 +37,6 @@
 #include "vm/trace.h"
 
 namespace autobatch {
-
-namespace {
-// One line per run phase on stderr when logging is on (-v).
-void log_phase(const char* name, double seconds) {
-  if (!ab::log_enabled(ab::LogLevel::Info)) return;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "phase %s: %.3f ms", name, seconds * 1e3);
-  ab::log_info(buf);
-}
-}  // namespace
 
 namespace {
 
@@ -290,6 +281,67 @@ std::vector<std::string> output_names(const Program::Impl& impl, const Prepared&
   return ab::output_names(impl.result_names, it->second.results, outputs);
 }
 
+// The output leaves' types of this run, as the VM will make them, when
+// every result's type is known: for the lowered program (the stack VM, or a
+// lowered file) its outputs' variables, else the entry's results.
+std::optional<std::vector<ab::TensorType>> output_leaf_types(const Program::Impl& impl,
+                                                             const Prepared& prep,
+                                                             const ab::Program* lowered) {
+  std::vector<ab::TensorType> leaves;
+  if (lowered) {
+    for (const auto& o : lowered->outputs) {
+      auto it = prep.program_types.vars.find(o.name);
+      if (it == prep.program_types.vars.end()) return std::nullopt;
+      it->second.leaves(leaves);
+    }
+    return leaves;
+  }
+  auto it = prep.types.funcs.find(impl.entry);
+  if (it == prep.types.funcs.end()) return std::nullopt;
+  for (const auto& r : it->second.results) {
+    if (!r) return std::nullopt;
+    r->leaves(leaves);
+  }
+  return leaves;
+}
+
+// The outputs of the whole batch, allocated once before a sharded run: each
+// shard writes its rows in place (ab::RunOptions::output_rows), so the
+// shards' outputs need no merge, and a large batch's outputs are neither
+// allocated twice nor copied. Not initialised: every row is written by the
+// shard that runs it (ab::make_outputs).
+struct PlacedOutputs {
+  std::vector<ab::TensorType> types;
+  std::vector<ab::Array> arrays;
+  std::vector<size_t> row_bytes;
+
+  PlacedOutputs(std::vector<ab::TensorType> leaves, int64_t batch) : types(std::move(leaves)) {
+    for (const auto& t : types) {
+      ab::Array a;
+      a.type = t;
+      a.batch = batch;
+      row_bytes.push_back(static_cast<size_t>(t.num_elements()) * ab::dtype_size(t.dtype));
+      a.data = ab::Buffer::for_overwrite(row_bytes.back() * static_cast<size_t>(batch));
+      arrays.push_back(std::move(a));
+    }
+  }
+  // Where the rows of threads [start, ...) go.
+  std::vector<std::byte*> rows(int64_t start) {
+    std::vector<std::byte*> out;
+    for (size_t k = 0; k < arrays.size(); ++k)
+      out.push_back(arrays[k].data.data() + static_cast<size_t>(start) * row_bytes[k]);
+    return out;
+  }
+  // The shard's outputs are its rows here (its VM wrote them in place).
+  bool holds(const ab::RunResult& r, int64_t start) {
+    if (r.outputs.size() != arrays.size()) return false;
+    const std::vector<std::byte*> at = rows(start);
+    for (size_t k = 0; k < arrays.size(); ++k)
+      if (r.outputs[k].data.data() != at[k] || !(r.outputs[k].type == types[k])) return false;
+    return true;
+  }
+};
+
 double thread_cpu_seconds() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -452,6 +504,15 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     }
     // Progress: each worker's figures (its finished shards' and its current
     // one's); the first worker's thread reports the sums.
+    // Several shards write their outputs straight into the batch's (one
+    // shard's outputs are the batch's already).
+    const ab::Program* lowered =
+        m.program ? &*m.program
+                  : o.vm == "stack" ? &*prep->compiled->lowered.program : nullptr;
+    std::optional<PlacedOutputs> placed;
+    if (shard_count > 1)
+      if (auto leaves = output_leaf_types(impl, *prep, lowered))
+        placed.emplace(std::move(*leaves), batch);
     std::vector<std::atomic<int64_t>> worker_steps(static_cast<size_t>(workers));
     std::vector<std::atomic<int64_t>> worker_finished(static_cast<size_t>(workers));
     std::vector<double> worker_cpu(static_cast<size_t>(workers), 0.0);
@@ -478,6 +539,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ro.stats = o.stats ? &s.stats : nullptr;
         ro.trace = tracing ? &trace : nullptr;
         ro.cancel = stop;
+        if (placed) ro.output_rows = placed->rows(s.start);
         if (o.progress)
           ro.progress = [&, w, steps_before, finished_before](int64_t steps, int64_t finished) {
             worker_steps[static_cast<size_t>(w)].store(steps_before + steps,
@@ -608,10 +670,20 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
 
     // The shards' results, merged: the first failure, or the outputs, the
     // failed threads and the statistics of the whole batch.
+    const auto merge_start = Clock::now();
+    // Outputs written in place by every shard are the batch's as they are;
+    // otherwise (a VM that made its own) the parts' rows are copied.
+    std::vector<Array> whole;
+    if (placed && std::all_of(work.begin(), work.end(),
+                              [&](const Shard& s) { return placed->holds(s.result, s.start); })) {
+      for (Shard& s : work) s.result.outputs.clear();  // views of `placed`
+      for (ab::Array& a : placed->arrays) whole.push_back(ArrayAccess::wrap(std::move(a)));
+    }
     std::vector<shards::Part> parts;
     parts.reserve(work.size());
     for (Shard& s : work) parts.push_back(to_part(s, o, batch, m.source.get()));
-    out = shards::merge(parts, batch, o.on_error == OnError::Record, o.stats);
+    out = shards::merge(parts, batch, o.on_error == OnError::Record, o.stats, std::move(whole));
+    log_phase("merge", seconds_since(merge_start));
     out.names = output_names(impl, *prep, out.outputs.size());
     out.execution = execution;
     if (out.stats) {

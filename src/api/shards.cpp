@@ -29,6 +29,8 @@ Plan plan(int64_t batch, int64_t threads, int64_t lanes, bool stats, bool one_sh
   int64_t shards = p.workers;
   if (p.workers > 1 && !stats)
     shards = std::clamp<int64_t>(batch / kShardMin, p.workers, p.workers * kShardsPerThread);
+  else if (!stats && !one_shard)
+    shards = std::clamp<int64_t>(batch / kSoloShardMin, 1, kShardsPerThread);
   p.shards.reserve(static_cast<size_t>(shards));
   for (int64_t k = 0; k < shards; ++k) p.shards.push_back(share(batch, shards, k));
   return p;
@@ -119,7 +121,8 @@ std::vector<std::string> names_of(const std::vector<Part>& parts, size_t outputs
   return ab::default_output_names(outputs);
 }
 
-RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats) {
+RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats,
+                std::vector<Array> placed) {
   RunResult out;
   out.batch = batch;
   if (const Part* f = first_failure(parts)) {
@@ -129,7 +132,7 @@ RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool sta
       out.runtime_error = f->runtime_error;
     return out;
   }
-  out.outputs = merge_outputs(parts, batch);
+  out.outputs = placed.empty() ? merge_outputs(parts, batch) : std::move(placed);
   out.names = names_of(parts, out.outputs.size());
   out.recorded = recorded;
   for (const Part& p : parts) out.errors.insert(out.errors.end(), p.errors.begin(), p.errors.end());

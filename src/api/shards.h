@@ -15,6 +15,13 @@ namespace autobatch::shards {
 constexpr int64_t kAutoThreadMin = 1024;  // automatic OS threads: at most one per this many
 constexpr int64_t kShardsPerThread = 32;  // shards handed out per OS thread, at most
 constexpr int64_t kShardMin = 256;        // threads of a shard handed out, at least
+// One OS thread still cuts a batch of at least twice this many threads into
+// shards of at least this many (up to kShardsPerThread), run one after the
+// other: each shard's VM then holds a shard's per-thread storage (its
+// waiting lists, stacks, variables), which the next shard reuses from the
+// block pool (ir/block_pool.h), instead of the whole batch's, faulted in
+// fresh (16 M threads of collatz: about 700 MB of it).
+constexpr int64_t kSoloShardMin = int64_t{1} << 18;
 
 // Threads [first, first + count) of a batch.
 struct Span {
@@ -37,7 +44,8 @@ int64_t auto_threads(int64_t batch, int64_t cores);
 // there is one shard per worker, so that the statistics are those of equal
 // shares (an MPI run's over as many processes); otherwise more, smaller
 // shards (up to kShardsPerThread per worker, of at least kShardMin threads),
-// so that a region of long-running threads does not leave cores idle.
+// so that a region of long-running threads does not leave cores idle; and
+// one worker takes shards of at least kSoloShardMin threads.
 struct Plan {
   int64_t workers = 1;
   std::vector<Span> shards;
@@ -81,8 +89,10 @@ void finish_stats(Stats& s);
 // threads of every part by thread number (`recorded` says OnError::Record),
 // the outputs' names (a part's that has them, else out0, out1, ...), and
 // with `stats` the parts' statistics added up. Cancelled parts are the
-// caller's to handle first.
-RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats);
+// caller's to handle first. `placed`, if not empty: the outputs, whose rows
+// the parts wrote in place (then the parts carry none).
+RunResult merge(std::vector<Part>& parts, int64_t batch, bool recorded, bool stats,
+                std::vector<Array> placed = {});
 
 // The names of `outputs` outputs: those of the first part that names as
 // many, else out0, out1, ...

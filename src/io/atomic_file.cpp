@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -23,29 +24,38 @@ std::string temp_path_for(const std::string& target) {
   return (p.parent_path() / name).string();
 }
 
-// Writes `contents` to a new file at `path`; returns errno text on failure
-// (the caller removes the file).
-std::optional<std::string> write_new_file(const std::string& path, const std::string& contents) {
+// Writes n bytes at p to fd; errno text on failure.
+std::optional<std::string> write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    // At most 1 GiB a call: Linux writes at most 2 GiB - 4 KiB at once.
+    ssize_t k = ::write(fd, p, std::min<size_t>(n, size_t{1} << 30));
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return std::string(std::strerror(errno));
+    }
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return std::nullopt;
+}
+
+// Writes the file's bytes (contents, then data) to a new file at `path`;
+// returns errno text on failure (the caller removes the file).
+std::optional<std::string> write_new_file(const std::string& path, const PendingFile& f) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) return std::strerror(errno);
-  const char* p = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string why = std::strerror(errno);
-      ::close(fd);
-      return why;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  auto why = write_all(fd, f.contents.data(), f.contents.size());
+  if (!why && f.data_bytes)
+    why = write_all(fd, reinterpret_cast<const char*>(f.data), f.data_bytes);
+  if (why) {
+    ::close(fd);
+    return why;
   }
   // Flush to disk before the rename makes the file visible under its name.
   if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    std::string why = std::strerror(errno);
+    std::string err = std::strerror(errno);
     ::close(fd);
-    return why;
+    return err;
   }
   if (::close(fd) != 0) return std::strerror(errno);
   return std::nullopt;
@@ -65,7 +75,7 @@ Result<std::vector<std::string>> write_files_atomically(const std::vector<Pendin
       return io_error("cannot write '" + f.path + "': it is a directory");
     }
     temps.push_back(temp_path_for(f.path));
-    if (auto why = write_new_file(temps.back(), f.contents)) {
+    if (auto why = write_new_file(temps.back(), f)) {
       remove_temps();
       return io_error("cannot write '" + f.path + "': " + *why);
     }

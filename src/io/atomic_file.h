@@ -13,7 +13,13 @@ namespace ab {
 
 struct PendingFile {
   std::string path;      // the target
-  std::string contents;  // its complete bytes
+  std::string contents;  // its bytes: all of them, or the first ones
+  // Then `data_bytes` bytes at `data`, written from there, not copied into
+  // `contents` (the rows of a large output: a .npy file is its header, then
+  // the array's bytes as they are in memory). Borrowed: the caller keeps
+  // them alive until the write returns.
+  const std::byte* data = nullptr;
+  size_t data_bytes = 0;
 };
 
 // Writes all `files` or none; returns their paths. If a rename fails after

@@ -244,11 +244,11 @@ class Loader {
       const std::string where =
           path + ": parameter '" + name + "' (" + Type{false, *declared, {}}.str() + "): ";
       if (auto e = check_npy_shape(npy->shape, *declared, path, name)) return *e;
-      Array a = npy_to_array(npy.take());
+      const DType file_dtype = npy->dtype;
       std::string why;
-      auto converted = convert_dtype(a, declared->dtype, why);
+      auto converted = convert_dtype(npy_to_array(npy.take()), declared->dtype, why);
       if (!converted)
-        return io_error(where + "(the file's dtype is " + npy_descr(a.type.dtype) + ") " + why);
+        return io_error(where + "(the file's dtype is " + npy_descr(file_dtype) + ") " + why);
       return std::move(*converted);
     });
   }
@@ -378,7 +378,7 @@ Result<Array> read_input_rows(const NpySource& source, int64_t first, int64_t co
   a.data = rows.take();
   if (a.type.dtype == source.dtype) return a;
   std::string why;
-  auto converted = convert_dtype(a, source.dtype, why);
+  auto converted = convert_dtype(std::move(a), source.dtype, why);
   if (!converted)
     return io_error(source.path + ": parameter '" + source.param + "' (" +
                     dtype_name(source.dtype) + "), in rows " + std::to_string(first) + ".." +

@@ -1,13 +1,15 @@
 #include "io/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "io/io_error.h"
 
@@ -244,24 +246,69 @@ Result<NpyArray> parse_npy(std::string_view bytes, const std::string& origin) {
   out.dtype = header->dtype;
   out.shape = std::move(header->shape);
   const size_t need = static_cast<size_t>(num_elements(out.shape)) * dtype_size(out.dtype);
-  out.data.resize(need);
+  out.data = Buffer::for_overwrite(need);
   if (need) std::memcpy(out.data.data(), bytes.data() + header->data_offset, need);
   normalize_bools(out.dtype, out.data);
   return out;
 }
 
-Result<NpyHeader> read_npy_header(const std::string& path) {
+namespace {
+
+// An open file, closed when it goes.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens `path` for reading; its size in `size`.
+Result<int> open_for_reading(const std::string& path, uint64_t& size) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return io_error(path + ": cannot open the file: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path + ": cannot open the file: " + std::strerror(errno));
-  const uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) return io_error(path + ": cannot read the file: " + ec.message());
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(path + ": cannot open the file: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    return io_error(path + ": cannot read the file: " + why);
+  }
+  size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+// Reads exactly `n` bytes at `offset` into `dst`, straight from the file
+// into the caller's memory (no stream buffer, no copy); an error text if
+// the file ends first (it changed since its size was taken) or a read fails.
+std::optional<std::string> read_exact(int fd, uint64_t offset, std::byte* dst, size_t n) {
+  while (n > 0) {
+    // At most 1 GiB a call: Linux reads at most 2 GiB - 4 KiB at once.
+    ssize_t got = ::pread(fd, dst, std::min<size_t>(n, size_t{1} << 30),
+                          static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return std::string(std::strerror(errno));
+    }
+    if (got == 0) return std::string("the file is shorter than it was (did it change?)");
+    dst += got;
+    offset += static_cast<uint64_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+  return std::nullopt;
+}
+
+// The header of the open file `fd` of `size` bytes (only the header's bytes
+// are read).
+Result<NpyHeader> read_header(int fd, uint64_t size, const std::string& path) {
   // The magic, the version and the header length; then the whole header.
   std::string bytes(static_cast<size_t>(std::min<uint64_t>(size, kMagicLen + 2 + 4)), '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!in) return io_error(path + ": cannot read the file");
+  if (auto why = read_exact(fd, 0, reinterpret_cast<std::byte*>(bytes.data()), bytes.size()))
+    return io_error(path + ": cannot read the file: " + *why);
   if (bytes.size() >= kMagicLen + 2 + 4 &&
       bytes.substr(0, kMagicLen) == std::string_view(kMagic, kMagicLen)) {
     const int major = static_cast<uint8_t>(bytes[6]);
@@ -269,12 +316,28 @@ Result<NpyHeader> read_npy_header(const std::string& path) {
     const uint64_t end = kMagicLen + 2 + len_bytes + read_le(bytes, kMagicLen + 2, len_bytes);
     const size_t have = bytes.size();
     bytes.resize(static_cast<size_t>(std::min(end, size)));
-    if (bytes.size() > have) {
-      in.read(bytes.data() + have, static_cast<std::streamsize>(bytes.size() - have));
-      if (!in) return io_error(path + ": cannot read the file");
-    }
+    if (bytes.size() > have)
+      if (auto why = read_exact(fd, have, reinterpret_cast<std::byte*>(bytes.data() + have),
+                                bytes.size() - have))
+        return io_error(path + ": cannot read the file: " + *why);
   }
   return parse_header(bytes, size, path);
+}
+
+size_t row_bytes_of(const NpyHeader& header) {
+  const int64_t rows = header.shape.empty() ? 1 : header.shape[0];
+  return static_cast<size_t>(num_elements(header.shape) / std::max<int64_t>(rows, 1)) *
+         dtype_size(header.dtype);
+}
+
+}  // namespace
+
+Result<NpyHeader> read_npy_header(const std::string& path) {
+  uint64_t size = 0;
+  auto fd = open_for_reading(path, size);
+  if (!fd.ok()) return fd.diags();
+  Fd file(*fd);
+  return read_header(file.fd, size, path);
 }
 
 Result<Buffer> read_npy_rows(const std::string& path, const NpyHeader& header, int64_t first,
@@ -284,37 +347,41 @@ Result<Buffer> read_npy_rows(const std::string& path, const NpyHeader& header, i
     return io_error(path + ": rows " + std::to_string(first) + ".." +
                     std::to_string(first + count) + " are outside the file's " +
                     std::to_string(rows));
-  const size_t row_bytes =
-      static_cast<size_t>(num_elements(header.shape) / std::max<int64_t>(rows, 1)) *
-      dtype_size(header.dtype);
-  Buffer out(row_bytes * static_cast<size_t>(count));
+  const size_t row_bytes = row_bytes_of(header);
+  Buffer out = Buffer::for_overwrite(row_bytes * static_cast<size_t>(count));
   if (out.size() == 0) return out;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path + ": cannot open the file: " + std::strerror(errno));
-  in.seekg(
-      static_cast<std::streamoff>(header.data_offset + row_bytes * static_cast<uint64_t>(first)));
-  in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
-  if (!in)
+  uint64_t size = 0;
+  auto fd = open_for_reading(path, size);
+  if (!fd.ok()) return fd.diags();
+  Fd file(*fd);
+  if (read_exact(file.fd, header.data_offset + row_bytes * static_cast<uint64_t>(first),
+                 out.data(), out.size()))
     return io_error(path + ": cannot read rows " + std::to_string(first) + ".." +
                     std::to_string(first + count) + " (the file changed?)");
   normalize_bools(header.dtype, out);
   return out;
 }
 
+// The header first, then the data read straight into the array's own
+// (uninitialised) memory: one pass over the data, as np.load makes.
 Result<NpyArray> read_npy_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return io_error(path + ": cannot open the file: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path + ": cannot open the file: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return io_error(path + ": cannot read the file");
-  std::string bytes = std::move(ss).str();
-  return parse_npy(bytes, path);
+  uint64_t size = 0;
+  auto fd = open_for_reading(path, size);
+  if (!fd.ok()) return fd.diags();
+  Fd file(*fd);
+  auto header = read_header(file.fd, size, path);
+  if (!header.ok()) return header.diags();
+  NpyArray out;
+  out.dtype = header->dtype;
+  out.shape = std::move(header->shape);
+  out.data = Buffer::for_overwrite(size - header->data_offset);  // its size is checked
+  if (auto why = read_exact(file.fd, header->data_offset, out.data.data(), out.data.size()))
+    return io_error(path + ": cannot read the file: " + *why);
+  normalize_bools(out.dtype, out.data);
+  return out;
 }
 
-std::string encode_npy(DType dtype, const Shape& shape, const std::byte* data) {
+std::string npy_header(DType dtype, const Shape& shape) {
   std::string dict =
       std::string("{'descr': '") + npy_descr(dtype) + "', 'fortran_order': False, 'shape': (";
   for (size_t k = 0; k < shape.size(); ++k) {
@@ -337,22 +404,37 @@ std::string encode_npy(DType dtype, const Shape& shape, const std::byte* data) {
   dict.append(header_len - dict.size() - 1, ' ');
   dict += '\n';
 
-  const size_t data_bytes = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
   std::string out;
-  out.reserve(total + data_bytes);
+  out.reserve(total);
   out.append(kMagic, kMagicLen);
   out += static_cast<char>(major);
   out += '\0';
   for (size_t k = 0; k < prefix - kMagicLen - 2; ++k)
     out += static_cast<char>((header_len >> (8 * k)) & 0xff);
   out += dict;
-  if (data_bytes) out.append(reinterpret_cast<const char*>(data), data_bytes);
   return out;
 }
 
-std::string encode_npy(const Array& a, int64_t batch) {
+std::string encode_npy(DType dtype, const Shape& shape, const std::byte* data) {
+  std::string out = npy_header(dtype, shape);
+  const size_t data_bytes = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
+  if (data_bytes) {
+    out.reserve(out.size() + data_bytes);
+    out.append(reinterpret_cast<const char*>(data), data_bytes);
+  }
+  return out;
+}
+
+namespace {
+Shape batch_shape(const Array& a, int64_t batch) {
   Shape shape{batch};
   shape.insert(shape.end(), a.type.shape.begin(), a.type.shape.end());
+  return shape;
+}
+}  // namespace
+
+std::string encode_npy(const Array& a, int64_t batch) {
+  const Shape shape = batch_shape(a, batch);
   if (a.batch == batch) return encode_npy(a.type.dtype, shape, a.data.data());
   // A shared array: repeat its one row.
   Array wide(a.type, batch);
@@ -360,6 +442,12 @@ std::string encode_npy(const Array& a, int64_t batch) {
   for (int64_t b = 0; b < batch; ++b)
     if (row) std::memcpy(wide.data.data() + static_cast<size_t>(b) * row, a.data.data(), row);
   return encode_npy(wide.type.dtype, shape, wide.data.data());
+}
+
+PendingFile npy_file(std::string path, const Array& a, int64_t batch) {
+  if (a.batch != batch) return {std::move(path), encode_npy(a, batch)};
+  return {std::move(path), npy_header(a.type.dtype, batch_shape(a, batch)), a.data.data(),
+          a.byte_size()};
 }
 
 Array npy_to_array(NpyArray npy) {

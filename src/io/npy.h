@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "io/atomic_file.h"
 #include "ir/array.h"
 #include "ir/type.h"
 #include "support/result.h"
@@ -45,10 +46,16 @@ Result<NpyArray> read_npy_file(const std::string& path);
 // elements of `dtype`). Version 1.0, or 2.0 if the header needs more than
 // 65535 bytes.
 std::string encode_npy(DType dtype, const Shape& shape, const std::byte* data);
+// The bytes of such a file before its data (a multiple of 64).
+std::string npy_header(DType dtype, const Shape& shape);
 
 // `a` as a .npy file of shape [batch] + event shape; a batch-1 (shared)
 // array is repeated `batch` times.
 std::string encode_npy(const Array& a, int64_t batch);
+// The same, as a file for write_files_atomically: the header, then the
+// array's own bytes, not copied (the caller keeps `a` alive until it is
+// written); a shared array is repeated into `contents`.
+PendingFile npy_file(std::string path, const Array& a, int64_t batch);
 
 // First axis = batch: shape [B, d1, ...] is B threads of [d1, ...]; a 0-d
 // array is one thread of a scalar.

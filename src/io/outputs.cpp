@@ -106,7 +106,7 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
                         "': a .npy file holds exactly one result, but the entry returns " +
                         std::to_string(results.size()) +
                         "; use --output DIR/ for one .npy file per result");
-      files.push_back({target.path, encode_npy(results[0], batch)});
+      files.push_back(npy_file(target.path, results[0], batch));
       break;
     case Kind::Directory: {
       std::error_code ec;
@@ -116,15 +116,19 @@ Result<std::vector<std::string>> write_outputs(const std::vector<Array>& results
                         (ec ? ": " + ec.message() : std::string(": a file of that name exists")));
       const std::vector<std::string> named = names_for(results, names);
       for (size_t k = 0; k < results.size(); ++k)
-        files.push_back({(std::filesystem::path(target.path) / (named[k] + ".npy")).string(),
-                         encode_npy(results[k], batch)});
+        files.push_back(npy_file(
+            (std::filesystem::path(target.path) / (named[k] + ".npy")).string(), results[k],
+            batch));
       break;
     }
   }
   const std::filesystem::path dir = target.kind == Kind::Directory
                                         ? std::filesystem::path(target.path)
                                         : std::filesystem::path(target.path).parent_path();
-  for (const PendingFile& f : beside) files.push_back({(dir / f.path).string(), f.contents});
+  for (const PendingFile& f : beside) {
+    files.push_back(f);
+    files.back().path = (dir / f.path).string();
+  }
   auto written = write_files_atomically(files);
   if (!written.ok()) return written;
   if (target.kind != Kind::JsonFile && extra.is_object() && !extra.empty()) {

@@ -164,8 +164,8 @@ std::string index_str(const Shape& shape, int64_t index) {
   return out;
 }
 
-std::optional<Array> convert_dtype(const Array& a, DType dtype, std::string& why) {
-  if (a.type.dtype == dtype) return a;
+std::optional<Array> convert_dtype(Array a, DType dtype, std::string& why) {
+  if (a.type.dtype == dtype) return std::move(a);
   Array out(TensorType{dtype, a.type.shape}, a.batch);
   const int64_t n = a.batch * a.event_size();
   Shape full{a.batch};

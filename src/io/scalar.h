@@ -60,9 +60,10 @@ InputScalar load_scalar(DType dtype, const std::byte* data, int64_t index);
 // "[2][0]": the position of flat element `index` in an array of `shape`.
 std::string index_str(const Shape& shape, int64_t index);
 
-// `a` converted element by element to `dtype` (a copy when the dtype already
-// matches). On failure, `why` gets the first failing element's position and
-// the reason, and the result is empty.
-std::optional<Array> convert_dtype(const Array& a, DType dtype, std::string& why);
+// `a` converted element by element to `dtype`; `a` itself when the dtype
+// already matches (moved: a large input is never copied for nothing). On
+// failure, `why` gets the first failing element's position and the reason,
+// and the result is empty.
+std::optional<Array> convert_dtype(Array a, DType dtype, std::string& why);
 
 }  // namespace ab

@@ -39,7 +39,8 @@ class Buffer {
   Buffer& operator=(Buffer&&) noexcept = default;
   // A view of `bytes` bytes at `data`, owned by the caller (who keeps them
   // alive and unchanged while the Buffer is used): an embedder's input, given
-  // to the VMs without a copy. Never written through; copies of it own theirs.
+  // to the VMs without a copy. Never written through (but see lend); copies
+  // of it own theirs.
   static Buffer borrow(const void* data, size_t bytes) {
     Buffer b;
     b.data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(const_cast<void*>(data)),
@@ -47,6 +48,18 @@ class Buffer {
     b.size_ = bytes;
     return b;
   }
+  // `bytes` bytes, not initialised: for a buffer the caller fills at once
+  // (a file read into it, a copy). Zeroing first would touch every page
+  // twice, which for an input of a large batch costs as much as the read.
+  static Buffer for_overwrite(size_t bytes) {
+    Buffer b;
+    b.allocate(bytes);
+    return b;
+  }
+  // A view of memory the caller owns and lends to be written (the rows of
+  // a run's outputs in the whole batch's arrays: RunOptions::output_rows).
+  // Not freed by the Buffer; copies of it own theirs.
+  static Buffer lend(std::byte* data, size_t bytes) { return borrow(data, bytes); }
   void resize(size_t bytes) {
     if (!data_.get_deleter().owned) {  // borrowed: let go, then own what follows
       (void)data_.release();
@@ -54,10 +67,8 @@ class Buffer {
       size_ = 0;
     }
     if (bytes == size_) return;
-    data_.reset(bytes ? static_cast<std::byte*>(pool_allocate(bytes)) : nullptr);
-    data_.get_deleter().bytes = bytes;
+    allocate(bytes);
     if (bytes) std::memset(data_.get(), 0, bytes);
-    size_ = bytes;
   }
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }
@@ -65,6 +76,11 @@ class Buffer {
 
  private:
   using Free = BufferFree;
+  void allocate(size_t bytes) {
+    data_.reset(bytes ? static_cast<std::byte*>(pool_allocate(bytes)) : nullptr);
+    data_.get_deleter().bytes = bytes;
+    size_ = bytes;
+  }
   std::unique_ptr<std::byte[], Free> data_;
   size_t size_ = 0;
 };

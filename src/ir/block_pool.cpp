@@ -1,5 +1,8 @@
 #include "ir/block_pool.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -46,6 +49,29 @@ Pool& pool() {
   return *p;
 }
 
+// A block of kHugeMinBytes or more asks the kernel for transparent huge pages
+// (where it gives them only on request: /sys/kernel/mm/transparent_hugepage/
+// enabled is "madvise"), as NumPy does for its arrays of 4 MiB and more. A
+// fresh block is faulted in as the run first writes it, and with 4 KiB pages
+// that is a fault per page (about 0.25 ms per MiB: a 16 M-thread batch's
+// 128 MiB input, read into such a block, spent as long in faults as in the
+// copy); with 2 MiB pages, one fault per 2 MiB. Only the whole pages inside
+// the block are advised; a kernel without THP ignores it.
+constexpr size_t kHugeMinBytes = size_t{4} << 20;
+
+void advise_huge_pages(void* block, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  if (bytes < kHugeMinBytes) return;
+  const uintptr_t page = 4096;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(block) + page - 1) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(block) + bytes) & ~(page - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)block;
+  (void)bytes;
+#endif
+}
+
 }  // namespace
 
 void* pool_allocate(size_t bytes) {
@@ -62,7 +88,9 @@ void* pool_allocate(size_t bytes) {
       return block;
     }
   }
-  return ::operator new[](r == 0 ? 1 : r, kAlign);
+  void* block = ::operator new[](r == 0 ? 1 : r, kAlign);
+  advise_huge_pages(block, r);
+  return block;
 }
 
 void pool_release(void* block, size_t bytes) noexcept {

@@ -67,7 +67,8 @@ class Interpreter {
     RunResult res;
     size_t ei = index_of(entry);
     const CompiledFunction& ef = fns_[ei];
-    std::vector<std::vector<Value>> results(batch);
+    std::vector<Array> outputs = make_outputs(result_leaves(types_of_results(ef)), batch, opt_);
+    std::vector<Value> results;
     if (opt_.trace && opt_.trace->on())
       opt_.trace->header("reference", batch, block_names_, block_locs_);
     if (opt_.stats) {
@@ -84,7 +85,9 @@ class Interpreter {
       thread_ = t;
       batch_ = batch;
       thread_steps_ = 0;
-      res.error = run_thread(ei, std::move(args), results[t]);
+      results.clear();
+      res.error = run_thread(ei, std::move(args), results);
+      if (!res.error) put_results(outputs, t, results);
       res.steps = steps_;
       res.cancelled = poll_.cancelled;
       res.finished = thread_;
@@ -92,11 +95,10 @@ class Interpreter {
       if (res.error && opt_.record_errors) {  // this thread stops; the next one runs
         res.failed.push_back(std::move(*res.error));
         res.error.reset();
-        results[t].clear();
       }
     }
     if (res.error) return res;
-    res.outputs = gather_results(types_of_results(ef), results);
+    res.outputs = std::move(outputs);
     finish_failed(res.outputs, res.failed);
     return res;
   }

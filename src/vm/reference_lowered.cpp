@@ -73,7 +73,10 @@ class ProgramInterpreter {
 
   RunResult run(const std::vector<Array>& inputs, int64_t batch) {
     RunResult res;
-    std::vector<std::vector<Value>> results(batch);
+    std::vector<Type> types;
+    for (const auto& o : p_.outputs) types.push_back(slots_[index_.at(o.name)].type);
+    std::vector<Array> outputs = make_outputs(result_leaves(types), batch, opt_);
+    std::vector<Value> results;
     std::vector<std::string> names;
     std::vector<SourceLoc> locs;
     for (const auto& blk : p_.blocks) {
@@ -90,11 +93,12 @@ class ProgramInterpreter {
     for (int64_t t = 0; t < batch && !res.error; ++t) {
       thread_ = t;
       batch_ = batch;
-      res.error = run_thread(inputs, results[t]);
+      results.clear();
+      res.error = run_thread(inputs, results);
+      if (!res.error) put_results(outputs, t, results);
       if (res.error && opt_.record_errors) {  // this thread stops; the next one runs
         res.failed.push_back(std::move(*res.error));
         res.error.reset();
-        results[t].clear();
       }
     }
     res.steps = steps_;
@@ -102,9 +106,7 @@ class ProgramInterpreter {
     res.finished = thread_;
     res.running = running_;
     if (res.error) return res;
-    std::vector<Type> types;
-    for (const auto& o : p_.outputs) types.push_back(slots_[index_.at(o.name)].type);
-    res.outputs = gather_results(types, results);
+    res.outputs = std::move(outputs);
     finish_failed(res.outputs, res.failed);
     return res;
   }

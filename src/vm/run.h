@@ -61,6 +61,12 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;
   std::function<void(int64_t steps, int64_t finished)> progress;
   bool polled() const { return cancel || progress; }
+  // Where the outputs go (make_outputs): one pointer per output leaf, to the
+  // first of this run's rows in an array the caller owns, which has room for
+  // the run's rows from there. A shard of a batch split over OS threads
+  // writes its rows straight into the whole batch's outputs, so they need
+  // no merge (api/run.cpp). Empty: the VM allocates its outputs.
+  std::vector<std::byte*> output_rows;
 };
 
 constexpr int64_t kPollSteps = 256;
@@ -116,5 +122,13 @@ struct RunResult {
 // Record mode: the outputs of the failed threads become zero (NaN for
 // floats), and `failed` is sorted by thread.
 void finish_failed(std::vector<Array>& outputs, std::vector<RuntimeError>& failed);
+
+// A run's outputs: an Array of `batch` rows per output leaf. In the caller's
+// memory, uninitialised, when `o.output_rows` has one place per leaf:
+// every VM writes every row of a run that ends without an error (a thread's
+// results when it finishes, or finish_failed's for a failed thread).
+// Otherwise allocated here, zeroed.
+std::vector<Array> make_outputs(const std::vector<TensorType>& leaves, int64_t batch,
+                                const RunOptions& o);
 
 }  // namespace ab

@@ -80,4 +80,24 @@ void finish_failed(std::vector<Array>& outputs, std::vector<RuntimeError>& faile
   }
 }
 
+std::vector<Array> make_outputs(const std::vector<TensorType>& leaves, int64_t batch,
+                                const RunOptions& o) {
+  std::vector<Array> out;
+  out.reserve(leaves.size());
+  const bool lent = o.output_rows.size() == leaves.size();
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    if (!lent) {
+      out.emplace_back(leaves[k], batch);
+      continue;
+    }
+    Array a;
+    a.type = leaves[k];
+    a.batch = batch;
+    a.data = Buffer::lend(o.output_rows[k], static_cast<size_t>(batch * a.type.num_elements()) *
+                                                dtype_size(a.type.dtype));
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 }  // namespace ab

@@ -29,23 +29,35 @@ RunResult StacklessVM::run(const std::string& entry, const std::vector<Array>& i
   on_true_.resize(n);
   on_false_.resize(n);
   if (tracing_) tids_.resize(n);
-  for (uint32_t r = 0; r < ef.result_leaves; ++r)
-    outputs_.emplace_back(ef.leaf_types[ef.var_leaves + r], batch);
+  outputs_ = make_outputs(std::vector<TensorType>(ef.leaf_types.begin() + ef.var_leaves,
+                                                   ef.leaf_types.begin() + ef.var_leaves +
+                                                       ef.result_leaves),
+                          batch, opt_);
 
   Frame& E = push_frame();
   E.init(ef, static_cast<uint32_t>(n));
   E.call = nullptr;
+  borrowed_.assign(ef.param_leaves.size(), 0);
+  int64_t in_place_bytes = 0;
   for (size_t i = 0; i < inputs.size() && i < ef.param_leaves.size(); ++i) {
     uint32_t l = ef.param_leaves[i];
-    if (inputs[i].batch != 1 || inputs[i].byte_size() < ef.leaf_bytes[l]) continue;
-    if (ef.leaf_bytes[l]) std::memcpy(E.leaf(l), inputs[i].data.data(), ef.leaf_bytes[l]);
-    E.shared[l] = 1;
+    const Array& a = inputs[i];
+    const size_t bytes = ef.leaf_bytes[l];
+    if (a.batch == 1 && a.byte_size() >= bytes) {  // one value for every thread: stored once
+      if (bytes) std::memcpy(E.leaf(l), a.data.data(), bytes);
+      E.shared[l] = 1;
+    } else if (borrowable(ef, i, a, n)) {
+      // Read in place: lane k runs thread k, so its row is the input's row k,
+      // and nothing writes the parameter (a large input is not copied).
+      E.at[l] = const_cast<std::byte*>(a.data.data());
+      borrowed_[i] = 1;
+      in_place_bytes += static_cast<int64_t>(a.byte_size());
+    }
   }
-  for (uint32_t k = 0; k < n; ++k) {
-    E.parent[k] = lanes_[k] = k;
-    start_thread(E, k, k);
-  }
+  for (uint32_t k = 0; k < n; ++k) E.tid[k] = E.parent[k] = lanes_[k] = k;
+  start_threads(E, n);
   next_thread_ = static_cast<int64_t>(n);
+  if (in_place_bytes > 0) res.log = "inputs read in place: " + std::to_string(in_place_bytes) + " bytes";
   if (opt_.max_steps > 0) thread_steps_.assign(static_cast<size_t>(batch), 0);
   E.enqueue(0, lanes_.data(), static_cast<uint32_t>(n));
   live_ = static_cast<int64_t>(n);
@@ -107,6 +119,33 @@ void StacklessVM::note_running(const Frame& F, uint32_t block, uint32_t lane) {
   }
 }
 
+// Parameter i of the entry `ef`, given `a`, can be read in place by an
+// entry frame of n lanes: nothing writes it, lane k runs thread k (no
+// refill lanes), and the array has the leaf's type and alignment.
+bool StacklessVM::borrowable(const Func& ef, size_t i, const Array& a, size_t n) const {
+  const uint32_t l = ef.param_leaves[i];
+  const TensorType& t = ef.leaf_types[l];
+  return i < ef.param_read_only.size() && ef.param_read_only[i] && a.batch == batch_ &&
+         static_cast<int64_t>(n) == batch_ && a.type.dtype == t.dtype &&
+         a.event_size() == t.num_elements() && a.data.data() &&
+         a.byte_size() >= size_t{ef.leaf_bytes[l]} * n &&
+         reinterpret_cast<uintptr_t>(a.data.data()) % dtype_size(t.dtype) == 0;
+}
+
+// Lanes 0..n-1 of the entry frame start threads 0..n-1: each batched input
+// not read in place is copied in, one copy per parameter.
+void StacklessVM::start_threads(Frame& E, uint32_t n) {
+  const Func& ef = *E.fn;
+  const std::vector<Array>& inputs = *inputs_;
+  for (size_t i = 0; i < inputs.size() && i < ef.param_leaves.size(); ++i) {
+    uint32_t l = ef.param_leaves[i];
+    const Array& a = inputs[i];
+    size_t bytes = ef.leaf_bytes[l];
+    if (E.shared[l] || borrowed_[i] || bytes == 0 || a.batch != batch_) continue;
+    if (a.byte_size() >= size_t{n} * bytes) std::memcpy(E.leaf(l), a.data.data(), size_t{n} * bytes);
+  }
+}
+
 // Lane `lane` of the entry frame starts thread `t`: its per-thread inputs.
 void StacklessVM::start_thread(Frame& E, uint32_t lane, uint32_t t) {
   E.tid[lane] = t;
@@ -116,7 +155,8 @@ void StacklessVM::start_thread(Frame& E, uint32_t lane, uint32_t t) {
     uint32_t l = ef.param_leaves[i];
     const Array& a = inputs[i];
     size_t bytes = ef.leaf_bytes[l];
-    if (E.shared[l] || bytes == 0 || a.byte_size() < bytes) continue;
+    // (A parameter read in place has no refill lanes: never restarted.)
+    if (E.shared[l] || borrowed_[i] || bytes == 0 || a.byte_size() < bytes) continue;
     if (a.batch != 1 && a.batch != batch_) continue;
     // A batch-1 input whose parameter some thread assigned is per lane now.
     size_t row = a.batch == 1 ? 0 : t;

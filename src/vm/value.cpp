@@ -49,22 +49,19 @@ std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value
   return std::nullopt;
 }
 
-std::vector<Array> gather_results(const std::vector<Type>& types,
-                                  std::vector<std::vector<Value>>& per_thread) {
+std::vector<TensorType> result_leaves(const std::vector<Type>& types) {
   std::vector<TensorType> leaves;
   for (const auto& t : types) t.leaves(leaves);
-  int64_t batch = static_cast<int64_t>(per_thread.size());
-  std::vector<Array> out;
-  for (const auto& lt : leaves) out.emplace_back(lt, batch);
-  for (int64_t t = 0; t < batch; ++t) {
-    std::vector<Value*> vals;
-    for (auto& v : per_thread[t]) v.leaves(vals);
-    for (size_t i = 0; i < vals.size() && i < out.size(); ++i) {
-      size_t bytes = vals[i]->data.size();
-      if (bytes) std::memcpy(out[i].data.data() + t * bytes, vals[i]->data.data(), bytes);
-    }
+  return leaves;
+}
+
+void put_results(std::vector<Array>& outputs, int64_t t, std::vector<Value>& results) {
+  std::vector<Value*> vals;
+  for (auto& v : results) v.leaves(vals);
+  for (size_t i = 0; i < vals.size() && i < outputs.size(); ++i) {
+    size_t bytes = vals[i]->data.size();
+    if (bytes) std::memcpy(outputs[i].data.data() + t * bytes, vals[i]->data.data(), bytes);
   }
-  return out;
 }
 
 }  // namespace ab

@@ -107,9 +107,11 @@ struct Value {
 std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args,
                                         const PrimAttrs& attrs, Value& result, int64_t thread);
 
-// Per-thread results (one vector of values per thread) as one Array per
-// result leaf, batch first.
-std::vector<Array> gather_results(const std::vector<Type>& types,
-                                  std::vector<std::vector<Value>>& per_thread);
+// The result leaves' types of results of `types`, in order.
+std::vector<TensorType> result_leaves(const std::vector<Type>& types);
+// Thread t's results (values whose leaves are the outputs' leaves, in
+// order) into row t of `outputs`: the reference interpreters store each
+// thread's results as it finishes, so they keep no values per thread.
+void put_results(std::vector<Array>& outputs, int64_t t, std::vector<Value>& results);
 
 }  // namespace ab

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ struct Proc {
   std::string out, err;    // stdout and stderr, separately
   bool timed_out = false;  // killed by the harness after the timeout
   double seconds = 0;      // wall time
+  long max_rss_kb = 0;     // the child's peak resident memory
 };
 
 inline void close_fd(int& fd) {
@@ -124,8 +126,10 @@ inline Proc run_binary(const fs::path& cwd, const std::vector<std::string>& args
   close_fd(o);
   close_fd(e);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage usage {};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  r.max_rss_kb = usage.ru_maxrss;
   ::sigaction(SIGPIPE, &saved, nullptr);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status))

@@ -168,7 +168,8 @@ TEST_CASE("cli: --passes and -v/--log-level") {
   Proc run = cli(
       {"run", "programs/collatz.ab", "--inputs", "programs/collatz.json", "--log-level", "info"});
   CHECK(run.code == 0);
-  CHECK(run.err.find("phase run: ") != std::string::npos);
+  for (const char* phase : {"inputs", "compile", "run", "merge", "outputs"})
+    CHECK(run.err.find(std::string("phase ") + phase + ": ") != std::string::npos);
   CHECK(run.err.find("pass infer_types: ") != std::string::npos);
   Proc help = cli({"lower", "--help"});
   CHECK(help.out.find("allocation_strategy") != std::string::npos);

@@ -556,6 +556,48 @@ TEST_CASE("npy: every dtype round-trips through our writer and reader") {
   }
 }
 
+TEST_CASE("npy: a file of an odd size round-trips through the file reader and writer") {
+  // 100003 threads of i32[3] (1.2 MB, not a multiple of any page or chunk):
+  // written as a header plus the array's own bytes (npy_file), read back
+  // whole (read_npy_file: straight into the array's memory) and by rows.
+  TempDir dir;
+  const int64_t batch = 100003;
+  Array a(TensorType{DType::I32, {3}}, batch);
+  for (int64_t k = 0; k < batch * 3; ++k) a.as<int32_t>()[k] = static_cast<int32_t>(k * 7 - 5);
+  PendingFile f = npy_file(dir / "odd.npy", a, batch);
+  CHECK(f.data == a.data.data());  // the rows are written from the array, not copied
+  CHECK(f.data_bytes == a.byte_size());
+  CHECK(f.contents.size() % 64 == 0);
+  REQUIRE(write_files_atomically({f}).ok());
+  CHECK(read_whole(dir / "odd.npy") ==
+        encode_npy(DType::I32, {batch, 3}, a.data.data()));  // the same bytes as encode_npy
+  auto back = read_npy_file(dir / "odd.npy");
+  REQUIRE(back.ok());
+  CHECK(back->dtype == DType::I32);
+  CHECK(back->shape == Shape{batch, 3});
+  REQUIRE(back->data.size() == a.byte_size());
+  CHECK(std::memcmp(back->data.data(), a.data.data(), a.byte_size()) == 0);
+  auto header = read_npy_header(dir / "odd.npy");
+  REQUIRE(header.ok());
+  auto rows = read_npy_rows(dir / "odd.npy", *header, 99999, 4);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 4 * 3 * sizeof(int32_t));
+  CHECK(std::memcmp(rows->data(), a.as<int32_t>() + 99999 * 3, rows->size()) == 0);
+  // A shared (batch-1) array is repeated into the file's contents.
+  Array one = make_array(DType::F64, {}, 1, bytes_of<double>({2.5}));
+  PendingFile g = npy_file(dir / "one.npy", one, 5);
+  CHECK(g.data_bytes == 0);
+  REQUIRE(write_files_atomically({g}).ok());
+  auto wide = read_npy_file(dir / "one.npy");
+  REQUIRE(wide.ok());
+  CHECK(wide->shape == Shape{5});
+  CHECK(wide->data.size() == 5 * sizeof(double));
+  // A file cut short after its header was read is an error, not garbage.
+  std::string whole = read_whole(dir / "odd.npy");
+  write_file(dir / "cut.npy", whole.substr(0, whole.size() - 1));
+  CHECK(errors(read_npy_file(dir / "cut.npy")).find("truncated data") != std::string::npos);
+}
+
 TEST_CASE("npy: header shapes") {
   auto zero_d = parse_npy(
       encode_npy(DType::I64, {}, reinterpret_cast<const std::byte*>(bytes_of<int64_t>({7}).data())),

@@ -67,7 +67,19 @@ TEST_CASE("shards: the plan of --threads") {
     for (const auto& s : p.shards) CHECK(s.count >= 256);
     p = shards::plan(10000000, 2, 0, false, false, 8);
     CHECK(p.shards.size() == 64);
-    CHECK(covers(p, 10000000));
+    CHECK(covers(p, 10000000));  }
+  SUBCASE("one thread: one shard, or shards of at least kSoloShardMin threads in a large batch") {
+    CHECK(shards::plan(20000, 1, 0, false, false, 8).shards.size() == 1);
+    CHECK(shards::plan(2 * shards::kSoloShardMin - 1, 1, 0, false, false, 8).shards.size() == 1);
+    shards::Plan p = shards::plan(3 * shards::kSoloShardMin + 5, 1, 0, false, false, 8);
+    CHECK(p.workers == 1);
+    CHECK(p.shards.size() == 3);
+    CHECK(covers(p, 3 * shards::kSoloShardMin + 5));
+    p = shards::plan(int64_t{1} << 24, 1, 0, false, false, 8);
+    CHECK(p.shards.size() == shards::kShardsPerThread);
+    CHECK(covers(p, int64_t{1} << 24));
+    CHECK(shards::plan(int64_t{1} << 24, 1, 0, true, false, 8).shards.size() == 1);  // --stats
+    CHECK(shards::plan(int64_t{1} << 24, 4, 0, false, true, 8).shards.size() == 1);  // a trace
   }
   SUBCASE("with statistics, one shard per thread: the MPI split's shares") {
     shards::Plan p = shards::plan(1001, 3, 0, true, false, 8);

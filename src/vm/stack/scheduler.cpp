@@ -12,14 +12,12 @@ RunResult StackVM::run() {
   std::vector<TensorType> out_types;
   for (const auto& o : p_.outputs)
     for (int32_t l : var_leaves_.at(o.name)) out_types.push_back(leaves_[l].type);
-  for (const auto& t : out_types) outputs_.emplace_back(t, n_inputs_);
+  outputs_ = make_outputs(out_types, n_inputs_, opt_);
 
   size_t nb = p_.blocks.size();
   wait_.assign(nb, {});
   bits_.assign((nb + 63) / 64, 0);
   pcs_.init(static_cast<size_t>(lanes_), 1);
-  pc_depth_.assign(static_cast<size_t>(lanes_), 0);
-  lane_input_.assign(static_cast<size_t>(lanes_), 0);
   set_shared_inputs();
   if (opt_.max_steps > 0) lane_steps_.assign(static_cast<size_t>(lanes_), 0);
   start_all_lanes();

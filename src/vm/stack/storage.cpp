@@ -87,6 +87,8 @@ void StackVM::make_leaves(const FunctionTypes& types) {
     slots_leaf_count_[p_.vars[s].name.name] = slots.leaf_count[s];
   const std::set<std::string> written = written_vars();
   const std::map<std::string, std::string> alias = storage_aliases(slots);
+  std::set<std::string> given;  // parameters with an input: start_all_lanes copies it in
+  for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) given.insert(p_.inputs[i].name);
   for (size_t s = 0; s < p_.vars.size(); ++s) {
     const VarDecl& v = p_.vars[s];
     if (alias.count(v.name.name)) continue;
@@ -114,7 +116,13 @@ void StackVM::make_leaves(const FunctionTypes& types) {
       } else if (l.in_scratch()) {
         l.scratch.resize(l.ebytes * kChunk);
       } else {
-        l.top.resize(l.ebytes * static_cast<size_t>(lanes_));
+        // An input's leaf is written whole before the run (start_all_lanes
+        // copies the input in): zeroing it first would write a large
+        // batch's input twice.
+        if (given.count(l.var))
+          l.top = Buffer::for_overwrite(l.ebytes * static_cast<size_t>(lanes_));
+        else
+          l.top.resize(l.ebytes * static_cast<size_t>(lanes_));
         if (l.full()) {
           l.depth.assign(static_cast<size_t>(lanes_), 0);
           l.below.init(static_cast<size_t>(lanes_), l.words);

@@ -234,6 +234,22 @@ void StacklessVM::compile(Func& cf, const Function& f, const FunctionTypes* ft,
       if (term.values.size() > cf.result_leaves) term.values.resize(cf.result_leaves);
     }
   }
+
+  // The parameter leaves no instruction writes (a primitive's result, a
+  // copy, a call's result) and no tail self-call rebinds (roots above): the
+  // entry frame may read such a parameter in the caller's input array.
+  std::vector<uint8_t> written(L, 0);
+  for (const auto& ops : cf.ops)
+    for (const Op& op : ops) {
+      for (uint32_t l : op.outs) written[l] = 1;
+      for (const Move& mv : op.moves) written[mv.dest] = 1;
+      for (const Move& mv : op.results) written[mv.dest] = 1;
+    }
+  for (size_t j = 0; j < f.params.size(); ++j) {
+    const uint32_t s = slot(f.params[j].name.name);
+    for (uint32_t k = 0; k < slot_count[s]; ++k)
+      cf.param_read_only.push_back(roots[j] && !written[slot_first[s] + k]);
+  }
 }
 
 }  // namespace ab::stackless

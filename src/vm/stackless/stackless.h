@@ -83,6 +83,7 @@ struct Func {
   uint64_t lane_bytes = 0;
   uint32_t var_leaves = 0, result_leaves = 0;
   std::vector<uint32_t> param_leaves;
+  std::vector<uint8_t> param_read_only;  // per param leaf: nothing in the function writes it
   std::vector<Position> positions;
   std::vector<uint32_t> block_pos;  // the position of each block's start
   std::vector<std::vector<Op>> ops;
@@ -106,6 +107,9 @@ struct Frame {
   const Op* call = nullptr;  // the caller's call instruction (null for the entry)
   Buffer arena;
   std::byte* data = nullptr;
+  // Where each leaf's n events are: in the arena, or (the entry frame's
+  // read-only parameters, StacklessVM::run) the caller's input array.
+  std::vector<std::byte*> at;
   uint64_t* waiting = nullptr;    // bit per position: lanes wait there
   uint32_t* tid = nullptr;        // lane -> thread id (increasing, except in refill mode)
   uint32_t* parent = nullptr;     // lane -> the caller's lane (increasing)
@@ -119,7 +123,7 @@ struct Frame {
   std::vector<uint8_t> dead;
   bool any_dead = false;
 
-  std::byte* leaf(uint32_t l) const { return data + fn->leaf_offset[l] * n; }
+  std::byte* leaf(uint32_t l) const { return at[l]; }
 
   void init(const Func& f, uint32_t lanes) {
     fn = &f;
@@ -132,8 +136,14 @@ struct Frame {
     size_t data_bytes = (f.lane_bytes * n + 7) & ~size_t{7};
     size_t need = data_bytes + 8 * size_t{words} +
                   4 * (2 * size_t{n} + cap + 2 * size_t{positions}) + f.var_leaves;
-    if (arena.size() < need) arena.resize(std::max(need, arena.size() * 2));
+    // Not zeroed: every event is written before it is read (a variable is
+    // defined on every path to its reads; the queue's arrays are filled
+    // below or written as lanes arrive), and the entry frame of a large
+    // batch would otherwise write its whole arena twice.
+    if (arena.size() < need) arena = Buffer::for_overwrite(std::max(need, arena.size() * 2));
     data = arena.data();
+    at.resize(f.leaf_offset.size());
+    for (size_t l = 0; l < at.size(); ++l) at[l] = data + f.leaf_offset[l] * n;
     waiting = reinterpret_cast<uint64_t*>(data + data_bytes);
     tid = reinterpret_cast<uint32_t*>(waiting + words);
     parent = tid + n;
@@ -299,6 +309,7 @@ class StacklessVM {
   std::vector<int64_t> thread_steps_;  // per thread: blocks started (--max-steps)
   std::vector<RuntimeError> failed_;   // --on-error record
   const std::vector<Array>* inputs_ = nullptr;
+  std::vector<uint8_t> borrowed_;  // per entry parameter: read in place (never written)
   std::vector<Array> outputs_;  // written as threads return from the entry
   bool tracing_ = false;
   bool cancelled_ = false;
@@ -366,6 +377,8 @@ class StacklessVM {
   void finish_frame();
   void finish_frame_with_dead(Frame& C, Frame& F);
   void start_thread(Frame& E, uint32_t lane, uint32_t t);
+  void start_threads(Frame& E, uint32_t n);
+  bool borrowable(const Func& ef, size_t i, const Array& a, size_t n) const;
   void release_lane(Frame& E, uint32_t lane);
   void fail_lane(Frame& F, uint32_t lane, RuntimeError e);
   void drop_at(Frame& F, uint32_t* lanes, uint32_t& m, uint32_t k, RuntimeError e);
