@@ -92,7 +92,9 @@ TEST_CASE("report source: simpson's blocks carry their line and statement in eve
   const auto& stack = by_vm["stack"];
   const auto& stackless = by_vm["stackless"];
   CHECK(by_vm["reference"].size() == stackless.size());
-  for (const auto& [name, e] : stack) {
+  for (const auto& entry : stack) {
+    const std::string& name = entry.first;  // not a structured binding: CAPTURE is a lambda
+    const auto& e = entry.second;
     CAPTURE(name);
     auto it = stackless.find(name);
     if (it != stackless.end()) {
