@@ -142,7 +142,9 @@ void StacklessVM::start_threads(Frame& E, uint32_t n) {
     const Array& a = inputs[i];
     size_t bytes = ef.leaf_bytes[l];
     if (E.shared[l] || borrowed_[i] || bytes == 0 || a.batch != batch_) continue;
-    if (a.byte_size() >= size_t{n} * bytes) std::memcpy(E.leaf(l), a.data.data(), size_t{n} * bytes);
+    // (n == 0: an empty batch, whose arrays may have no storage at all)
+    if (n > 0 && a.byte_size() >= size_t{n} * bytes)
+      std::memcpy(E.leaf(l), a.data.data(), size_t{n} * bytes);
   }
 }
 

@@ -47,7 +47,7 @@ void StackVM::start_all_lanes() {
       if (a.batch == 1)
         for (size_t t = 0; t < L; ++t)
           std::memcpy(dst + t * leaf.ebytes, a.data.data(), leaf.ebytes);
-      else
+      else if (L > 0)  // (an empty batch's arrays may have no storage)
         std::memcpy(dst, a.data.data(), L * leaf.ebytes);
     }
     if (leaf.full()) std::fill(leaf.depth.begin(), leaf.depth.end(), 1);
