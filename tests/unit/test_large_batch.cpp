@@ -89,8 +89,11 @@ TEST_CASE("large batch: an input the program never writes is read in place by ev
     CHECK(read_only.err.find("inputs read in place: 33554432 bytes") != std::string::npos);
     CHECK(written.err.find("inputs read in place") == std::string::npos);
     // The control copies its parameter (32 MiB): the run that reads it in
-    // place peaks at least 24 MiB lower.
+    // place peaks at least 24 MiB lower (not under the sanitizers, whose
+    // allocator and shadow memory decide the resident size).
+#ifndef AUTOBATCH_TESTS_SANITIZED
     CHECK(written.max_rss_kb - read_only.max_rss_kb > 24 * 1024);
+#endif
   }
 }
 
