@@ -270,6 +270,8 @@ Result<Compiled> compile(const Module& m, const CompileOptions& opt) {
   }
   if (stop) {
     c.printed = print_state(c, *stop);
+  } else if (!opt.print) {
+    // A run: the text would be thrown away.
   } else if (c.facts & kLowered) {
     c.printed = print_module(c.lowered);
   } else if (c.facts & kTyped) {
