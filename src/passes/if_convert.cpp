@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "passes/infer_types.h"
 #include "passes/liveness.h"
@@ -143,7 +144,7 @@ class Converter {
   VarSet used_;
   int fresh_ = 0;
   // Analyses of the current blocks.
-  std::map<std::string, size_t> index_;
+  std::unordered_map<std::string, size_t> index_;  // label -> block (the last of a label)
   std::vector<int> preds_;
   BlockLiveness live_;                               // at block boundaries, as bits
   std::vector<std::optional<LiveBits>> defined_out_;  // nullopt: not reached yet
@@ -158,7 +159,7 @@ class Converter {
     const std::vector<std::vector<size_t>> succ = all_successors(bs);
     for (size_t i = 0; i < bs.size(); ++i)
       for (size_t s : succ[i]) ++preds_[s];
-    live_ = compute_block_liveness(bs);
+    live_ = compute_block_liveness(bs, succ);
     const size_t nv = live_.vars.size();
     // Variables defined on every path to the end of each block. Only a
     // variable live into some block is ever asked about (a select's operand

@@ -1,7 +1,10 @@
 #include "passes/liveness.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <span>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/printer.h"
@@ -57,7 +60,8 @@ std::vector<size_t> successors(const std::vector<Block>& blocks, size_t b) {
 }
 
 std::vector<std::vector<size_t>> all_successors(const std::vector<Block>& blocks) {
-  std::map<std::string_view, size_t> index;
+  std::unordered_map<std::string_view, size_t> index;  // a label's first block
+  index.reserve(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) index.emplace(blocks[i].label.name, i);
   std::vector<std::vector<size_t>> out(blocks.size());
   for (size_t b = 0; b < blocks.size(); ++b) {
@@ -126,10 +130,19 @@ namespace {
 
 // Each instruction's written and read variables as ids, and the
 // terminator's reads: looked up once, used by every round of the fixpoint.
+// One array per block: instruction ii writes ids[at[2ii] .. at[2ii+1]) and
+// reads ids[at[2ii+1] .. at[2ii+2]).
 struct BlockFacts {
-  std::vector<std::vector<int>> writes, reads;  // [instr]
+  std::vector<int> ids;
+  std::vector<uint32_t> at;
   std::vector<int> term_reads;
   bool exits = false;  // halt, return or indirect_goto: the extra variables are live out
+  size_t size() const { return at.size() / 2; }
+  std::span<const int> writes(size_t ii) const { return part(2 * ii); }
+  std::span<const int> reads(size_t ii) const { return part(2 * ii + 1); }
+  std::span<const int> part(size_t k) const {
+    return std::span<const int>(ids).subspan(at[k], at[k + 1] - at[k]);
+  }
 };
 
 std::vector<BlockFacts> block_facts(const std::vector<Block>& blocks, const VarIndex& vars) {
@@ -138,16 +151,17 @@ std::vector<BlockFacts> block_facts(const std::vector<Block>& blocks, const VarI
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const Block& b = blocks[bi];
     BlockFacts& f = out[bi];
-    f.writes.resize(b.instrs.size());
-    f.reads.resize(b.instrs.size());
-    for (size_t ii = 0; ii < b.instrs.size(); ++ii) {
-      const Instr& in = b.instrs[ii];
+    f.at.reserve(2 * b.instrs.size() + 1);
+    for (const Instr& in : b.instrs) {
+      f.at.push_back(static_cast<uint32_t>(f.ids.size()));
       leaves.clear();
       in.out.names(leaves);
-      for (const Pattern* l : leaves) f.writes[ii].push_back(vars.find(l->name));
+      for (const Pattern* l : leaves) f.ids.push_back(vars.find(l->name));
+      f.at.push_back(static_cast<uint32_t>(f.ids.size()));
       for (const auto& a : in.args)
-        if (a.is_var) f.reads[ii].push_back(vars.find(a.name));
+        if (a.is_var) f.ids.push_back(vars.find(a.name));
     }
+    f.at.push_back(static_cast<uint32_t>(f.ids.size()));
     if (b.term.kind == TermKind::Branch) f.term_reads.push_back(vars.find(b.term.cond.name));
     for (const auto& v : b.term.values)
       if (v.is_var) f.term_reads.push_back(vars.find(v.name));
@@ -160,21 +174,20 @@ std::vector<BlockFacts> block_facts(const std::vector<Block>& blocks, const VarI
 // The block-level fixpoint: live-in = use ∪ (live-out \ def), from each
 // block's upward-exposed reads (use) and writes (def). The least fixpoint,
 // as the instruction-by-instruction iteration finds.
-void solve(const std::vector<Block>& blocks, const std::vector<BlockFacts>& facts,
-           const LiveBits& extra, BlockLiveness& out) {
+void solve(const std::vector<Block>& blocks, const std::vector<std::vector<size_t>>& succ,
+           const std::vector<BlockFacts>& facts, const LiveBits& extra, BlockLiveness& out) {
   size_t n = blocks.size(), nv = out.vars.size();
   std::vector<LiveBits> use(n, LiveBits(nv)), def(n, LiveBits(nv));
   for (size_t bi = 0; bi < n; ++bi) {
     const BlockFacts& f = facts[bi];
     for (int r : f.term_reads) use[bi].set(r);
-    for (size_t ii = f.writes.size(); ii-- > 0;) {
-      for (int w : f.writes[ii]) use[bi].reset(w), def[bi].set(w);
-      for (int r : f.reads[ii]) use[bi].set(r);
+    for (size_t ii = f.size(); ii-- > 0;) {
+      for (int w : f.writes(ii)) use[bi].reset(w), def[bi].set(w);
+      for (int r : f.reads(ii)) use[bi].set(r);
     }
   }
   out.live_in.assign(n, LiveBits(nv));
   out.live_out.assign(n, LiveBits(nv));
-  std::vector<std::vector<size_t>> succ = all_successors(blocks);
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t bi = n; bi-- > 0;) {
@@ -201,9 +214,15 @@ LiveBits bits_of(const VarSet& s, const VarIndex& vars) {
 
 BlockLiveness compute_block_liveness(const std::vector<Block>& blocks,
                                      const VarSet& extra_live_at_exit) {
+  return compute_block_liveness(blocks, all_successors(blocks), extra_live_at_exit);
+}
+
+BlockLiveness compute_block_liveness(const std::vector<Block>& blocks,
+                                     const std::vector<std::vector<size_t>>& succ,
+                                     const VarSet& extra_live_at_exit) {
   BlockLiveness out;
   out.vars = VarIndex(blocks, extra_live_at_exit);
-  solve(blocks, block_facts(blocks, out.vars), bits_of(extra_live_at_exit, out.vars), out);
+  solve(blocks, succ, block_facts(blocks, out.vars), bits_of(extra_live_at_exit, out.vars), out);
   return out;
 }
 
@@ -211,7 +230,7 @@ LivenessInfo compute_liveness(const std::vector<Block>& blocks, const VarSet& ex
   BlockLiveness bl;
   bl.vars = VarIndex(blocks, extra_live_at_exit);
   const std::vector<BlockFacts> facts = block_facts(blocks, bl.vars);
-  solve(blocks, facts, bits_of(extra_live_at_exit, bl.vars), bl);
+  solve(blocks, all_successors(blocks), facts, bits_of(extra_live_at_exit, bl.vars), bl);
   // The sets, and one walk back through each block for its instructions.
   size_t n = blocks.size();
   LivenessInfo info;
@@ -226,11 +245,11 @@ LivenessInfo compute_liveness(const std::vector<Block>& blocks, const VarSet& ex
     LiveBits live = bl.live_out[bi];
     for (int r : f.term_reads) live.set(r);
     info.term_in[bi] = live.names(bl.vars);
-    info.instr_out[bi].resize(f.writes.size());
-    for (size_t ii = f.writes.size(); ii-- > 0;) {
+    info.instr_out[bi].resize(f.size());
+    for (size_t ii = f.size(); ii-- > 0;) {
       info.instr_out[bi][ii] = live.names(bl.vars);
-      for (int w : f.writes[ii]) live.reset(w);
-      for (int r : f.reads[ii]) live.set(r);
+      for (int w : f.writes(ii)) live.reset(w);
+      for (int r : f.reads(ii)) live.set(r);
     }
   }
   return info;

@@ -103,6 +103,10 @@ struct BlockLiveness {
 };
 BlockLiveness compute_block_liveness(const std::vector<Block>& blocks,
                                      const VarSet& extra_live_at_exit = {});
+// The same, given all_successors(blocks).
+BlockLiveness compute_block_liveness(const std::vector<Block>& blocks,
+                                     const std::vector<std::vector<size_t>>& succ,
+                                     const VarSet& extra_live_at_exit = {});
 
 struct LivenessInfo {
   std::vector<VarSet> live_in;                 // [block]
