@@ -313,6 +313,7 @@ std::shared_ptr<const Prepared> Program::Impl::prepare(
     co.entry = entry;
     co.entry_types = types;
     co.passes = passes;
+    co.print = false;
     ab::Result<ab::Compiled> c = ab::compile(module, co);
     if (!c) {
       p->diags = c.diags();

@@ -31,25 +31,35 @@ void allocation_strategy(Program& p, const LoweringInfo& info) {
 
   VarSet outputs;
   for (const auto& o : p.outputs) outputs.insert(o.name);
-  std::set<std::string> read(outputs.begin(), outputs.end());
+  // Which variables are read, and which cross a block boundary (live into or
+  // out of some block, or an input or output), as bits over the program's
+  // variables: no set of names per block.
+  BlockLiveness live = compute_block_liveness(p.blocks, outputs);
+  const VarIndex& vars = live.vars;
+  LiveBits read(vars.size()), crosses(vars.size());
+  for (const auto& o : p.outputs) read.set(vars.find(o.name)), crosses.set(vars.find(o.name));
   for (const auto& b : p.blocks) {
-    for (const auto& in : b.instrs) instr_reads(in, read);
-    term_reads(b.term, read);
+    for (const auto& in : b.instrs)
+      for (const auto& a : in.args)
+        if (a.is_var) read.set(vars.find(a.name));
+    if (b.term.kind == TermKind::Branch) read.set(vars.find(b.term.cond.name));
+    for (const auto& v : b.term.values)
+      if (v.is_var) read.set(vars.find(v.name));
   }
-  LivenessInfo live = compute_liveness(p.blocks, outputs);
-  std::set<std::string> crosses(outputs.begin(), outputs.end());
-  for (const auto& i : p.inputs) crosses.insert(i.name);
   for (size_t b = 0; b < p.blocks.size(); ++b) {
-    crosses.insert(live.live_in[b].begin(), live.live_in[b].end());
-    crosses.insert(live.live_out[b].begin(), live.live_out[b].end());
+    crosses |= live.live_in[b];
+    crosses |= live.live_out[b];
   }
+  std::set<std::string> inputs;
+  for (const auto& i : p.inputs) inputs.insert(i.name);
   for (auto& v : p.vars) {
     const std::string& n = v.name.name;
-    if (!read.count(n))
+    int id = vars.find(n);
+    if (!read.test(id))
       v.storage = StorageClass::Null;
     else if (full.count(n))
       v.storage = StorageClass::Full;
-    else if (!crosses.count(n))
+    else if (!crosses.test(id) && !inputs.count(n))
       v.storage = StorageClass::Temporary;
     else
       v.storage = StorageClass::Register;

@@ -2,6 +2,8 @@
 
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "passes/liveness.h"
 
@@ -14,11 +16,11 @@ bool reads_var(const Instr& in, const std::string& v) {
   return false;
 }
 
-Pattern* written_leaf(Instr& in, const std::string& v) {
-  std::vector<const Pattern*> leaves;
-  in.out.names(leaves);
-  for (const Pattern* l : leaves)
-    if (l->name == v) return const_cast<Pattern*>(l);
+// The first leaf of `p` (in Pattern::names order) that writes v.
+Pattern* written_leaf(Pattern& p, const std::string& v) {
+  if (!p.is_tuple) return p.name == v ? &p : nullptr;
+  for (auto& e : p.elems)
+    if (Pattern* l = written_leaf(e, v)) return l;
   return nullptr;
 }
 
@@ -37,7 +39,7 @@ void fuse_block(Block& b) {
           continue;
         }
         if (reads_var(in, name.name)) break;
-        if (Pattern* leaf = written_leaf(in, name.name)) {
+        if (Pattern* leaf = written_leaf(in.out, name.name)) {
           if (!leaf->in_place) {
             leaf->in_place = true;
             fused = true;
@@ -96,16 +98,23 @@ void fold_temporaries(Program& p) {
 }
 
 void drop_unused_declarations(Program& p) {
-  std::set<std::string> used;
+  // Views of the program's names (nothing changes them while this runs).
+  std::unordered_set<std::string_view> used;
   for (const auto& i : p.inputs) used.insert(i.name);
   for (const auto& o : p.outputs) used.insert(o.name);
+  std::vector<const Pattern*> leaves;
   for (const auto& b : p.blocks) {
     for (const auto& in : b.instrs) {
-      instr_reads(in, used);
-      instr_writes(in, used);
+      for (const auto& a : in.args)
+        if (a.is_var) used.insert(a.name);
+      leaves.clear();
+      in.out.names(leaves);
+      for (const Pattern* l : leaves) used.insert(l->name);
       for (const auto& n : in.popped) used.insert(n.name);
     }
-    term_reads(b.term, used);
+    if (b.term.kind == TermKind::Branch) used.insert(b.term.cond.name);
+    for (const auto& v : b.term.values)
+      if (v.is_var) used.insert(v.name);
   }
   std::vector<VarDecl> kept;
   for (auto& v : p.vars)

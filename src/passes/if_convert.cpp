@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include "passes/infer_types.h"
 #include "passes/liveness.h"
@@ -143,11 +144,11 @@ class Converter {
   VarSet used_;
   int fresh_ = 0;
   // Analyses of the current blocks.
-  std::map<std::string, size_t> index_;
+  std::unordered_map<std::string, size_t> index_;  // label -> block (the last of a label)
   std::vector<int> preds_;
-  LivenessInfo live_;
-  std::vector<std::optional<VarSet>> defined_out_;  // nullopt: not reached yet
-  std::vector<bool> rewritten_;                     // [block]: converted this round
+  BlockLiveness live_;                               // at block boundaries, as bits
+  std::vector<std::optional<LiveBits>> defined_out_;  // nullopt: not reached yet
+  std::vector<bool> rewritten_;                      // [block]: converted this round
 
   void analyse() {
     const auto& bs = f_.blocks;
@@ -158,22 +159,29 @@ class Converter {
     const std::vector<std::vector<size_t>> succ = all_successors(bs);
     for (size_t i = 0; i < bs.size(); ++i)
       for (size_t s : succ[i]) ++preds_[s];
-    live_ = compute_liveness(bs);
+    live_ = compute_block_liveness(bs, succ);
+    const size_t nv = live_.vars.size();
     // Variables defined on every path to the end of each block. Only a
     // variable live into some block is ever asked about (a select's operand
     // at a join), so the sets hold only those: temporaries and the renamed
     // arm values would make them grow with the function. Blocks are visited
     // in order, each from its predecessors' latest sets, so a chain of n
     // blocks settles in one sweep, not n.
-    VarSet universe;
-    for (const auto& s : live_.live_in) universe.insert(s.begin(), s.end());
-    std::vector<VarSet> gen(bs.size());
+    LiveBits universe(nv);
+    for (const auto& s : live_.live_in) universe |= s;
+    std::vector<LiveBits> gen(bs.size(), LiveBits(nv));
+    std::vector<const Pattern*> leaves;
     for (size_t i = 0; i < bs.size(); ++i) {
-      VarSet w;
-      for (const auto& ins : bs[i].instrs) instr_writes(ins, w);
-      for (const auto& v : w)
-        if (universe.count(v)) gen[i].insert(v);
+      for (const auto& ins : bs[i].instrs) {
+        leaves.clear();
+        ins.out.names(leaves);
+        for (const Pattern* l : leaves) gen[i].set(live_.vars.find(l->name));
+      }
+      gen[i] &= universe;
     }
+    LiveBits params(nv);
+    for (const auto& p : f_.params)
+      if (int id = live_.vars.find(p.name.name); universe.test(id)) params.set(id);
     std::vector<std::vector<size_t>> preds(bs.size());
     for (size_t i = 0; i < bs.size(); ++i)
       for (size_t s : succ[i])
@@ -182,32 +190,30 @@ class Converter {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < bs.size(); ++i) {
-        std::optional<VarSet> in;
-        if (i == 0) {
-          in = VarSet{};
-          for (const auto& p : f_.params)
-            if (universe.count(p.name.name)) in->insert(p.name.name);
-        }
+        std::optional<LiveBits> in;
+        if (i == 0) in = params;
         for (size_t p : preds[i]) {
           if (!defined_out_[p]) continue;  // not reached yet
-          if (!in) {
+          if (!in)
             in = *defined_out_[p];
-          } else {
-            VarSet meet;
-            for (const auto& v : *in)
-              if (defined_out_[p]->count(v)) meet.insert(v);
-            in = std::move(meet);
-          }
+          else
+            *in &= *defined_out_[p];
         }
         if (!in) continue;
-        VarSet out = std::move(*in);
-        out.insert(gen[i].begin(), gen[i].end());
-        if (defined_out_[i] != out) {
-          defined_out_[i] = std::move(out);
+        *in |= gen[i];
+        if (defined_out_[i] != in) {
+          defined_out_[i] = std::move(in);
           changed = true;
         }
       }
     }
+  }
+
+  bool live_into(size_t block, const std::string& v) const {
+    return live_.live_in[block].test(live_.vars.find(v));
+  }
+  bool defined_at_end(size_t block, const std::string& v) const {
+    return defined_out_[block]->test(live_.vars.find(v));
   }
 
   std::optional<size_t> target(const NameRef& label) const {
@@ -304,11 +310,11 @@ class Converter {
         for (const auto& in : f_.blocks[*arm].instrs) instr_writes(in, written);
     std::vector<std::string> joined;
     for (const auto& v : written)
-      if (live_.live_in[*join].count(v)) joined.push_back(v);
+      if (live_into(*join, v)) joined.push_back(v);
     for (const auto& v : joined) {
       if (!selectable(v)) return false;
       // An arm that does not write v passes on v's value from before B.
-      if (!defined_out_[b]->count(v)) {
+      if (!defined_at_end(b, v)) {
         VarSet wt, we;
         if (then_arm)
           for (const auto& in : f_.blocks[*then_arm].instrs) instr_writes(in, wt);

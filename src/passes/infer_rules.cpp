@@ -100,7 +100,8 @@ std::string Inference::convert_hint(const std::string& quoted, const IType& t, D
   return "; convert it with cast(" + n + ", dtype=" + dtype_name(want) + ")";
 }
 
-void Inference::instr(size_t fi, const Instr& in, const std::vector<int>& ops) {
+void Inference::instr(size_t fi, const Instr& in, const std::vector<int>& ops,
+                      const PrimInfo* info) {
   const Function& f = m_.funcs[fi];
   switch (in.kind) {
     case InstrKind::Pop:
@@ -143,7 +144,7 @@ void Inference::instr(size_t fi, const Instr& in, const std::vector<int>& ops) {
       return;
     }
     case InstrKind::Prim:
-      prim(fi, in, ops);
+      prim(fi, in, ops, info);
       return;
   }
   (void)f;
@@ -156,8 +157,9 @@ std::string Inference::print_target(const Pattern& p) {
   return out + ")";
 }
 
-void Inference::prim(size_t fi, const Instr& in, const std::vector<int>& ops) {
-  const PrimInfo* info = find_prim(in.callee.name);
+// `info`: find_prim of the instruction's name (found once, by build_deps).
+void Inference::prim(size_t fi, const Instr& in, const std::vector<int>& ops,
+                     const PrimInfo* info) {
   if (!info) return;
   Slot dest = pattern_slot(fi, in.out);
   if (info->id == PrimId::Tuple) {
@@ -175,20 +177,23 @@ void Inference::prim(size_t fi, const Instr& in, const std::vector<int>& ops) {
   for (const Group& g : groups_of(info->id, in.args.size())) {
     std::optional<std::pair<DType, Strength>> acc = g.extra;
     bool conflict = false, quiet = false;
-    std::string first_desc = g.extra ? std::string(g.needs) : "";
-    std::string first_name;
+    // The first member that set acc (none when g.extra did): its names are
+    // made only for a message.
+    bool have_first = false, first_is_dest = false;
     IType first_t;
     int first_node = -1;
     const Operand* first_op = nullptr;
     const IType dest_pre = read(dest);
-    auto add = [&](const IType& t, const std::string& name, bool is_dest, int node = -1,
-                   const Operand* op = nullptr) {
+    // How a message names a member: the operand, or the result.
+    auto name_of = [&](bool is_dest, const Operand* op) {
+      return is_dest ? print_target(in.out) : var_or_value(*op);
+    };
+    auto add = [&](const IType& t, bool is_dest, int node = -1, const Operand* op = nullptr) {
       if (!t.is_leaf() || conflict) return;
-      std::string desc = is_dest ? "the result " + name : name;
       if (!acc) {
         acc = {t.dtype, t.strength};
-        first_desc = desc + " (" + describe(t) + ")";
-        first_name = name;
+        have_first = true;
+        first_is_dest = is_dest;
         first_t = t;
         first_node = node;
         first_op = op;
@@ -203,6 +208,13 @@ void Inference::prim(size_t fi, const Instr& in, const std::vector<int>& ops) {
       conflict = true;
       quiet = quiet || t.tainted || first_t.tainted;
       if (quiet) return;
+      const std::string name = name_of(is_dest, op);
+      const std::string desc = is_dest ? "the result " + name : name;
+      const std::string first_name = have_first ? name_of(first_is_dest, first_op) : "";
+      const std::string first_desc =
+          have_first ? (first_is_dest ? "the result " + first_name : first_name) + " (" +
+                           describe(first_t) + ")"
+                     : (g.extra ? std::string(g.needs) : "");
       if (g.extra && first_name.empty()) {
         error(in.callee.loc, "'" + in.callee.name + "' needs " + g.needs + ", but " + desc +
                                  " is " + describe(t) + convert_hint(name, t, g.extra->first));
@@ -302,9 +314,9 @@ void Inference::prim(size_t fi, const Instr& in, const std::vector<int>& ops) {
     };
     for (int o : g.operands)
       if (o < static_cast<int>(ops.size()))
-        add(nodes_[ops[o]], var_or_value(in.args[o]), false, ops[o], &in.args[o]);
+        add(nodes_[ops[o]], false, ops[o], &in.args[o]);
     IType dest_t = read(dest);
-    if (g.with_dest) add(dest_t, print_target(in.out), true);
+    if (g.with_dest) add(dest_t, true);
     if (conflict) {
       taint(dest);
       for (int o : g.operands)
@@ -336,11 +348,13 @@ void Inference::prim(size_t fi, const Instr& in, const std::vector<int>& ops) {
   }
   PrimTypeResult r = prim_result_type(info->id, arg_types, resolve_attrs(in));
   if (!r.ok()) {
+    reports_here_ = true;
     if (reporting_) error(in.callee.loc, r.error);
     return;
   }
   IType result = from_type(*r.type, follows ? result_strength : Strength::Strong);
   if (too_large(result)) {
+    reports_here_ = true;
     if (reporting_)
       error(in.callee.loc, "'" + in.callee.name + "' would make a value of type " + r.type->str() +
                                ", larger than the limit of 2^28 elements per thread");

@@ -153,6 +153,65 @@ void Inference::build_nodes() {
       for (const auto& v : b.term.values) returns_[fi][bi].push_back(operand(v));
     }
   }
+  build_deps();
+}
+
+// The nodes each constraint reads or writes, in sweep order (each block's
+// instructions, then its terminator): what the rules of infer_rules.cpp
+// touch.
+void Inference::build_deps() {
+  std::vector<const Pattern*> leaves;
+  for (size_t fi = 0; fi < m_.funcs.size(); ++fi) {
+    const Function& f = m_.funcs[fi];
+    for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
+      const Block& b = f.blocks[bi];
+      for (size_t ii = 0; ii < b.instrs.size(); ++ii) {
+        const Instr& in = b.instrs[ii];
+        std::vector<int> deps = operands_[fi][bi][ii];
+        const PrimInfo* info = nullptr;
+        bool touches = in.kind == InstrKind::Copy;
+        if (in.kind == InstrKind::Prim) {
+          info = find_prim(in.callee.name);
+          touches = info != nullptr;
+        } else if (in.kind == InstrKind::Call) {
+          if (const Function* callee = m_.find_func(in.callee.name)) {
+            touches = true;
+            size_t ci = index_of(*callee);
+            const size_t nops = deps.size();
+            for (size_t i = 0; i < nops && i < callee->params.size(); ++i)
+              deps.push_back(var_node(ci, callee->params[i].name.name));
+            deps.insert(deps.end(), results_[ci].begin(), results_[ci].end());
+          }
+        }
+        if (!touches) deps.clear();  // the rule does nothing: a pop, an unknown callee
+        leaves.clear();
+        if (touches) in.out.names(leaves);
+        for (const Pattern* l : leaves) deps.push_back(var_node(fi, l->name));
+        deps_.push_back(std::move(deps));
+        prim_info_.push_back(info);
+      }
+      std::vector<int> deps;
+      if (b.term.kind == TermKind::Branch) deps.push_back(var_node(fi, b.term.cond.name));
+      if (b.term.kind == TermKind::Return) {
+        deps = returns_[fi][bi];
+        deps.insert(deps.end(), results_[fi].begin(), results_[fi].end());
+      }
+      deps_.push_back(std::move(deps));
+      prim_info_.push_back(nullptr);
+    }
+  }
+  started_.assign(deps_.size(), -1);
+  reports_.assign(deps_.size(), false);
+}
+
+bool Inference::due(size_t k) {
+  if (started_[k] >= 0 && !(reporting_ && reports_[k])) {
+    bool dirty = false;
+    for (int n : deps_[k]) dirty = dirty || version_[static_cast<size_t>(n)] > started_[k];
+    if (!dirty) return false;
+  }
+  started_[k] = clock_;
+  return true;
 }
 
 // ---- reading and writing places ----
@@ -168,19 +227,20 @@ IType Inference::read(const Slot& s) const {
 void Inference::write(const Slot& s, const IType& t, const SourceLoc& loc) {
   if (!s.is_tuple) {
     if (t.state == IType::State::Unknown) return;
-    IType before = nodes_[s.node];
+    IType& before = nodes_[s.node];
     IType j = before;
     if (!join(j, t)) {
       j = before;
       j.tainted = true;
     }
     if (j != before) {
-      nodes_[s.node] = j;
-      changed_ = true;
       // Where its type came from: the first write, or the one that
       // changed what literals alone had made it (t = 0, then t = t + 1.0).
       bool retyped = before.is_leaf() && j.is_leaf() && before.strength == Strength::Weak &&
                      (j.dtype != before.dtype || j.strength != before.strength);
+      before = std::move(j);
+      changed_ = true;
+      touched(s.node);
       if (origin_[s.node].empty() || (retyped && origin_loc_[s.node].known())) {
         origin_[s.node] = "at line " + std::to_string(loc.line);
         origin_loc_[s.node] = loc;
@@ -202,12 +262,13 @@ void Inference::taint(const Slot& s) {
   } else if (!nodes_[s.node].tainted) {
     nodes_[s.node].tainted = true;
     changed_ = true;
+    touched(s.node);
   }
 }
 
 // Both places get the join of their types; `what` explains a conflict.
 void Inference::equate(const Slot& a, const Slot& b, const SourceLoc& loc,
-                       const std::function<std::string(const IType&, const IType&)>& what) {
+                       MessageFn what) {
   IType ta = read(a), tb = read(b);
   IType j = ta;
   if (!join(j, tb)) {
@@ -222,7 +283,7 @@ void Inference::equate(const Slot& a, const Slot& b, const SourceLoc& loc,
 
 // A computed value flows into a place (one way).
 void Inference::assign(const Slot& dest, const IType& value, const SourceLoc& loc,
-                       const std::function<std::string(const IType&, const IType&)>& what) {
+                       MessageFn what) {
   IType td = read(dest);
   IType j = td;
   if (!join(j, value)) {
@@ -252,13 +313,19 @@ Slot Inference::results_slot(size_t callee) const {
 
 // ---- one pass over every constraint ----
 void Inference::sweep() {
+  size_t k = 0;  // the constraint's number
   for (size_t fi = 0; fi < m_.funcs.size(); ++fi) {
     const Function& f = m_.funcs[fi];
     for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
       const Block& b = f.blocks[bi];
-      for (size_t ii = 0; ii < b.instrs.size(); ++ii)
-        instr(fi, b.instrs[ii], operands_[fi][bi][ii]);
-      terminator(fi, b.term, returns_[fi][bi]);
+      for (size_t ii = 0; ii < b.instrs.size(); ++ii, ++k) {
+        if (!due(k)) continue;
+        reports_here_ = false;
+        instr(fi, b.instrs[ii], operands_[fi][bi][ii], prim_info_[k]);
+        reports_[k] = reports_here_;
+      }
+      if (due(k)) terminator(fi, b.term, returns_[fi][bi]);
+      ++k;
     }
   }
 }

@@ -169,6 +169,27 @@ struct Slot {
   std::vector<Slot> elems;
 };
 
+// A reference to a callable, not a copy: how equate and assign take the
+// maker of their conflict message, which runs only on a conflict (a
+// std::function would copy the lambda, and allocate for its captures, on
+// every call).
+template <class Sig>
+class FnRef;
+template <class R, class... A>
+class FnRef<R(A...)> {
+ public:
+  template <class F>
+  FnRef(const F& f)  // NOLINT: converts from any callable, as std::function does
+      : obj_(&f),
+        call_([](const void* o, A... a) -> R { return (*static_cast<const F*>(o))(a...); }) {}
+  R operator()(A... a) const { return call_(obj_, a...); }
+
+ private:
+  const void* obj_;
+  R (*call_)(const void*, A...);
+};
+using MessageFn = FnRef<std::string(const IType&, const IType&)>;
+
 // Which operands of a primitive must share a dtype, and with what.
 struct Group {
   std::vector<int> operands;
@@ -203,12 +224,28 @@ class Inference {
   bool changed_ = false;
   bool reporting_ = false;
   std::set<std::string> said_;
+  // The sweeps skip a constraint (an instruction or terminator, numbered in
+  // sweep order) when no node it reads or writes changed since it last ran:
+  // it would compute what it computed then, and change nothing. version_ is
+  // the clock at a node's last change, started_ the clock when each
+  // constraint last began (-1: never ran). The reporting sweep also runs the
+  // constraints whose last run reached an error that only it reports
+  // (reports_; reports_here_ while one runs): for the others, reporting
+  // changes nothing.
+  std::vector<int64_t> version_;            // [node]
+  int64_t clock_ = 0;
+  std::vector<std::vector<int>> deps_;      // [constraint]: the nodes it touches
+  std::vector<int64_t> started_;            // [constraint]
+  std::vector<bool> reports_;               // [constraint]
+  bool reports_here_ = false;
+  std::vector<const PrimInfo*> prim_info_;  // [constraint]: a primitive's entry, found once
 
   size_t index_of(const Function& f) const { return static_cast<size_t>(&f - m_.funcs.data()); }
   int var_node(size_t f, const std::string& name) const { return vars_[f].at(name); }
 
   int new_node(IType t = {}) {
     nodes_.push_back(std::move(t));
+    version_.push_back(0);
     origin_.emplace_back();
     origin_loc_.emplace_back();
     return static_cast<int>(nodes_.size()) - 1;
@@ -225,15 +262,18 @@ class Inference {
   // result and literal; places read, written and joined; the fixpoint sweep;
   // the checks and the answer after it.
   void build_nodes();
+  void build_deps();
+  bool due(size_t constraint);  // whether the sweep must run it (and marks it begun)
+  void touched(int node) { version_[static_cast<size_t>(node)] = ++clock_; }
   IType read(const Slot& s) const;
   void write(const Slot& s, const IType& t, const SourceLoc& loc);
   void taint(const Slot& s);
   // Both places get the join of their types; `what` explains a conflict.
   void equate(const Slot& a, const Slot& b, const SourceLoc& loc,
-              const std::function<std::string(const IType&, const IType&)>& what);
+              MessageFn what);
   // A computed value flows into a place (one way).
   void assign(const Slot& dest, const IType& value, const SourceLoc& loc,
-              const std::function<std::string(const IType&, const IType&)>& what);
+              MessageFn what);
   Slot pattern_slot(size_t fi, const Pattern& p) const;
   Slot results_slot(size_t callee) const;
   void sweep();
@@ -247,9 +287,9 @@ class Inference {
   std::string var_or_value(const Operand& o) const;
   void cause(int node, const Operand* o);
   static std::string convert_hint(const std::string& quoted, const IType& t, DType want);
-  void instr(size_t fi, const Instr& in, const std::vector<int>& ops);
+  void instr(size_t fi, const Instr& in, const std::vector<int>& ops, const PrimInfo* info);
   static std::string print_target(const Pattern& p);
-  void prim(size_t fi, const Instr& in, const std::vector<int>& ops);
+  void prim(size_t fi, const Instr& in, const std::vector<int>& ops, const PrimInfo* info);
   void terminator(size_t fi, const Terminator& t, const std::vector<int>& values);
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_map>
 
 #include "ir/tail_call.h"
 #include "passes/liveness.h"
@@ -93,8 +94,8 @@ struct Shared {
 
 class FunctionLowering {
  public:
-  FunctionLowering(Shared& s, const Function& f, bool halt_on_return)
-      : s_(s), f_(f), name_(f.name.name), halt_(halt_on_return), live_(compute_liveness(f.blocks)) {
+  FunctionLowering(Shared& s, const Function& f, bool halt_on_return, const LivenessInfo& live)
+      : s_(s), f_(f), name_(f.name.name), halt_(halt_on_return), live_(live) {
     if (s.types) ft_ = &s.types->funcs.at(name_);
   }
 
@@ -125,7 +126,7 @@ class FunctionLowering {
   const Function& f_;
   std::string name_;
   bool halt_;
-  LivenessInfo live_;
+  const LivenessInfo& live_;
   const FunctionTypes* ft_ = nullptr;
   std::vector<Block> out_;
   int tmp_ = 0;
@@ -396,8 +397,9 @@ class FunctionLowering {
     std::map<std::string, size_t> index;
     for (size_t bi = 0; bi < nb; ++bi) index.emplace(f_.blocks[bi].label.name, bi);
     std::vector<std::set<size_t>> preds(nb);
+    const std::vector<std::vector<size_t>> succ = all_successors(f_.blocks);
     for (size_t bi = 0; bi < nb; ++bi)
-      for (size_t s : successors(f_.blocks, bi)) preds[s].insert(bi);
+      for (size_t s : succ[bi]) preds[s].insert(bi);
     std::vector<Block> extra;
     std::vector<std::pair<size_t, Instr>> prepend;  // lowered block index, pops
     for (size_t bi = 0; bi < nb; ++bi) {
@@ -443,23 +445,35 @@ class FunctionLowering {
 
 }  // namespace
 
-Lowered lower_function_calls(const Module& m, const std::string& entry, const TypeInfo* types) {
+Lowered lower_function_calls(const Module& m, const std::string& entry, const TypeInfo* types,
+                             const std::map<std::string, LivenessInfo>* liveness) {
   Lowered result;
   const Function* ef = m.find_func(entry);
   if (!ef) return result;
   std::vector<const Function*> funcs = reachable(m, *ef);
   Shared s{m, types, {}, {}, {}, {}};
   bool entry_called = false;
+  // Each function's liveness: the liveness pass's when it ran, else computed
+  // here, once per function.
+  std::map<std::string, LivenessInfo> computed;
+  std::vector<const LivenessInfo*> lives;
   for (const Function* f : funcs) {
+    const LivenessInfo* cached = nullptr;
+    if (liveness)
+      if (auto it = liveness->find(f->name.name); it != liveness->end()) cached = &it->second;
+    lives.push_back(cached ? cached : &(computed[f->name.name] = compute_liveness(f->blocks)));
+  }
+  for (size_t fi = 0; fi < funcs.size(); ++fi) {
+    const Function* f = funcs[fi];
     for (const auto& b : f->blocks)
       for (const auto& in : b.instrs)
         if (in.kind == InstrKind::Call && in.callee.name == entry) entry_called = true;
     // A function whose entry block is also a loop target and has parameters
     // it never reads gets a separate first block for popping them.
-    LivenessInfo live = compute_liveness(f->blocks);
+    const LivenessInfo& live = *lives[fi];
     bool entry_has_preds = false;
-    for (size_t bi = 0; bi < f->blocks.size(); ++bi)
-      for (size_t sidx : successors(f->blocks, bi)) entry_has_preds = entry_has_preds || sidx == 0;
+    for (const auto& succ : all_successors(f->blocks))
+      for (size_t sidx : succ) entry_has_preds = entry_has_preds || sidx == 0;
     bool dead_params = false;
     for (const auto& p : f->params)
       dead_params = dead_params || !live.live_in[0].count(p.name.name);
@@ -470,9 +484,9 @@ Lowered lower_function_calls(const Module& m, const std::string& entry, const Ty
   }
   Program p;
   p.entry = {entry, ef->name.loc};
-  for (const Function* f : funcs) {
-    bool halt = f == ef && !entry_called;
-    result.info.funcs.push_back(FunctionLowering(s, *f, halt).run(p.blocks));
+  for (size_t fi = 0; fi < funcs.size(); ++fi) {
+    bool halt = funcs[fi] == ef && !entry_called;
+    result.info.funcs.push_back(FunctionLowering(s, *funcs[fi], halt, *lives[fi]).run(p.blocks));
   }
   for (const auto& prm : ef->params) p.inputs.push_back({q(entry, prm.name.name), prm.name.loc});
   for (const auto& r : result.info.find(entry)->results) p.outputs.push_back({r, ef->loc});
@@ -519,12 +533,26 @@ Lowered lower_function_calls(const Module& m, const std::string& entry, const Ty
 
 namespace {
 
+// Variables are numbered by VarIndex (in name order) and a path's stack
+// depths are one vector of counts, so following an edge copies a vector, not
+// a map of names.
 class DisciplineChecker {
  public:
   DisciplineChecker(const Program& p, const LoweringInfo& info, bool declared, Diagnostics& d)
-      : p_(p), info_(info), declared_(declared), d_(d) {
+      : p_(p), info_(info), d_(d) {
     for (size_t i = 0; i < p.blocks.size(); ++i) index_[p.blocks[i].label.name] = i;
-    for (const auto& v : p.vars) full_[v.name.name] = v.storage == StorageClass::Full;
+    std::vector<std::string_view> extra;
+    for (const auto& v : p.vars) extra.push_back(v.name.name);
+    for (const auto& f : info.funcs) {
+      extra.insert(extra.end(), f.params.begin(), f.params.end());
+      extra.insert(extra.end(), f.results.begin(), f.results.end());
+      entries_[f.entry_label] = &f;  // the last of a label, as a scan would find
+    }
+    vars_ = VarIndex(p.blocks, extra);
+    tracked_.assign(vars_.size(), !declared);
+    if (declared)
+      for (const auto& v : p.vars) tracked_[static_cast<size_t>(vars_.find(v.name.name))] =
+          v.storage == StorageClass::Full;
   }
 
   void run() {
@@ -532,112 +560,119 @@ class DisciplineChecker {
   }
 
  private:
-  using State = std::map<std::string, int>;
+  using State = std::vector<int>;  // [variable id]: depth relative to the call
   const Program& p_;
   const LoweringInfo& info_;
-  bool declared_;
   Diagnostics& d_;
-  std::map<std::string, size_t> index_;
-  std::map<std::string, bool> full_;
+  std::unordered_map<std::string_view, size_t> index_;
+  std::unordered_map<std::string_view, const LoweredFunction*> entries_;
+  VarIndex vars_;
+  std::vector<bool> tracked_;  // [variable id]
 
-  bool tracked(const std::string& v) const {
-    if (!declared_) return true;
-    auto it = full_.find(v);
-    return it != full_.end() && it->second;
-  }
+  int id(const std::string& v) const { return vars_.find(v); }
+  bool tracked(int v) const { return tracked_[static_cast<size_t>(v)]; }
 
   void fail(const LoweredFunction& f, const std::string& label, const std::string& msg) {
     d_.error({}, "stack discipline of '" + f.name + "' broken in block '" + label + "': " + msg);
   }
 
+  struct Item {
+    const std::string* label;
+    State st;
+  };
+
   void check(const LoweredFunction& f) {
-    State start;
+    State start(vars_.size(), 0);
     for (const auto& prm : f.params)
-      if (tracked(prm)) start[prm] = 1;
-    std::map<std::string, State> seen;
-    std::vector<std::pair<std::string, State>> work{{f.entry_label, start}};
+      if (tracked(id(prm))) start[static_cast<size_t>(id(prm))] = 1;
+    std::vector<std::optional<State>> seen(p_.blocks.size());
+    std::vector<Item> work;
+    work.push_back({&f.entry_label, std::move(start)});
     size_t errors_before = d_.error_count();
     while (!work.empty() && d_.error_count() == errors_before) {
-      // Not a structured binding: clang 15 cannot capture one in a lambda.
-      std::string label = std::move(work.back().first);
-      State st = std::move(work.back().second);
+      const std::string& label = *work.back().label;
+      State st = std::move(work.back().st);
       work.pop_back();
-      auto it = seen.find(label);
-      if (it != seen.end()) {
-        if (normalized(it->second) != normalized(st))
-          fail(f, label, "the stack depths differ between the paths into it");
-        continue;
-      }
-      seen.emplace(label, st);
       auto bi = index_.find(label);
       if (bi == index_.end()) {
         fail(f, label, "no such block");
         return;
       }
+      std::optional<State>& was = seen[bi->second];
+      if (was) {
+        if (*was != st) fail(f, label, "the stack depths differ between the paths into it");
+        continue;
+      }
+      was = st;
       const Block& b = p_.blocks[bi->second];
-      auto need = [&](const std::string& v, const char* what) {
-        if (tracked(v) && st[v] < 1)
-          fail(f, label, std::string(what) + " of '" + v + "' with an empty stack");
+      auto need = [&](const std::string& name, const char* what) {
+        int v = id(name);
+        if (tracked(v) && st[static_cast<size_t>(v)] < 1)
+          fail(f, label, std::string(what) + " of '" + name + "' with an empty stack");
       };
+      auto add = [&](const std::string& name, int delta) {
+        int v = id(name);
+        if (tracked(v)) st[static_cast<size_t>(v)] += delta;
+      };
+      std::vector<const Pattern*> leaves;
       for (const auto& in : b.instrs) {
         if (in.kind == InstrKind::Pop) {
           for (const auto& n : in.popped) {
             need(n.name, "pop");
-            if (tracked(n.name)) --st[n.name];
+            add(n.name, -1);
           }
           continue;
         }
         for (const auto& a : in.args)
           if (a.is_var) need(a.name, "read");
-        std::vector<const Pattern*> leaves;
+        leaves.clear();
         in.out.names(leaves);
         for (const Pattern* l : leaves) {
-          if (!tracked(l->name)) continue;
+          if (!tracked(id(l->name))) continue;
           if (l->in_place)
             need(l->name, "in-place update");
           else
-            ++st[l->name];
+            add(l->name, 1);
         }
       }
       const Terminator& t = b.term;
       switch (t.kind) {
         case TermKind::Branch:
           need(t.cond.name, "read");
-          work.emplace_back(t.target.name, st);
-          work.emplace_back(t.target2.name, st);
+          work.push_back({&t.target.name, st});
+          work.push_back({&t.target2.name, std::move(st)});
           break;
         case TermKind::Goto:
-          work.emplace_back(t.target.name, st);
+          work.push_back({&t.target.name, std::move(st)});
           break;
         case TermKind::PushGoto: {
-          const LoweredFunction* g = nullptr;
-          for (const auto& cand : info_.funcs)
-            if (cand.entry_label == t.target2.name) g = &cand;
-          if (!g) {
+          auto g = entries_.find(t.target2.name);
+          if (g == entries_.end()) {
             fail(f, label, "push_goto to '" + t.target2.name + "', which is no function's entry");
             break;
           }
-          for (const auto& prm : g->params) {
+          for (const auto& prm : g->second->params) {
             need(prm, "call with a missing argument: parameter");
-            if (tracked(prm)) --st[prm];
+            add(prm, -1);
           }
-          for (const auto& r : g->results)
-            if (tracked(r)) ++st[r];
-          work.emplace_back(t.target.name, st);
+          for (const auto& r : g->second->results) add(r, 1);
+          work.push_back({&t.target.name, std::move(st)});
           break;
         }
         case TermKind::IndirectGoto:
         case TermKind::Halt:
         case TermKind::Return: {
-          State want;
+          State want(vars_.size(), 0);
           for (const auto& r : f.results)
-            if (tracked(r)) want[r] = 1;
-          if (normalized(st) != normalized(want)) {
+            if (tracked(id(r))) want[static_cast<size_t>(id(r))] = 1;
+          if (st != want) {
+            // In name order: the depths that differ, then the results missing.
             std::string diff;
-            for (const auto& [v, n] : normalized(st))
-              if (!want.count(v) || want[v] != n) diff += " " + v + "=" + std::to_string(n);
-            for (const auto& [v, n] : want)
-              if (!normalized(st).count(v)) diff += " " + v + "=0";
+            for (size_t v = 0; v < st.size(); ++v)
+              if (st[v] != 0 && st[v] != want[v])
+                diff += " " + vars_.name(static_cast<int>(v)) + "=" + std::to_string(st[v]);
+            for (size_t v = 0; v < st.size(); ++v)
+              if (want[v] != 0 && st[v] == 0) diff += " " + vars_.name(static_cast<int>(v)) + "=0";
             fail(f, label,
                  "at the return, stack depths (relative to the call) are" + diff +
                      " (parameters must end at 0, results at 1, all else 0)");
@@ -646,13 +681,6 @@ class DisciplineChecker {
         }
       }
     }
-  }
-
-  static State normalized(const State& s) {
-    State out;
-    for (const auto& [v, n] : s)
-      if (n != 0) out[v] = n;
-    return out;
   }
 };
 

@@ -37,6 +37,7 @@
 
 #include "ir/ir.h"
 #include "passes/infer_types.h"
+#include "passes/liveness.h"
 #include "support/diag.h"
 
 namespace ab {
@@ -69,8 +70,10 @@ struct Lowered {
 };
 
 // `types` may be null (or incomplete): variable declarations then carry the
-// types that are known.
-Lowered lower_function_calls(const Module& m, const std::string& entry, const TypeInfo* types);
+// types that are known. `liveness` (may be null), per function of `m`: the
+// liveness pass's results, used instead of computing them again.
+Lowered lower_function_calls(const Module& m, const std::string& entry, const TypeInfo* types,
+                             const std::map<std::string, LivenessInfo>* liveness = nullptr);
 
 // Checks the stack discipline of a lowered program (all variables treated as
 // `full`, or only those declared full when `declared_classes` is set): on

@@ -38,6 +38,7 @@ void run_infer_types(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
 // the types are inferred again so the passes after it see the new variables.
 void run_if_convert(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
   if (!if_convert(c.source, c.types)) return;
+  c.liveness.clear();  // of the blocks before (in a --passes order with liveness first)
   c.types = infer_types(c.source, opt.entry, opt.entry_types, d);
   if (d.has_errors())
     d.error({}, "internal error: if_convert broke type inference (please report)");
@@ -45,13 +46,15 @@ void run_if_convert(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
 
 void run_liveness(Compiled& c, const CompileOptions&, Diagnostics&) {
   // An analysis: what it finds is shown (as comments) by --print-after
-  // liveness; lower_function_calls computes its own where it needs it.
+  // liveness, and lower_function_calls uses it (computing its own for a
+  // pipeline without this pass).
   c.liveness.clear();
   for (const auto& f : c.source.funcs) c.liveness[f.name.name] = compute_liveness(f.blocks);
 }
 
 void run_lower_function_calls(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
-  Lowered low = lower_function_calls(c.source, opt.entry, &c.types);
+  Lowered low = lower_function_calls(c.source, opt.entry, &c.types,
+                                     c.liveness.empty() ? nullptr : &c.liveness);
   c.lowered = std::move(low.module);
   c.info = std::move(low.info);
   c.facts |= kLowered;
@@ -267,6 +270,8 @@ Result<Compiled> compile(const Module& m, const CompileOptions& opt) {
   }
   if (stop) {
     c.printed = print_state(c, *stop);
+  } else if (!opt.print) {
+    // A run: the text would be thrown away.
   } else if (c.facts & kLowered) {
     c.printed = print_module(c.lowered);
   } else if (c.facts & kTyped) {

@@ -63,6 +63,7 @@ struct CompileOptions {
   std::vector<std::optional<Type>> entry_types;  // from the inputs; may be empty
   std::string print_after;                       // stop after this pass and print
   std::vector<std::string> passes;               // the pipeline; empty: every pass
+  bool print = true;  // make Compiled::printed (a run has no use for the text)
 };
 
 struct Compiled {
