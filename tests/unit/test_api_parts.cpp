@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dir.h"
 #include "autobatch/autobatch.h"
 #include "io/npy.h"
 
@@ -16,17 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ab_parts_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct TempDir : ab_test::TempDir {
+  TempDir() : ab_test::TempDir("ab_parts") {}
   std::string write_npy(const std::string& name, ab::DType dtype, const ab::Shape& shape,
                         const void* data) {
     std::string file = (path / name).string();

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "temp_dir.h"
 #include "io/atomic_file.h"
 #include "io/inputs.h"
 #include "io/json_input.h"
@@ -25,21 +26,9 @@ using namespace ab;
 
 namespace {
 
-// A fresh empty directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("ab_io_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+// A fresh empty directory, removed at the end of the test, and what it holds.
+struct TempDir : ab_test::TempDir {
+  TempDir() : ab_test::TempDir("ab_io_test") {}
   std::vector<std::string> entries() const {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
