@@ -683,8 +683,7 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
   // steps (which must not depend on when the code is ready), it starts at
   // once, interpreted, and switches when the code compiled in the background
   // is ready; code already in the cache comes in before the first step.
-  const bool counted = opt_.stats || (opt_.trace && opt_.trace->on()) || opt_.max_steps > 0;
-  if (!opt_.jit_wait && !counted) {
+  if (!opt_.jit_wait && !counts_steps()) {
     auto pending = jit::compile_in_background(gsegs, dsegs, bsegs, chain ? &return_to : nullptr,
                                               frames, &cached_);
     if (pending->ready() && opt_.jit_switch_at < 0) {

@@ -34,8 +34,7 @@ RunResult StackVM::run() {
   }
   // Threads are numbered by input, also under --lanes.
   if (tracing_) opt_.trace->header("stack", n_inputs_, names, locs);
-  res.execution = execution_report(names, locs, plan_);
-  if (opt_.stats) opt_.stats->init(std::move(names));
+  if (opt_.stats) opt_.stats->init(names);
   PoolVector<uint32_t> cur;
   if (opt_.stats && code_) opt_.stats->seconds["jit"] += cached_ ? 0.0 : code_->seconds;
   while (live_ > 0) {
@@ -107,7 +106,7 @@ RunResult StackVM::run() {
         jit_log_ = "jit: " + wiring_.what +
                    ", compiling in the background: the run ended before the code was ready "
                    "(interpreted throughout; the code goes into the cache for the next run)";
-    } else if (code_ && (opt_.stats || tracing_ || opt_.max_steps > 0)) {
+    } else if (code_ && counts_steps()) {
       // Never tiered (and the same whatever jit_wait says: --stats under
       // --threads N and under mpirun -np N report the same): the run counts
       // its steps.
@@ -118,12 +117,6 @@ RunResult StackVM::run() {
                               ")";
       for (BlockPlan& bp : report)
         if (bp.mode != ExecMode::Interpreted) bp.reason += why;
-    }
-    std::vector<std::string> names;
-    std::vector<SourceLoc> locs;
-    for (const auto& b : p_.blocks) {
-      names.push_back(b.label.name);
-      locs.push_back(b.label.loc);
     }
     res.execution = execution_report(names, locs, report);
   }

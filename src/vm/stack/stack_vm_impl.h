@@ -225,6 +225,12 @@ class StackVM {
   int64_t parked_ = 0;
   int64_t loop_could() const { return std::min(live_ - parked_, kChunk); }
   bool tracing_ = false;
+  // The run counts its steps (--stats, --trace, --max-steps), so its code
+  // is compiled before it starts, never tiered: counts must not depend on
+  // when the code is ready.
+  bool counts_steps() const {
+    return opt_.stats || (opt_.trace && opt_.trace->on()) || opt_.max_steps > 0;
+  }
   std::vector<uint32_t> trace_threads_, trace_depths_;
   PoolVector<int64_t> lane_steps_;    // --max-steps: blocks the lane's thread started
   std::vector<RuntimeError> failed_;  // --on-error record: the failed threads
