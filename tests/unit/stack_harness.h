@@ -4,6 +4,8 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +61,36 @@ inline RunResult stack(const Prog& p, RunOptions opt = {}) {
   FunctionTypes ft = infer_program_types(*c->lowered.program, p.types, d, p.m.source);
   REQUIRE_FALSE(d.has_errors());
   return run_stack(*c->lowered.program, ft, p.inputs.values, p.inputs.batch, opt);
+}
+
+// Outputs bit for bit: floats too, except that any NaN equals any NaN (the
+// sign of a NaN made by the hardware depends on operand order).
+inline void same_bits(const RunResult& a, const RunResult& b) {
+  REQUIRE_FALSE(a.error);
+  REQUIRE_FALSE(b.error);
+  REQUIRE(a.outputs.size() == b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    const Array& x = a.outputs[i];
+    const Array& y = b.outputs[i];
+    REQUIRE(x.byte_size() == y.byte_size());
+    // Floats bit for bit, except that any NaN equals any NaN (the sign of a
+    // NaN made by the hardware depends on operand order, as in the outputs).
+    if (x.type.dtype == DType::F64) {
+      for (size_t k = 0; k < x.byte_size() / 8; ++k) {
+        double u = x.as<double>()[k], v = y.as<double>()[k];
+        if (std::isnan(u) && std::isnan(v)) continue;
+        CHECK(std::memcmp(&u, &v, 8) == 0);
+      }
+    } else if (x.type.dtype == DType::F32) {
+      for (size_t k = 0; k < x.byte_size() / 4; ++k) {
+        float u = x.as<float>()[k], v = y.as<float>()[k];
+        if (std::isnan(u) && std::isnan(v)) continue;
+        CHECK(std::memcmp(&u, &v, 4) == 0);
+      }
+    } else {
+      CHECK(std::memcmp(x.data.data(), y.data.data(), x.byte_size()) == 0);
+    }
+  }
 }
 
 }  // namespace ab::stack_harness

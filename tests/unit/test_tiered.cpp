@@ -45,23 +45,7 @@ struct Hold {
 
 // Outputs bit for bit (any NaN equals any NaN), and the same failed threads.
 void same_outputs(const RunResult& a, const RunResult& b) {
-  REQUIRE_FALSE(a.error);
-  REQUIRE_FALSE(b.error);
-  REQUIRE(a.outputs.size() == b.outputs.size());
-  for (size_t i = 0; i < a.outputs.size(); ++i) {
-    const Array& x = a.outputs[i];
-    const Array& y = b.outputs[i];
-    REQUIRE(x.byte_size() == y.byte_size());
-    if (x.type.dtype == DType::F64) {
-      for (size_t k = 0; k < x.byte_size() / 8; ++k) {
-        double u = x.as<double>()[k], v = y.as<double>()[k];
-        if (std::isnan(u) && std::isnan(v)) continue;
-        CHECK(std::memcmp(&u, &v, 8) == 0);
-      }
-    } else {
-      CHECK(std::memcmp(x.data.data(), y.data.data(), x.byte_size()) == 0);
-    }
-  }
+  stack_harness::same_bits(a, b);
   REQUIRE(a.failed.size() == b.failed.size());
   for (size_t i = 0; i < a.failed.size(); ++i) {
     CHECK(a.failed[i].thread == b.failed[i].thread);
