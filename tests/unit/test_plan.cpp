@@ -218,13 +218,68 @@ TEST_CASE("plan: nuts mixes the modes: chained calls, segments with tensor ops a
   CHECK(mode("build_tree.leaf.2") == "segments");
   CHECK(mode("main.extended") == "segments");
   CHECK(mode("log_density.entry") == "segments");
-  CHECK(mode("build_tree.leaf") == "segments");  // a pop, called from the segment
+  // Its one op that is not scalar, the unpacking of the shared `target`
+  // into `prec` and `mu`, is computed before the run: the block chains.
+  CHECK(mode("build_tree.leaf") == "chained");
   for (const auto& e : r.execution)
     if (e.mode == "segments") CHECK(has(e.reason, "compiled"));
   CHECK(count(r, "chained") >= 4);
   CHECK(count(r, "segments") >= 6);
   CHECK(count(r, "interpreted") == count_empty(r));
   CHECK(count(r, "dense_loop") == 0);
+}
+
+// Shared values (the same for every thread) are computed before the run, so
+// a block whose only op that is not per lane computes one still chains:
+// simpson's if-conversion writes the constant `true` into a variable.
+TEST_CASE("plan: a block that computes a shared value chains; its value is computed once, early") {
+  if (!ab::jit::available()) return;
+  auto p = load("simpson.ab", "main");
+  std::vector<double> a{0.0, 0.5, 1.0}, b{3.0, 2.0, 1.5}, tol{1e-8, 1e-6, 1e-10};
+  std::vector<int64_t> depth{20};
+  autobatch::RunOptions o;
+  o.threads = 1;
+  o.jit_wait = true;
+  auto r = p.run({autobatch::ArrayView::of(a.data(), 3), autobatch::ArrayView::of(b.data(), 3),
+                  autobatch::ArrayView::of(tol.data(), 3), autobatch::ArrayView::of(depth.data(), 1)},
+                 o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  for (const auto& e : r.execution) {
+    CAPTURE(e.block);
+    CAPTURE(e.reason);
+    if (e.block == "adapt.entry.2") CHECK(e.mode == "chained");
+    CHECK(!has(e.reason, "shared by every thread"));
+  }
+}
+
+// A shared value whose computation fails is not computed early: the error
+// comes only if a thread reaches it, as it did before, and names it.
+TEST_CASE("plan: a shared value that fails is left to the threads that reach it") {
+  auto p = autobatch::compile(R"(func g(n: i64, z: i64) -> i64 {
+  if n < 0 {
+    return 7 / z
+  }
+  if n <= 1 {
+    return n
+  }
+  return g(n - 1, z) + 1
+}
+)");
+  REQUIRE_MESSAGE(p, p.rendered());
+  int64_t z[1] = {0};
+  autobatch::RunOptions o;
+  o.threads = 1;
+  o.jit_wait = true;
+  std::vector<int64_t> n{3, 4, 5};
+  auto r = p->run({autobatch::ArrayView::of(n.data(), 3), autobatch::ArrayView::of(z, 1)}, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0].as<int64_t>()[2] == 5);
+  n = {3, -1, 5};
+  r = p->run({autobatch::ArrayView::of(n.data(), 3), autobatch::ArrayView::of(z, 1)}, o);
+  REQUIRE(r.runtime_error);
+  CHECK(r.runtime_error->thread == 1);
+  CHECK(has(r.runtime_error->rendered, "division by zero"));
 }
 
 TEST_CASE("plan: the environment options reader") {

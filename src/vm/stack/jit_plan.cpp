@@ -310,6 +310,7 @@ bool StackVM::block_form(const CBlock& cb) const {
         if (!word_stack(l)) return false;
       continue;
     }
+    if (shared_done(op)) continue;  // computed before the run (precompute_shared)
     if (!compilable(op)) return false;
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf)) return false;
@@ -520,6 +521,7 @@ std::string StackVM::whole_blocker(const CBlock& cb) const {
           return "the stack of '" + leaves_[l].var + "' is not of one-word scalars";
       continue;
     }
+    if (shared_done(op)) continue;
     if (!compilable(op)) return per_lane_blocker(op);
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf))

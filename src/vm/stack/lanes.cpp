@@ -19,6 +19,51 @@ void StackVM::set_shared_inputs() {
   }
 }
 
+// The shared values computed before the run starts. passes/sharing makes a
+// value shared only when it is the same for every thread whenever it is
+// computed, so computing it early changes no result; it lets the compiled
+// forms that run a lane from block to block (whole blocks, the chain) read
+// it instead of stopping at the op that would compute it. Each op runs once
+// its operands are ready (constants, shared inputs, values computed here),
+// in a sweep repeated until nothing more is ready. An op that fails here is
+// left to its block, which reports the error if a thread reaches it; a
+// custom primitive (a user's callback) is left too, so that it is called
+// only if a thread reaches it.
+void StackVM::precompute_shared() {
+  if (lanes_ <= 0) return;
+  set_shared_inputs();
+  const uint32_t lane0[1] = {0};
+  lane_input_.assign(1, 0);  // (an error's thread, discarded; start_all_lanes sets them all)
+  auto ready = [&](const Ref& r) { return r.constant >= 0 || leaves_[r.leaf].shared_ready; };
+  for (bool more = true; more;) {
+    more = false;
+    for (uint32_t b = 0; b < blocks_.size(); ++b)
+      for (const Op& op : blocks_[b].ops) {
+        if (!op.shared || shared_done(op) || op.kind == Op::Kind::Pop) continue;
+        if (op.kind == Op::Kind::Kernel && (!op.fn || is_custom_prim(op.prim))) continue;
+        if (!std::all_of(op.args.begin(), op.args.end(), ready)) continue;
+        bool ok = false;
+        try {
+          ok = !execute(b, op, nullptr, 1, lane0);
+        } catch (const std::exception&) {
+          ok = false;
+        }
+        if (!ok) continue;
+        for (const auto& o : op.outs) leaves_[o.leaf].shared_ready = true;
+        more = true;
+      }
+  }
+  lane_input_.clear();
+}
+
+// Whether op's shared values are computed (op.shared: it computes nothing
+// more).
+bool StackVM::shared_done(const Op& op) const {
+  for (const auto& o : op.outs)
+    if (!leaves_[o.leaf].shared_ready) return false;
+  return op.shared;
+}
+
 // Lane t begins input `input`: its inputs, empty stacks, halt under its PC.
 // Once: which leaves a lane's start touches (no lookups per thread).
 void StackVM::find_start_leaves() {

@@ -178,6 +178,7 @@ class StackVM {
     analyze_sharing();
     make_leaves(types);
     compile(types);
+    precompute_shared();
     plan();
   }
 
@@ -299,6 +300,8 @@ class StackVM {
 
   // ---- lanes.cpp ---------------------------------------------------
   void set_shared_inputs();
+  void precompute_shared();
+  bool shared_done(const Op& op) const;
   void find_start_leaves();
   void start_all_lanes();
   void start_lane(uint32_t t, int64_t input);
