@@ -195,7 +195,7 @@ TEST_CASE("plan: collatz's loop is a dense loop; other VMs interpret every block
   }
 }
 
-TEST_CASE("plan: nuts mixes the modes: chained calls, segments with tensor ops and calls") {
+TEST_CASE("plan: nuts mixes the modes: whole blocks, segments with tensor ops and calls") {
   if (!ab::jit::available()) return;
   auto p = load("nuts.ab", "main");
   auto in = p.load_inputs({std::string(AUTOBATCH_SOURCE_DIR) + "/programs/nuts.json"});
@@ -209,29 +209,76 @@ TEST_CASE("plan: nuts mixes the modes: chained calls, segments with tensor ops a
       if (e.block == block) return e.mode;
     return std::string();
   };
-  // The tree's recursion: the blocks of scalar ops are chained.
-  CHECK(mode("build_tree.entry") == "chained");
-  CHECK(mode("build_tree.second") == "chained");
-  // Blocks with matrix and vector ops: compiled as segments (vector ops
-  // inline, the matrix product called as its batched kernel), and the
-  // reason says why the block is not compiled whole.
+  // The tree's recursion: the blocks of scalar ops are compiled whole (its
+  // unpacking of the shared `target` computed before the run), but not
+  // chained: the recursion also runs blocks of matrix and vector ops,
+  // compiled as segments (vector ops inline, the matrix product called as
+  // its batched kernel), where threads would leave the chain.
+  CHECK(mode("build_tree.entry") == "whole_block");
+  CHECK(mode("build_tree.second") == "whole_block");
+  CHECK(mode("build_tree.leaf") == "whole_block");
   CHECK(mode("build_tree.leaf.2") == "segments");
   CHECK(mode("main.extended") == "segments");
   CHECK(mode("log_density.entry") == "segments");
-  // Its one op that is not scalar, the unpacking of the shared `target`
-  // into `prec` and `mu`, is computed before the run: the block chains.
-  CHECK(mode("build_tree.leaf") == "chained");
-  for (const auto& e : r.execution)
+  for (const auto& e : r.execution) {
     if (e.mode == "segments") CHECK(has(e.reason, "compiled"));
-  CHECK(count(r, "chained") >= 4);
+    if (e.mode == "whole_block") CHECK(has(e.reason, "not chained: block '"));
+  }
+  CHECK(count(r, "whole_block") >= 4);
+  CHECK(count(r, "chained") == 0);
   CHECK(count(r, "segments") >= 6);
   CHECK(count(r, "interpreted") == count_empty(r));
   CHECK(count(r, "dense_loop") == 0);
 }
 
-// Shared values (the same for every thread) are computed before the run, so
-// a block whose only op that is not per lane computes one still chains:
-// simpson's if-conversion writes the constant `true` into a variable.
+// The chain's rule: chained only where threads stay in the chain. fib's and
+// simpson's recursions are chained whole; mergesort's sort copies its
+// tensor after a call (segments), so its scalar blocks are whole blocks, not
+// chained.
+TEST_CASE("plan: the chain only where the recursion's blocks are all compiled whole") {
+  if (!ab::jit::available()) return;
+  auto p = load("mergesort.ab", "main");
+  auto in = p.load_inputs({std::string(AUTOBATCH_SOURCE_DIR) + "/programs/mergesort.json"});
+  REQUIRE_MESSAGE(in, in.rendered());
+  autobatch::RunOptions o;
+  o.threads = 1;
+  auto r = p.run(*in, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  CHECK(count(r, "chained") == 0);
+  CHECK(count(r, "whole_block") >= 4);
+  for (const auto& e : r.execution)
+    if (e.mode == "whole_block") {
+      CAPTURE(e.reason);
+      CHECK(has(e.reason, "not chained: block 'sort.recur.2'"));
+    }
+  // The plan alone, on made-up facts: f (blocks 1-3) calls itself; block 3
+  // is not compiled whole.
+  std::vector<BlockFacts> f(4, whole_body());
+  f[0].next = {};
+  f[0].callee = 1;  // main: call f
+  f[1].next = {2};
+  f[2].next = {3};
+  f[2].callee = 1;  // f calls f, returns to 3
+  f[3].whole_form = false;
+  f[3].whole_blocker = "op 'get' on tensors is compiled only in segments";
+  for (size_t i = 0; i < f.size(); ++i) f[i].name = "b" + std::to_string(i);
+  PlanOptions po;
+  po.calls = true;
+  auto plan = plan_blocks(f, po);
+  CHECK(plan[1].mode == ExecMode::WholeBlock);
+  CHECK(has(plan[1].reason, "block 'b3'"));
+  CHECK(plan[3].mode == ExecMode::Segments);
+  // Block 3 compiled whole too: the recursion stays in the chain; main's
+  // block 0 is outside it but runs once per thread.
+  f[3] = whole_body();
+  f[0].whole_form = false;
+  f[0].whole_blocker = "it ends its threads";
+  plan = plan_blocks(f, po);
+  CHECK(plan[1].mode == ExecMode::Chained);
+  CHECK(plan[3].mode == ExecMode::Chained);
+  CHECK(plan[0].mode == ExecMode::Segments);
+}
+
 TEST_CASE("plan: a block that computes a shared value chains; its value is computed once, early") {
   if (!ab::jit::available()) return;
   auto p = load("simpson.ab", "main");

@@ -63,6 +63,12 @@ StackVM::SegForm StackVM::seg_form(const Op& op) const {
   if (op.kind == Op::Kind::Pop) return SegForm::Call;
   const bool runs = op.kind == Op::Kind::Copy || op.fn;  // execute() can run it
   if (op.shared) return runs ? SegForm::Call : SegForm::None;
+  // A random primitive in a gather segment calls its batched kernel, which
+  // draws the chunk's Philox blocks vectorised across lanes: inline, each
+  // lane would call the module's scalar Philox, about twice the time on
+  // gillespie.ab. (Dense loops inline it vectorised with the body; whole
+  // blocks and the chain inline it per lane: compilable().)
+  if (op.kind == Op::Kind::Kernel && op.fn && prim_random(op.prim)) return SegForm::Call;
   if (compilable(op)) return SegForm::Lane;
   if (op.outs.empty()) return runs ? SegForm::Call : SegForm::None;
   auto type = [&](const Ref& r) -> const TensorType& {
@@ -552,6 +558,21 @@ void StackVM::plan() {
     facts[bi].ops = cb.ops.size();
     facts[bi].loop = cb.self >= 0;
     facts[bi].fused_cmp = cb.fused_cmp;
+    facts[bi].name = p_.blocks[bi].label.name;
+    switch (cb.term) {
+      case TermKind::Goto:
+        facts[bi].next = {cb.t1};
+        break;
+      case TermKind::Branch:
+        facts[bi].next = {cb.t1, cb.t2};
+        break;
+      case TermKind::PushGoto:  // t1: where the call returns, t2: the callee
+        facts[bi].next = {cb.t1};
+        facts[bi].callee = cb.t2;
+        break;
+      default:
+        break;
+    }
     if (compiling) gather_facts(bi, facts[bi], cand[bi]);
   }
   plan_ = plan_blocks(facts, po);

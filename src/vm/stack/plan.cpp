@@ -2,6 +2,8 @@
 // block's facts, and the report of the plan for -v, --stats and the APIs.
 #include "vm/stack/plan.h"
 
+#include <algorithm>
+
 #include "vm/tuning.h"
 
 namespace ab::stack {
@@ -52,6 +54,68 @@ BlockPlan segments_or_interpreted(const BlockFacts& f, std::string why) {
     p.reason = why + "; no run of " + std::to_string(kTuning.min_segment) +
                " or more compilable instructions";
   return p;
+}
+
+// The first block that is not chained in a function that runs many times per
+// thread while others are chained (-1: none). The functions are found from
+// the blocks calls enter (and block 0, the entry): each one's blocks are
+// those reached by gotos, branches and calls' return blocks. A function is
+// hot when it is on a cycle of calls, or called from a hot one.
+int64_t chain_exit(const std::vector<BlockFacts>& facts, const std::vector<BlockPlan>& plan) {
+  const size_t n = facts.size();
+  bool chained = false;
+  for (const BlockPlan& p : plan) chained = chained || p.mode == ExecMode::Chained;
+  if (!chained || n == 0) return -1;
+  std::vector<uint32_t> entries{0};
+  for (const BlockFacts& f : facts)
+    if (f.callee >= 0 && static_cast<size_t>(f.callee) < n)
+      entries.push_back(static_cast<uint32_t>(f.callee));
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  // Each function's blocks, and the functions it calls (by index in entries).
+  std::vector<std::vector<uint32_t>> blocks(entries.size());
+  std::vector<std::vector<size_t>> calls(entries.size());
+  for (size_t e = 0; e < entries.size(); ++e) {
+    std::vector<bool> seen(n, false);
+    std::vector<uint32_t> todo{entries[e]};
+    seen[entries[e]] = true;
+    while (!todo.empty()) {
+      const uint32_t b = todo.back();
+      todo.pop_back();
+      blocks[e].push_back(b);
+      if (facts[b].callee >= 0) {
+        auto it = std::lower_bound(entries.begin(), entries.end(),
+                                   static_cast<uint32_t>(facts[b].callee));
+        if (it != entries.end() && *it == facts[b].callee)
+          calls[e].push_back(static_cast<size_t>(it - entries.begin()));
+      }
+      for (uint32_t t : facts[b].next)
+        if (t < n && !seen[t]) {
+          seen[t] = true;
+          todo.push_back(t);
+        }
+    }
+  }
+  // reach[e]: the functions e's calls lead to, directly or not.
+  std::vector<std::vector<bool>> reach(entries.size(), std::vector<bool>(entries.size(), false));
+  for (size_t e = 0; e < entries.size(); ++e) {
+    std::vector<size_t> todo = calls[e];
+    while (!todo.empty()) {
+      const size_t g = todo.back();
+      todo.pop_back();
+      if (reach[e][g]) continue;
+      reach[e][g] = true;
+      for (size_t h : calls[g]) todo.push_back(h);
+    }
+  }
+  for (size_t e = 0; e < entries.size(); ++e) {
+    bool hot = reach[e][e];
+    for (size_t r = 0; r < entries.size() && !hot; ++r) hot = reach[r][r] && reach[r][e];
+    if (!hot) continue;
+    for (uint32_t b : blocks[e])
+      if (plan[b].mode != ExecMode::Chained) return b;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -124,6 +188,18 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
     else
       why = "not compiled whole: " + f.whole_blocker;
     p = segments_or_interpreted(f, why);
+  }
+  // The chain's rule (plan.h, rule 3).
+  if (const int64_t out = chain_exit(facts, plan); out >= 0) {
+    const std::string why =
+        "; not chained: block '" + facts[out].name +
+        "', in a function that runs many times per thread, is not compiled whole (threads "
+        "would leave the chain there and enter it again, copying their stacks)";
+    for (BlockPlan& p : plan)
+      if (p.mode == ExecMode::Chained) {
+        p.mode = ExecMode::WholeBlock;
+        p.reason = "program with calls, every op compiles, none can fail: a chunk per call" + why;
+      }
   }
   return plan;
 }

@@ -26,6 +26,13 @@
 //     counted per block (--stats, --max-steps), whole_block otherwise.
 //     Without calls a block runs about once per thread and its compilation
 //     (full code generation) would not repay itself.
+//     The chain pays only where threads stay in it: a thread that reaches a
+//     block outside it leaves, and entering again copies every level of its
+//     stacks. So when a block that is not compiled whole lies in a function
+//     that runs many times per thread (a recursive function, or one called
+//     from it), no block is chained: each is whole_block (on mergesort.ab,
+//     whose merge works on a tensor, the chain took twice the time).
+//     Blocks with no instructions outside the chain count too.
 //  4. Otherwise runs of at least Tuning::min_segment consecutive compilable
 //     ops are compiled as segments (a shorter run gains nothing over its
 //     kernels), and so is a block whose every op compiles, however short;
@@ -38,7 +45,8 @@
 // event, which is the kernel's work without its call and layout dispatch
 // (a larger elementwise op is called as its kernel, vectorised over the
 // chunk); the others (reductions, linear algebra,
-// categorical, random numbers of a shape, the builders, primitives
+// categorical, random numbers (scalar ones too: the kernel draws the
+// chunk's Philox blocks vectorised across lanes), the builders, primitives
 // registered by an embedder), a pop and a value computed once for every
 // thread are called from the compiled loop for all the segment's lanes at
 // once: the batched kernel, where a shared matrix is one GEMM over the
@@ -95,6 +103,12 @@ struct BlockFacts {
   // Segments: the runs of compilable ops long enough to compile.
   size_t segments = 0;
   size_t segment_ops = 0;
+  // Its place in the control flow, for the chain's rule: the blocks its
+  // threads go to next within its function (goto and branch targets, a
+  // call's return block), the block a call enters (-1: no call), its name.
+  std::vector<uint32_t> next;
+  int64_t callee = -1;
+  std::string name;
 };
 
 struct PlanOptions {
