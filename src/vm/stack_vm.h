@@ -53,6 +53,8 @@
 // Threads not in a step's list are never touched, so values they hold never
 // cause errors. With `lanes` > 0 (streaming mode) the run uses that many
 // lanes and a lane whose thread halts takes the next unstarted input.
+// Without it, a lane per thread, unless the threads' own variables are large
+// (stack_auto_lanes, Tuning::lane_bytes_budget): then fewer lanes, refilled.
 #pragma once
 #include "ir/ir.h"
 #include "ir/type_info.h"
@@ -64,5 +66,9 @@ namespace ab {
 // operands).
 RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vector<Array>& inputs,
                     int64_t batch, const RunOptions& opt);
+
+// The lanes a run of n threads gets without `lanes`, when each lane's own
+// variables take bytes_per_lane bytes (Tuning::lane_bytes_budget's rule).
+int64_t stack_auto_lanes(int64_t n, int64_t bytes_per_lane);
 
 }  // namespace ab

@@ -161,6 +161,40 @@ TEST_CASE("stack VM: refill lanes give the outputs of the plain run") {
   }
 }
 
+// Without --lanes, threads whose own variables are large run on fewer lanes
+// (Tuning::lane_bytes_budget), refilled as threads halt: the outputs are the
+// plain run's, and the log says so. Scalar programs keep a lane per thread.
+TEST_CASE("stack VM: large per-thread variables run on fewer lanes, with the plain run's outputs") {
+  CHECK(stack_auto_lanes(100000, 8) == 100000);  // a few words per lane
+  CHECK(stack_auto_lanes(1000, 1024) == 1000);    // all of it within the budget
+  CHECK(stack_auto_lanes(8192, 8192) == 256);     // at least min_auto_lanes
+  CHECK(stack_auto_lanes(8192, 1024) == 1024);    // budget / bytes, whole chunks
+  CHECK(stack_auto_lanes(200, 1 << 20) == 200);   // never more lanes than threads
+  const int64_t n = 3000;
+  std::string ks;
+  for (int64_t i = 0; i < n; ++i) ks += (i ? ", " : "") + std::to_string((i * 37) % 50);
+  Loaded l = load(R"(func f(k: i64) -> f64 {
+  v = fill(1.0, shape=[64])
+  i = 0
+  while i < k {
+    v = v * 0.5 + 1.0
+    i = i + 1
+  }
+  return sum(v)
+}
+)",
+                  {R"({"k": [)" + ks + "]}"});
+  RunResult r = stack(l);
+  REQUIRE_FALSE(r.error);
+  CHECK(r.log.find("3000 threads on ") != std::string::npos);
+  RunOptions plain;
+  plain.lanes = n;  // one lane per thread, as asked
+  RunResult p = stack(l, plain);
+  CHECK(p.log.find("threads on") == std::string::npos);
+  same(r, p);
+  same(r, reference(l));
+}
+
 TEST_CASE("stack VM: a division guarded by a branch does not fail in threads that skip it") {
   Loaded l = load(
       "func f(a, b) {\ne:\n  nz = ne(b, 0)\n  branch nz, d, s\nd:\n  q = div(a, b)\n  return "

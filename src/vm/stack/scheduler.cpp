@@ -121,6 +121,7 @@ RunResult StackVM::run() {
     res.execution = execution_report(names, locs, report);
   }
   res.log = jit_log_;
+  if (!lanes_note_.empty()) res.log += (res.log.empty() ? "" : "; ") + lanes_note_;
   if (in_place_bytes_ > 0)
     res.log += (res.log.empty() ? "" : "; ") + std::string("inputs read in place: ") +
                std::to_string(in_place_bytes_) + " bytes";

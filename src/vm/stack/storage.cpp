@@ -2,6 +2,7 @@
 // every thread), each variable's leaves and their storage by class, inputs
 // read in place, and register variables coalesced into one storage.
 #include "vm/stack/stack_vm_impl.h"
+#include "vm/stack_vm.h"
 
 namespace ab::stack {
 
@@ -87,6 +88,30 @@ void StackVM::make_leaves(const FunctionTypes& types) {
     slots_leaf_count_[p_.vars[s].name.name] = slots.leaf_count[s];
   const std::set<std::string> written = written_vars();
   const std::map<std::string, std::string> alias = storage_aliases(slots);
+  // The lanes (Tuning::lane_bytes_budget): from the bytes each lane's own
+  // variables take, a full variable's top and one level of its stack. An
+  // input read in place is not counted: it stays in place while the lanes
+  // are the threads (and a program whose other variables are small keeps
+  // them so).
+  if (opt_.lanes <= 0) {
+    int64_t bytes = 0;
+    for (size_t s = 0; s < p_.vars.size(); ++s) {
+      const VarDecl& v = p_.vars[s];
+      if (alias.count(v.name.name) || shared_var_[v.name.name]) continue;
+      if (v.storage == StorageClass::Temporary || v.storage == StorageClass::Null) continue;
+      for (uint32_t j = 0; j < slots.leaf_count[s]; ++j) {
+        const TensorType& tt = slots.leaf_types[slots.first_leaf[s] + j];
+        if (borrowable_input(v.name.name, tt, false, written)) continue;
+        const int64_t eb = tt.num_elements() * static_cast<int64_t>(dtype_size(tt.dtype));
+        bytes += v.storage == StorageClass::Full ? 2 * eb : eb;
+      }
+    }
+    lanes_ = stack_auto_lanes(n_inputs_, bytes);
+    if (lanes_ < n_inputs_)
+      lanes_note_ = std::to_string(n_inputs_) + " threads on " + std::to_string(lanes_) +
+                    " lanes (their variables take " + std::to_string(bytes) +
+                    " bytes per lane), each taking the next input when its thread halts";
+  }
   std::set<std::string> given;  // parameters with an input: start_all_lanes copies it in
   for (size_t i = 0; i < p_.inputs.size() && i < inputs_.size(); ++i) given.insert(p_.inputs[i].name);
   for (size_t s = 0; s < p_.vars.size(); ++s) {
@@ -171,3 +196,17 @@ std::map<std::string, std::string> StackVM::storage_aliases(const Slots& slots) 
 }
 
 }  // namespace ab::stack
+
+namespace ab {
+
+// Tuning::lane_bytes_budget's rule: lanes for n threads whose own variables
+// take `bytes` per lane.
+int64_t stack_auto_lanes(int64_t n, int64_t bytes) {
+  const Tuning& t = kTuning;
+  if (bytes < t.lane_bytes_min || n * bytes <= t.lane_bytes_budget) return n;
+  int64_t lanes = t.lane_bytes_budget / bytes / t.chunk * t.chunk;
+  lanes = std::max(lanes, t.min_auto_lanes);
+  return std::min(lanes, n);
+}
+
+}  // namespace ab
