@@ -329,6 +329,45 @@ TEST_CASE("plan: a shared value that fails is left to the threads that reach it"
   CHECK(has(r.runtime_error->rendered, "division by zero"));
 }
 
+// A segment that can fail saves, before it runs, only the values its rerun
+// reads before writing them (here `a`, read and then overwritten; not `x`
+// or `y`, written first): on a failed check they come back and the
+// threads that did not fail get the same results.
+TEST_CASE("plan: a failed segment reruns from the values it overwrote") {
+  auto p = autobatch::compile(R"(func f(a: i64, b: i64) -> i64 {
+  x = a + 1
+  y = x * 2
+  a = a + y
+  q = 100 / b
+  return a + q
+}
+)");
+  REQUIRE_MESSAGE(p, p.rendered());
+  std::vector<int64_t> a(600), b(600);
+  for (int64_t t = 0; t < 600; ++t) {
+    a[t] = t;
+    b[t] = t % 7 == 3 ? 0 : t % 5 + 1;
+  }
+  for (bool jit : {true, false}) {
+    CAPTURE(jit);
+    autobatch::RunOptions o;
+    o.threads = 1;
+    o.jit = jit;
+    o.jit_wait = true;
+    o.on_error = autobatch::OnError::Record;
+    auto r = p->run(
+        {autobatch::ArrayView::of(a.data(), 600), autobatch::ArrayView::of(b.data(), 600)}, o);
+    REQUIRE_FALSE(r.runtime_error);
+    CHECK(r.errors.size() == 86);  // t % 7 == 3 for t < 600
+    const int64_t* got = r.outputs[0].as<int64_t>();
+    for (int64_t t = 0; t < 600; ++t)
+      if (b[t] != 0) {
+        CAPTURE(t);
+        CHECK(got[t] == t + 2 * (t + 1) + 100 / b[t]);
+      }
+  }
+}
+
 TEST_CASE("plan: the environment options reader") {
   // No variable set: every default.
   ab::EnvOptions none = ab::read_env_options([](const char*) -> const char* { return nullptr; });

@@ -430,14 +430,14 @@ std::optional<RuntimeError> StackVM::run_seg(uint32_t b, const Seg& s, uint32_t*
     size_t bytes = 0;
     for (int32_t l : s.thread_out) bytes += leaves_[l].ebytes * kChunk;
     for (int32_t l : s.scratch_out) bytes += leaves_[l].ebytes * kChunk;
-    saved_.resize(bytes);
+    if (saved_.size() < bytes) saved_.resize(bytes);  // (only grown: resize zeroes what it adds)
     std::byte* w = saved_.data();
     for (const auto* list : {&s.thread_out, &s.scratch_out})
       for (int32_t l : *list) {
         move_out(l, w, true);
         w += leaves_[l].ebytes * kChunk;
       }
-    saved_depth_.resize(s.popped.size() * kChunk);
+    if (saved_depth_.size() < s.popped.size() * kChunk) saved_depth_.resize(s.popped.size() * kChunk);
     for (size_t p = 0; p < s.popped.size(); ++p) {
       const uint32_t* depth = leaves_[s.popped[p]].depth.data();
       for (int64_t j = 0; j < n; ++j) saved_depth_[p * kChunk + j] = depth[idx[j]];

@@ -4,6 +4,8 @@
 // arrays.
 #include <cstdio>
 
+#include <set>
+
 #include "vm/stack/stack_vm_impl.h"
 
 namespace ab::stack {
@@ -654,6 +656,15 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
       for (const auto& f : seg.ops) s.may_fail = s.may_fail || jit::may_fail(f, seg.slots);
       // What the segment writes, to restore if it fails (values computed
       // once for every thread are not restored: they are written once).
+      // Only values the rerun reads before writing them need it: a leaf
+      // that some op reads before (or as) the segment first writes it.
+      std::set<int32_t> written, read_first;
+      for (size_t i = s.first; i < s.last; ++i) {
+        const Op& op = cb.ops[i];
+        for (const auto& a : op.args)
+          if (a.leaf >= 0 && !written.count(a.leaf)) read_first.insert(a.leaf);
+        for (const auto& o : op.outs) written.insert(o.leaf);
+      }
       for (size_t i = s.first; i < s.last; ++i) {
         const Op& op = cb.ops[i];
         if (op.kind == Op::Kind::Pop) {  // undone by its tops and depths
@@ -668,7 +679,7 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
         if (op.shared) continue;
         for (const auto& o : op.outs) {
           const Leaf& l = leaves_[o.leaf];
-          if (l.shared) continue;
+          if (l.shared || !read_first.count(o.leaf)) continue;
           std::vector<int32_t>& dst = l.in_scratch() ? s.scratch_out : s.thread_out;
           if (std::find(dst.begin(), dst.end(), o.leaf) == dst.end()) dst.push_back(o.leaf);
         }
