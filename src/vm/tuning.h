@@ -16,9 +16,10 @@ struct Tuning {
   int64_t min_segment = 3;
   // Largest event an elementwise op on tensors runs per lane, inline in a
   // segment; a larger one is called as its batched kernel, whose loop over
-  // all the chunk's elements is vectorised (power_iteration's f64[64]
-  // vectors ran 1.5x slower lane by lane).
-  int64_t inline_elements = 16;
+  // all the chunk's elements is vectorised (lane by lane, power_iteration's
+  // f64[64] vectors ran 1.5x slower, nqueens's i64[9] 1.35x and
+  // metropolis's f64[3] and f64[12] 1.2x; dopri's f64[2] gain inline).
+  int64_t inline_elements = 4;
   // Iterations per call of a dense loop body that cannot fail: enough to
   // amortise the lanes' loads and stores, few enough to keep the code small
   // (more copies cost compile time: some 15 ms for 4, 30 ms for 8).

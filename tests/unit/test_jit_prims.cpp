@@ -360,7 +360,8 @@ void same_on_and_off(const std::string& text, const json& inputs, bool fused = t
 }  // namespace
 
 // On tensors, the elementwise rows compile inline (a loop over the event,
-// NumPy broadcasting: a matrix with a row, a scalar with a matrix), as do
+// NumPy broadcasting: a matrix with a row, a scalar with a matrix; events of
+// at most Tuning::inline_elements, 4, so the matrices here are 2x2), as do
 // get, set, size and reshape; the same bits as the kernels, and the same
 // errors (integer division by zero, a bad cast, an index out of range).
 TEST_CASE("jit prims: ops on tensors compile inline with the kernels' bits and errors") {
@@ -411,14 +412,14 @@ TEST_CASE("jit prims: ops on tensors compile inline with the kernels' bits and e
         body = "  r1 = " + n + "(a, b)\n  r2 = " + n + "(s, a)\n  r3 = " + n + "(b, b)\n";
       else
         body = "  r1 = " + n + "(a)\n  r2 = " + n + "(b)\n  r3 = " + n + "(a)\n";
-      const std::string text = "func main(a: " + dn + "[2,3], b: " + dn + "[3], s: " + dn +
+      const std::string text = "func main(a: " + dn + "[2,2], b: " + dn + "[2], s: " + dn +
                                ") {\nentry:\n" + body + "  return r1, r2, r3\n}\n";
       for (bool tame : {false, true}) {
         if (tame && !(p.effects & prim_effect::Fails)) continue;
         const json v = values(d, tame);
         const size_t threads = 2 * v.size();
-        json in = {{"a", batch_of(v, {2, 3}, threads, 3)},
-                   {"b", batch_of(v, {3}, threads, 7)},
+        json in = {{"a", batch_of(v, {2, 2}, threads, 3)},
+                   {"b", batch_of(v, {2}, threads, 7)},
                    {"s", batch_of(v, {}, threads, 1)}};
         same_on_and_off(text, in);
         ++checked;
@@ -429,10 +430,10 @@ TEST_CASE("jit prims: ops on tensors compile inline with the kernels' bits and e
   // select and cast on tensors.
   const json f = values(DType::F64, false);
   const json bools = values(DType::Bool, false);
-  json in = {{"a", batch_of(f, {2, 3}, 30, 3)},
-             {"b", batch_of(f, {3}, 30, 7)},
-             {"c", batch_of(bools, {3}, 30, 1)}};
-  same_on_and_off(R"(func main(a: f64[2,3], b: f64[3], c: bool[3]) {
+  json in = {{"a", batch_of(f, {2, 2}, 30, 3)},
+             {"b", batch_of(f, {2}, 30, 7)},
+             {"c", batch_of(bools, {2}, 30, 1)}};
+  same_on_and_off(R"(func main(a: f64[2,2], b: f64[2], c: bool[2]) {
 entry:
   r1 = select(c, a, b)
   r2 = cast(b, dtype=f32)
