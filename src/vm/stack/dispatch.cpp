@@ -39,6 +39,22 @@ std::optional<RuntimeError> StackVM::run_block(uint32_t b, uint32_t* idx, int64_
 // that block interpreted for it at once, with the others stuck there.
 std::optional<RuntimeError> StackVM::run_chain(uint32_t b, uint32_t* idx, int64_t n) {
   uint32_t out[kChunk], stuck[kChunk], at[kChunk];
+  {
+    // Lanes deeper than the chain's rows (kFlatLevels frames) would be
+    // handed back at once: the interpreter runs the block for them.
+    int64_t m = 0, k = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      if (pc_depth_[idx[j]] > jit::kFlatLevels)
+        stuck[k++] = idx[j];
+      else
+        idx[m++] = idx[j];
+    }
+    if (k > 0) {
+      n = m;
+      if (auto e = interpret(b, stuck, k)) return e;
+      if (n == 0) return std::nullopt;
+    }
+  }
   const int64_t limits[1] = {kTuning.chain_budget};
   chain_runs_ += code_->chain(chain_bases_.data(), idx, n, b, out, limits);
   ++chain_calls_;
