@@ -795,7 +795,7 @@ func main(n: i64, m: i64) -> i64 {
 }
 )";
   Prog p = load(text,
-                two_inputs("n", "m", 48, [](int i) { return i % 24; },
+                two_inputs("n", "m", 48, [](int i) { return i % 20; },
                            [](int i) { return i % 5 - 2; }),
                 "main");
   RunResult want = reference(p);
