@@ -288,7 +288,8 @@ TEST_CASE("plan: a block that computes a shared value chains; its value is compu
   o.threads = 1;
   o.jit_wait = true;
   auto r = p.run({autobatch::ArrayView::of(a.data(), 3), autobatch::ArrayView::of(b.data(), 3),
-                  autobatch::ArrayView::of(tol.data(), 3), autobatch::ArrayView::of(depth.data(), 1)},
+                  autobatch::ArrayView::of(tol.data(), 3),
+                  autobatch::ArrayView::of(depth.data(), 1)},
                  o);
   REQUIRE_MESSAGE(r.ok(), r.rendered());
   for (const auto& e : r.execution) {

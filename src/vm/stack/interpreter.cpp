@@ -437,7 +437,8 @@ std::optional<RuntimeError> StackVM::run_seg(uint32_t b, const Seg& s, uint32_t*
         move_out(l, w, true);
         w += leaves_[l].ebytes * kChunk;
       }
-    if (saved_depth_.size() < s.popped.size() * kChunk) saved_depth_.resize(s.popped.size() * kChunk);
+    if (saved_depth_.size() < s.popped.size() * kChunk)
+      saved_depth_.resize(s.popped.size() * kChunk);
     for (size_t p = 0; p < s.popped.size(); ++p) {
       const uint32_t* depth = leaves_[s.popped[p]].depth.data();
       for (int64_t j = 0; j < n; ++j) saved_depth_[p * kChunk + j] = depth[idx[j]];

@@ -3,7 +3,6 @@
 // compilation (src/vm/jit/jit.h), and binding compiled blocks to this run's
 // arrays.
 #include <cstdio>
-
 #include <set>
 
 #include "vm/stack/stack_vm_impl.h"

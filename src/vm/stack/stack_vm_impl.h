@@ -190,7 +190,7 @@ class StackVM {
   int64_t n_inputs_;
   RunOptions opt_;
   int64_t lanes_ = 0;
-  std::string lanes_note_;  // for the log: the lanes chosen (auto_lanes), if fewer than threads
+  std::string lanes_note_;  // for the log: the lanes chosen (stack_auto_lanes), if fewer
   std::map<std::string, uint32_t> label_index_;
   std::map<std::string, bool> shared_var_;
   std::map<std::string, std::vector<int32_t>> var_leaves_;
