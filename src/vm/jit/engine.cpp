@@ -26,6 +26,7 @@
 #include "vm/jit/gen.h"
 #include "vm/jit/jit.h"
 #include "vm/kernels_scalar.h"
+#include "vm/tuning.h"
 
 namespace ab::jit {
 
@@ -474,11 +475,13 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   }
   const std::string cpu = tm->getTargetCPU().str();
   const std::string features = tm->getTargetFeatureString().str();
+  const bool wide = features.find("+avx512f") != std::string::npos;
   for (Module* x : {m.get(), mb.get()})
     for (Function& f : *x) {
       if (f.isDeclaration()) continue;
       f.addFnAttr("target-cpu", cpu);
       f.addFnAttr("target-features", features);
+      if (wide) f.addFnAttr("prefer-vector-width", std::to_string(ab::kTuning.vector_bits));
     }
   for (Module* x : {m.get(), mb.get()}) {
     std::string verr;
