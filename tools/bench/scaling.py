@@ -123,7 +123,8 @@ def make_cases(group, tmp):
             path = os.path.join(tmp, f"fib_{group}_{b}.npy")
             np.save(path, n)
             values = {k: fib_value(k) for k in range(10, hi + 1)}
-            calls = int(sum(fib_calls(k) * int(c) for k, c in zip(*np.unique(n, return_counts=True))))
+            ks, counts = np.unique(n, return_counts=True)
+            calls = int(sum(fib_calls(k) * int(c) for k, c in zip(ks, counts)))
 
             def check(out, n=n, values=values, calls=calls):
                 got = only_output(out)
