@@ -615,6 +615,36 @@ Status write_outputs(const RunResult& result, const std::string& target, bool wi
 // The file is written whole or not at all.
 Status write_report(const std::string& trace_path, const std::string& html_path);
 
+// ---------------------------------------------------------------- summary
+
+// The convergence summary of Markov chains' draws (docs/sampling.md): one
+// row per scalar quantity, with the columns of Stan's stansummary.
+struct SummaryRow {
+  std::string name;  // "theta[2]" (0-based, as the language indexes)
+  double mean = 0, mcse = 0, sd = 0, q5 = 0, q50 = 0, q95 = 0;
+  double ess_bulk = 0, ess_tail = 0, rhat = 0;  // NaN where undefined
+};
+
+struct Summary {
+  int64_t chains = 0, draws = 0;  // draws per chain, after `skip`
+  std::vector<SummaryRow> rows;
+  // What a user should look at: quantities with R-hat above 1.01 or a bulk
+  // or tail ESS below 400, each sentence naming the first few.
+  std::vector<std::string> warnings;
+  std::string table() const;  // aligned columns, a header line
+  std::string json() const;   // {"chains", "draws", "rows": [{...}]}, one line
+};
+
+// Summarizes named draws, each shaped [chains, draws, event...] (any dtype;
+// every quantity must have the same chains and draws): one row per element
+// of each event, NAME or NAME[i] or NAME[i, j]. The first `skip` draws of
+// every chain are left out (warm-up).
+Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& draws,
+                          int64_t skip = 0);
+// The same for files: FILE.npy (named after the file) or DIR/ (every *.npy
+// in it, by name).
+Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t skip = 0);
+
 // ---------------------------------------------------------------- dtype_of
 
 template <>

@@ -224,6 +224,14 @@ int cmd_run(const Options& opt) {
   return write_result(r, opt);
 }
 
+int cmd_summary(const Options& opt) {
+  auto s = autobatch::summarize_files(opt.draws, opt.skip);
+  if (!s) return report(s);
+  std::cout << (opt.json ? s->json() + "\n" : s->table());
+  for (const std::string& w : s->warnings) std::cerr << "autobatch: warning: " << w << "\n";
+  return kOk;
+}
+
 int cmd_report(const Options& opt) {
   if (auto s = autobatch::write_report(opt.trace_file, opt.report_out); !s) return report(s);
   return kOk;
@@ -400,6 +408,14 @@ void register_commands(CLI::App& app, Options& opt) {
       ->required();
   rep->add_option("-o,--output", opt.report_out, "the HTML file to write")->required();
 
+  CLI::App* sum = app.add_subcommand(
+      "summary", "summarize Markov chains' draws: mean, MCSE, sd, quantiles, ESS, R-hat");
+  sum->add_option("DRAWS", opt.draws,
+                  "FILE.npy shaped [chains, draws, ...], or a directory of them (DIR/)")
+      ->required();
+  sum->add_option("--skip", opt.skip, "leave out the first N draws of every chain (warm-up)");
+  sum->add_flag("--json", opt.json, "print JSON instead of the table");
+
   for (CLI::App* sub : {run, lower, check, fmt}) {
     sub->add_flag("-v,--verbose", opt.verbose,
                   "log each pass (time, size) and run phase on stderr; -vv: more");
@@ -420,6 +436,7 @@ int dispatch(CLI::App& app, const Options& opt) {
   if (app.got_subcommand("run")) return cmd_run(opt);
   if (app.got_subcommand("lower")) return cmd_lower(opt);
   if (app.got_subcommand("report")) return cmd_report(opt);
+  if (app.got_subcommand("summary")) return cmd_summary(opt);
   return kUsageError;
 }
 

@@ -39,6 +39,10 @@ struct Options {
   // Under mpirun/srun (src/mpi): how the batch is split over the processes.
   std::string mpi_split = "static";  // static | dynamic
   int64_t mpi_chunk = 0;             // dynamic: threads per chunk (0: automatic)
+  // summary DRAWS...
+  std::vector<std::string> draws;
+  int64_t skip = 0;
+  bool json = false;
 };
 
 void register_commands(CLI::App& app, Options& opt);

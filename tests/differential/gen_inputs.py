@@ -260,6 +260,11 @@ INPUT_TABLE = {
                                   "scale": P("f64", floats(0.01, 2.0, special=(0.0,)))}),
     # The target of the golden inputs, with fresh seeds.
     "nuts_gauss": Resample(draws={"seed": P("i64", wide("i64"))}),
+    # The target and starting points of the golden inputs, with fresh seeds, step sizes and
+    # warm-up lengths (a negative n_warmup records from draw -n_warmup; below -200, none).
+    "mh_gauss": Resample(draws={"seed": P("i64", wide("i64")),
+                                "scale": P("f64", floats(0.0, 2.0, special=(0.0,))),
+                                "n_warmup": P("i64", ints(-250, 50, special=(0, -200)))}),
 }
 
 
