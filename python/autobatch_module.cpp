@@ -653,6 +653,19 @@ PYBIND11_MODULE(_autobatch, m) {
   m.def(
       "ops", [](PyPrimitives* prims) { return autobatch::ops(prims ? &prims->set : nullptr); },
       py::arg("primitives").none(true));
+  // The summary of Markov chains' draws: (its JSON, its table). The Python
+  // layer has made every array C-contiguous and of a supported dtype.
+  m.def(
+      "summarize",
+      [](const std::vector<std::string>& names, const std::vector<py::array>& arrays,
+         int64_t skip) {
+        std::vector<std::pair<std::string, autobatch::ArrayView>> draws;
+        for (size_t i = 0; i < arrays.size(); ++i)
+          draws.emplace_back(names.at(i), view_of(arrays[i], i));
+        autobatch::Summary s = value_or_raise(autobatch::summarize(draws, skip));
+        return py::make_tuple(s.json(), s.table());
+      },
+      py::arg("names"), py::arg("arrays"), py::arg("skip"));
   m.def("pass_names", &autobatch::pass_names);
   m.def("log_level_names", &autobatch::log_level_names);
   m.def("set_log_level", [](const std::string& level) {

@@ -23,8 +23,8 @@ from ._errors import AutobatchError, CompileError, ExecutionError, InputError
 
 __all__ = [
     "AutobatchError", "CompileError", "Diagnostic", "ExecutionError", "InputError", "OpInfo",
-    "Outputs", "Primitive", "Program", "RunResult", "compile", "format", "load", "ops", "pass_names",
-    "set_log_level", "version", "__version__",
+    "Outputs", "Primitive", "Program", "RunResult", "Summary", "compile", "format", "load", "ops",
+    "pass_names", "set_log_level", "summary", "version", "__version__",
 ]
 
 Diagnostic = _ab.Diagnostic
@@ -528,6 +528,52 @@ def ops(primitives=None):
     min_args, max_args, attrs, group, doc, custom), the built-ins first,
     then those of `primitives` ({name: Primitive})."""
     return _ab.ops(_primitive_set(primitives))
+
+
+class Summary:
+    """The convergence summary of Markov chains' draws (`autobatch summary`):
+    `chains`, `draws` (per chain, after `skip`), `rows` (one dict per scalar
+    quantity: name, mean, mcse, sd, q5, q50, q95, ess_bulk, ess_tail, rhat;
+    NaN where undefined), `warnings` (R-hat above 1.01, ESS below 400);
+    `summary["theta[1]"]` is a row by name, and str() the table."""
+
+    def __init__(self, text, table):
+        j = json.loads(text)
+        self.chains = j["chains"]
+        self.draws = j["draws"]
+        self.rows = [{k: (float("nan") if v is None else v) for k, v in r.items()}
+                     for r in j["rows"]]
+        self.warnings = list(j["warnings"])
+        self._table = table
+
+    def __getitem__(self, name):
+        for r in self.rows:
+            if r["name"] == name:
+                return r
+        raise KeyError(name)
+
+    def __str__(self):
+        return self._table
+
+    def __repr__(self):
+        return "Summary(%d chains of %d draws, %d quantities)" % (self.chains, self.draws,
+                                                                  len(self.rows))
+
+
+def summary(draws, skip=0):
+    """Summarizes Markov chains' draws: an array shaped [chains, draws, ...]
+    (named "x") or a dict {name: such an array}; the first `skip` draws of
+    every chain are left out. Returns a Summary (its rows are named as the
+    language indexes, 0-based: "theta[2]")."""
+    items = draws.items() if isinstance(draws, dict) else [("x", draws)]
+    names, arrays = [], []
+    for name, value in items:
+        a = np.asarray(value)
+        if a.dtype not in _DTYPES.values():
+            a = a.astype(np.float64)
+        names.append(str(name))
+        arrays.append(np.ascontiguousarray(a))
+    return Summary(*_ab.summarize(names, arrays, int(skip)))
 
 
 def pass_names():
