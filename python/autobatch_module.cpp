@@ -666,6 +666,13 @@ PYBIND11_MODULE(_autobatch, m) {
         return py::make_tuple(s.json(), s.table());
       },
       py::arg("names"), py::arg("arrays"), py::arg("skip"));
+  m.def(
+      "wait_for_background_compiles",
+      [] {
+        py::gil_scoped_release release;
+        autobatch::wait_for_background_compiles();
+      },
+      "Waits for the JIT's background compilations (registered with atexit).");
   m.def("pass_names", &autobatch::pass_names);
   m.def("log_level_names", &autobatch::log_level_names);
   m.def("set_log_level", [](const std::string& level) {

@@ -31,9 +31,14 @@ const char* version();
 
 // Whether the JIT is compiling code in the background (the code of a run
 // that finished before it was ready, docs/engine.md, "Tiered execution").
-// The process's exit handlers wait for a compilation under way; a program
-// that must not wait (the CLI) flushes its outputs and ends with std::_Exit.
 bool compiling_in_background();
+// Waits until no compilation is under way or queued. Call it before a
+// process that ran programs exits normally: LLVM's own static objects are
+// destroyed by exit(), some of them before the compiling thread is joined,
+// and a compilation still running then may crash the exiting process. The
+// Python module calls it from an `atexit` handler; a program that must not
+// wait (the CLI) flushes its outputs and ends with std::_Exit instead.
+void wait_for_background_compiles();
 
 // ---------------------------------------------------------------- types
 

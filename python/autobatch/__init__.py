@@ -11,6 +11,7 @@ language (see Primitive). Errors raise CompileError, InputError or
 ExecutionError.
 """
 
+import atexit
 import inspect
 import json
 import os
@@ -26,6 +27,11 @@ __all__ = [
     "Outputs", "Primitive", "Program", "RunResult", "Summary", "compile", "format", "load", "ops",
     "pass_names", "set_log_level", "summary", "version", "__version__",
 ]
+
+# A run that ends before its code is compiled leaves the compilation running
+# on a background thread; exiting while it runs can crash the interpreter in
+# LLVM's static destructors. Python's atexit handlers run before those.
+atexit.register(_ab.wait_for_background_compiles)
 
 Diagnostic = _ab.Diagnostic
 OpInfo = _ab.OpInfo

@@ -1,7 +1,6 @@
 // The public API (include/autobatch/autobatch.h): compiling, the program's
 // static queries (signature, lower, inputs), formatting, outputs. Running is
 // in run.cpp, custom primitives in primitives.cpp.
-#include <cblas.h>
 
 #include <chrono>
 
@@ -28,6 +27,7 @@ namespace autobatch {
 const char* version() { return AUTOBATCH_VERSION; }
 
 bool compiling_in_background() { return ab::jit::compiling(); }
+void wait_for_background_compiles() { ab::jit::wait_idle(); }
 
 const char* dtype_name(DType d) { return ab::dtype_name(to_internal(d)); }
 size_t dtype_size(DType d) { return ab::dtype_size(to_internal(d)); }
@@ -96,13 +96,6 @@ void log_phase(const char* name, double seconds) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "phase %s: %.3f ms", name, seconds * 1e3);
   ab::log_info(buf);
-}
-
-void init_blas() {
-  // The VMs call BLAS on one chunk of lanes at a time (and shard the batch
-  // over std::threads themselves): OpenBLAS's own workers would only compete.
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
 // ---------------------------------------------------------------- arrays
@@ -194,7 +187,6 @@ Result<Program> compile_module(ab::Result<ab::Module> parsed, const CompileOptio
 Result<Program> compile_with(const CompileOptions& opt,
                              const std::function<ab::Result<ab::Module>()>& parse) {
   try {
-    init_blas();
     if (!known_schedule(opt.schedule))
       return std::vector<Diagnostic>{option_error(schedule_error(opt.schedule))};
     if (!opt.passes.empty()) {

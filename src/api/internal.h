@@ -67,8 +67,6 @@ struct Program::Impl {
 // run, merge (the shards' outputs into the batch's), outputs (write_outputs).
 void log_phase(const char* name, double seconds);
 
-// Sets the calling thread's BLAS to one thread (once per process).
-void init_blas();
 
 // The scheduling policies: "persistent" (default) and "min-pc".
 bool known_schedule(const std::string& s);

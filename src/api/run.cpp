@@ -361,7 +361,6 @@ RunResult Program::run(const Inputs& inputs, const RunOptions& options) const {
 RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o) const {
   RunResult out;
   try {
-    init_blas();
     const Impl& impl = *impl_;
     ab::PrimScope scope(&impl.prims);
     const ab::Module& m = impl.module;

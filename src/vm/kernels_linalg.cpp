@@ -11,10 +11,9 @@
 // small_gemm.h, for a small shared matrix on hosts with AVX-512) use fused
 // or blocked sums, so a float result may differ in the last bits between the
 // shared-matrix path and the per-lane path (docs/language.md, "Reference semantics" allows that).
-#include <cblas.h>
-
 #include <climits>
 
+#include "vm/blas.h"
 #include "vm/elementwise_impl.h"
 #include "vm/small_gemm.h"
 
@@ -40,25 +39,8 @@ inline bool blas_size_ok(std::initializer_list<int64_t> dims) {
   return true;
 }
 
-inline int bi(int64_t v) { return static_cast<int>(v); }
-
-// Row-major C[M,N] = op(A) * op(B), beta = 0.
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
-                 const double* B, int64_t ldb, double* C, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, bi(M),
-              bi(N), bi(K), 1.0, A, bi(lda), B, bi(ldb), 0.0, C, bi(ldc));
-}
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                 const float* B, int64_t ldb, float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, bi(M),
-              bi(N), bi(K), 1.0f, A, bi(lda), B, bi(ldb), 0.0f, C, bi(ldc));
-}
-inline void gemv(int64_t M, int64_t N, const double* A, const double* x, double* y) {
-  cblas_dgemv(CblasRowMajor, CblasNoTrans, bi(M), bi(N), 1.0, A, bi(N), x, 1, 0.0, y, 1);
-}
-inline void gemv(int64_t M, int64_t N, const float* A, const float* x, float* y) {
-  cblas_sgemv(CblasRowMajor, CblasNoTrans, bi(M), bi(N), 1.0f, A, bi(N), x, 1, 0.0f, y, 1);
-}
+using blas::gemm;
+using blas::gemv;
 
 // Gathered lanes whose slots are consecutive (a chunk of threads that have
 // kept together): their rows are already one [n, E] matrix.

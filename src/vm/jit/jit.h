@@ -303,7 +303,8 @@ bool compiling();
 // releasing it lets the queue go on. (AUTOBATCH_JIT_DELAY_MS delays each
 // background compilation instead, for a whole process.)
 void hold_background(bool hold);
-// Tests only: blocks until no compilation is queued or under way.
+// Blocks until no compilation is queued or under way (tests, and
+// autobatch::wait_for_background_compiles before a process exits).
 void wait_idle();
 
 }  // namespace ab::jit
