@@ -154,15 +154,46 @@ Split normalized(Split s) {
   return s;
 }
 
-double median_of(const std::vector<double>& y) { return quantile(y, 0.5); }
+// The quantile at p of draws already sorted, linear between order statistics.
+double sorted_quantile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return kNaN;
+  const double h = p * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(h));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
 
-// ESS of the indicator draws x <= the draws' quantile at p.
-double ess_quantile(const Split& s, double p) {
-  if (undefined(s.y, s.n)) return kNaN;
-  const double q = quantile(s.y, p);
+std::vector<double> sorted_copy(const std::vector<double>& y) {
+  std::vector<double> s = y;
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+// ESS of the indicator draws x <= q.
+double ess_below(const Split& s, double q) {
   Split ind = s;
   for (double& v : ind.y) v = v <= q ? 1.0 : 0.0;
   return ess_of(ind);
+}
+
+// The smaller ESS of the indicators at the split draws' 5% and 95% quantiles.
+double tail_ess_of(const Split& s) {
+  if (undefined(s.y, s.n)) return kNaN;
+  const std::vector<double> sorted = sorted_copy(s.y);
+  return std::min(ess_below(s, sorted_quantile(sorted, 0.05)),
+                  ess_below(s, sorted_quantile(sorted, 0.95)));
+}
+
+// R-hat of the split draws `s`, given their rank-normalized form `z`: the
+// larger of z's split R-hat and that of the folded draws |x - median|.
+double rhat_of(const Split& s, const Split& z) {
+  if (undefined(s.y, s.n)) return kNaN;
+  const double bulk = rhat_of(z);
+  const double med = sorted_quantile(sorted_copy(s.y), 0.5);
+  Split folded = s;
+  for (double& v : folded.y) v = std::fabs(v - med);
+  const double tail = rhat_of(normalized(std::move(folded)));
+  return std::max(bulk, tail);
 }
 
 double polynomial(const double* c, int k, double r) {  // c[0] + c[1] r + ... + c[k-1] r^(k-1)
@@ -174,12 +205,8 @@ double polynomial(const double* c, int k, double r) {  // c[0] + c[1] r + ... + 
 }  // namespace
 
 double quantile(std::vector<double> pooled, double p) {
-  if (pooled.empty()) return kNaN;
   std::sort(pooled.begin(), pooled.end());
-  const double h = p * static_cast<double>(pooled.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(h));
-  const size_t hi = std::min(lo + 1, pooled.size() - 1);
-  return pooled[lo] + (h - static_cast<double>(lo)) * (pooled[hi] - pooled[lo]);
+  return sorted_quantile(pooled, p);
 }
 
 double normal_quantile(double p) {
@@ -243,13 +270,8 @@ double split_rhat_basic(const double* x, int64_t chains, int64_t draws) {
 }
 
 double rhat(const double* x, int64_t chains, int64_t draws) {
-  Split s = split(x, chains, draws);
-  if (undefined(s.y, s.n)) return kNaN;
-  const double bulk = rhat_of(normalized(s));
-  const double med = median_of(s.y);
-  for (double& v : s.y) v = std::fabs(v - med);
-  const double tail = rhat_of(normalized(std::move(s)));
-  return std::max(bulk, tail);
+  const Split s = split(x, chains, draws);
+  return rhat_of(s, normalized(s));
 }
 
 double ess_basic(const double* x, int64_t chains, int64_t draws) {
@@ -261,27 +283,30 @@ double ess_bulk(const double* x, int64_t chains, int64_t draws) {
 }
 
 double ess_tail(const double* x, int64_t chains, int64_t draws) {
-  const Split s = split(x, chains, draws);
-  return std::min(ess_quantile(s, 0.05), ess_quantile(s, 0.95));
+  return tail_ess_of(split(x, chains, draws));
 }
 
 Summary summarize(const double* x, int64_t chains, int64_t draws) {
   Summary r;
   const int64_t total = chains * draws;
-  std::vector<double> pooled(x, x + total);
   if (total == 0) {
     r.mean = r.mcse = r.sd = r.q5 = r.q50 = r.q95 = r.ess_bulk = r.ess_tail = r.rhat = kNaN;
     return r;
   }
   r.mean = mean_of(x, total);
   r.sd = total > 1 ? std::sqrt(var_of(x, total)) : kNaN;
-  r.q5 = quantile(pooled, 0.05);
-  r.q50 = quantile(pooled, 0.5);
-  r.q95 = quantile(pooled, 0.95);
-  r.mcse = r.sd / std::sqrt(ess_basic(x, chains, draws));
-  r.ess_bulk = ess_bulk(x, chains, draws);
-  r.ess_tail = ess_tail(x, chains, draws);
-  r.rhat = rhat(x, chains, draws);
+  std::vector<double> pooled(x, x + total);  // sorted once for the three quantiles
+  std::sort(pooled.begin(), pooled.end());
+  r.q5 = sorted_quantile(pooled, 0.05);
+  r.q50 = sorted_quantile(pooled, 0.5);
+  r.q95 = sorted_quantile(pooled, 0.95);
+  // The chains split once, and rank-normalized once for the bulk ESS and R-hat.
+  const Split s = split(x, chains, draws);
+  const Split z = normalized(s);
+  r.mcse = r.sd / std::sqrt(ess_of(s));
+  r.ess_bulk = ess_of(z);
+  r.ess_tail = tail_ess_of(s);
+  r.rhat = rhat_of(s, z);
   return r;
 }
 
