@@ -8,6 +8,7 @@
 
 #include "api/internal.h"
 #include "io/npy.h"
+#include "ir/type.h"
 #include "sample/diagnostics.h"
 
 namespace autobatch {
@@ -18,10 +19,18 @@ constexpr double kRhatLimit = 1.01;  // Vehtari et al. (2021)
 constexpr double kEssLimit = 400;    // their advice: at least 100 per chain for 4 chains
 constexpr size_t kNamed = 5;         // quantities a warning names
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
+// Why draws of `shape`, called `label`, cannot be summarized beside the first
+// quantity's (`first`, of `first_shape`; null for the first itself); "" if they can.
+std::string shape_problem(const std::string& label, const std::vector<int64_t>& shape,
+                          const std::string& first, const std::vector<int64_t>* first_shape) {
+  if (shape.size() < 2)
+    return label + ": draws must be shaped [chains, draws, ...]; its shape is " +
+           (shape.empty() ? std::string("[]") : ab::shape_str(shape));
+  if (first_shape && (shape[0] != (*first_shape)[0] || shape[1] != (*first_shape)[1]))
+    return label + ": " + std::to_string(shape[0]) + " chains of " + std::to_string(shape[1]) +
+           " draws, where " + first + " has " + std::to_string((*first_shape)[0]) +
+           " chains of " + std::to_string((*first_shape)[1]) + " draws";
+  return "";
 }
 
 double element(const ArrayView& a, int64_t i) {
@@ -97,20 +106,12 @@ Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& 
   Summary s;
   for (size_t q = 0; q < draws.size(); ++q) {
     const auto& [name, a] = draws[q];
-    if (a.shape.size() < 2)
-      return std::vector<Diagnostic>{
-          option_error(name + ": draws must be shaped [chains, draws, ...]; its shape is " +
-                       shape_text(a.shape))};
+    const std::string why =
+        shape_problem(name, a.shape, draws[0].first, q ? &draws[0].second.shape : nullptr);
+    if (!why.empty()) return std::vector<Diagnostic>{option_error(why)};
     const int64_t chains = a.shape[0], total = a.shape[1];
-    if (q == 0) {
-      s.chains = chains;
-      s.draws = total - skip;
-    } else if (chains != s.chains || total - skip != s.draws) {
-      return std::vector<Diagnostic>{option_error(
-          name + ": " + std::to_string(chains) + " chains of " + std::to_string(total) +
-          " draws, where " + draws[0].first + " has " + std::to_string(s.chains) +
-          " chains of " + std::to_string(s.draws + skip) + " draws")};
-    }
+    s.chains = chains;
+    s.draws = total - skip;
     if (chains < 1 || total - skip < 1)
       return std::vector<Diagnostic>{option_error(
           name + ": no draws left to summarize (" + std::to_string(chains) + " chains of " +
@@ -161,18 +162,10 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
     if (!a.ok()) return to_public(a.diags());
     arrays.push_back(a.take());
     const ab::NpyArray& n = arrays.back();
-    // The shapes' errors name the files, not only the quantities.
-    if (n.shape.size() < 2)
-      return std::vector<Diagnostic>{
-          option_error(path + ": draws must be shaped [chains, draws, ...]; its shape is " +
-                       shape_text(n.shape))};
-    if (!views.empty() && (n.shape[0] != views[0].second.shape[0] ||
-                           n.shape[1] != views[0].second.shape[1]))
-      return std::vector<Diagnostic>{option_error(
-          path + ": " + std::to_string(n.shape[0]) + " chains of " + std::to_string(n.shape[1]) +
-          " draws, where " + files[0].second + " has " +
-          std::to_string(views[0].second.shape[0]) + " chains of " +
-          std::to_string(views[0].second.shape[1]) + " draws")};
+    // Checked here too, so that the message names the files, not only the quantities.
+    const std::string why = shape_problem(path, n.shape, files[0].second,
+                                          views.empty() ? nullptr : &views[0].second.shape);
+    if (!why.empty()) return std::vector<Diagnostic>{option_error(why)};
     views.push_back({name, ArrayView{to_public(n.dtype), n.shape, n.data.data()}});
   }
   return summarize(views, skip);
