@@ -46,19 +46,17 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 GROUPS = ["flat_collatz", "flat_fib", "flat_nuts", "cores_fib", "cores_nuts"]
 
 
-def fib_calls(n):
-    """Calls of programs/fib.ab's fib(n) (fib(0) = fib(1) = 1, so 2 fib(n) - 1)."""
-    a, b = 1, 1
-    for _ in range(int(n) - 1):
-        a, b = b, a + b
-    return 2 * (b if n >= 1 else 1) - 1
-
-
 def fib_value(n):
+    """programs/fib.ab's fib(n): fib(0) = fib(1) = 1."""
     a, b = 1, 1
     for _ in range(int(n) - 1):
         a, b = b, a + b
     return b if n >= 1 else 1
+
+
+def fib_calls(n):
+    """Calls fib(n) makes, itself included: 2 fib(n) - 1."""
+    return 2 * fib_value(n) - 1
 
 
 def collatz_steps(n):
@@ -91,16 +89,22 @@ def only_output(out):
 
 
 class Case:
-    """One program on one input set; configurations are extra flags."""
+    """One program on one input set; `check(out_dir)` gives (outputs right, thread-steps)."""
 
-    def __init__(self, name, prog, inputs, steps, check, entry=None):
-        self.name, self.prog, self.inputs, self.steps, self.check = name, prog, inputs, steps, check
-        self.entry = entry
+    def __init__(self, prog, inputs, check):
+        self.prog, self.inputs, self.check = prog, inputs, check
 
 
 def make_cases(group, tmp):
     rng = np.random.default_rng(0)
     cases = []
+
+    def add(name, case):  # the cores groups run each case on 1 and on 2 OS threads
+        if group.startswith("cores"):
+            for t in (1, 2):
+                cases.append((f"{name}_t{t}", ["--threads", str(t)], case))
+        else:
+            cases.append((name, [], case))
     if group == "flat_collatz":
         for b in (4096, 1 << 20):
             n = rng.integers(1, 10**6 + 1, size=b, dtype=np.int64)
@@ -108,13 +112,11 @@ def make_cases(group, tmp):
             np.save(path, n)
             sample = rng.choice(b, size=min(b, 1000), replace=False)
             want = np.array([collatz_steps(int(n[i])) for i in sample])
-            steps = None  # from the output
 
-            def check(out, n=n, sample=sample, want=want):
+            def check(out, sample=sample, want=want):
                 got = only_output(out)
                 return bool(np.array_equal(got[sample], want)), int(got.sum())
-            cases.append((f"{group}_{b}", [], Case(f"{group}_{b}", "collatz.ab",
-                                                   ["n=" + path], steps, check)))
+            add(f"{group}_{b}", Case("collatz.ab", ["n=" + path], check))
     elif group in ("flat_fib", "cores_fib"):
         sizes = (4096, 1 << 20) if group == "flat_fib" else (4096,)
         hi = 16 if group == "flat_fib" else 20
@@ -130,12 +132,7 @@ def make_cases(group, tmp):
                 got = only_output(out)
                 want = np.vectorize(values.get)(n)
                 return bool(np.array_equal(got, want)), calls
-            case = Case(f"{group}_{b}", "fib.ab", ["n=" + path], calls, check)
-            if group == "flat_fib":
-                cases.append((f"{group}_{b}", [], case))
-            else:
-                for t in (1, 2):
-                    cases.append((f"{group}_{b}_t{t}", ["--threads", str(t)], case))
+            add(f"{group}_{b}", Case("fib.ab", ["n=" + path], check))
     else:  # flat_nuts, cores_nuts
         sizes = (1024, 8192, 65536) if group == "flat_nuts" else (8192,)
         for b in sizes:
@@ -147,12 +144,7 @@ def make_cases(group, tmp):
                 lf = np.load(os.path.join(out, "n_leapfrog.npy"))
                 q = np.load(os.path.join(out, "q.npy"))
                 return bool((lf > 0).all() and np.isfinite(q).all()), int(lf.sum())
-            case = Case(f"{group}_{b}", "nuts_gauss.ab", [path], None, check)
-            if group == "flat_nuts":
-                cases.append((f"{group}_{b}", [], case))
-            else:
-                for t in (1, 2):
-                    cases.append((f"{group}_{b}_t{t}", ["--threads", str(t)], case))
+            add(f"{group}_{b}", Case("nuts_gauss.ab", [path], check))
     return cases
 
 
