@@ -1,7 +1,6 @@
 // The public API (include/autobatch/autobatch.h): compiling, the program's
 // static queries (signature, lower, inputs), formatting, outputs. Running is
 // in run.cpp, custom primitives in primitives.cpp.
-
 #include <chrono>
 
 #include <exception>

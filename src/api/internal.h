@@ -67,7 +67,6 @@ struct Program::Impl {
 // run, merge (the shards' outputs into the batch's), outputs (write_outputs).
 void log_phase(const char* name, double seconds);
 
-
 // The scheduling policies: "persistent" (default) and "min-pc".
 bool known_schedule(const std::string& s);
 std::string schedule_error(const std::string& s);

@@ -67,8 +67,6 @@ inline int bi(int64_t v) { return static_cast<int>(v); }
 
 }  // namespace
 
-void load() { table(); }
-
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
           const double* B, int64_t ldb, double* C, int64_t ldc) {
   table().dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,

@@ -9,12 +9,10 @@
 
 namespace ab::blas {
 
-// Loads OpenBLAS if this process has not yet, and makes it single-threaded.
-// Throws std::runtime_error (naming the library and dlerror's text) if it
-// cannot be loaded. Thread-safe; every function below calls it.
-void load();
-
-// Row-major C[M,N] = op(A) * op(B) (beta = 0), and y = A x.
+// Row-major C[M,N] = op(A) * op(B) (beta = 0), and y = A x. The first call
+// loads OpenBLAS (once per process, thread-safe) and makes it
+// single-threaded; if it cannot be loaded, every call throws
+// std::runtime_error naming the library and dlerror's text.
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
           const double* B, int64_t ldb, double* C, int64_t ldc);
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
