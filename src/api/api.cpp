@@ -14,6 +14,7 @@
 #include "io/outputs.h"
 #include "ir/printer.h"
 #include "parse/parser.h"
+#include "passes/grad.h"
 #include "passes/result_names.h"
 #include "passes/verify.h"
 #include "support/log.h"
@@ -321,6 +322,11 @@ std::shared_ptr<const Prepared> Program::Impl::prepare(
     }
   } else {
     p->types = ab::infer_types(module, entry, types, p->diags);
+    if (!p->diags.has_errors() && ab::has_grad_calls(module)) {
+      p->expanded = module;
+      ab::grad(*p->expanded, p->types, p->diags);
+      if (!p->diags.has_errors()) p->types = ab::infer_types(*p->expanded, entry, types, p->diags);
+    }
   }
   std::lock_guard lock(mu);
   auto [it, fresh] = cache.emplace(key, std::move(p));

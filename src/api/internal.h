@@ -43,6 +43,9 @@ struct Prepared {
   ab::Diagnostics diags;  // errors: the run cannot start
   ab::TypeInfo types;
   std::optional<ab::Compiled> compiled;
+  // For the stackless VM and the reference interpreter: the module with its
+  // value_and_grad calls expanded (passes/grad.h), when it has any.
+  std::optional<ab::Module> expanded;
   ab::FunctionTypes program_types;  // of the lowered program (stack VM or a lowered file)
 };
 

@@ -571,9 +571,11 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
           s.result =
               ab::run_stack(*prep->compiled->lowered.program, prep->program_types, in, s.size, ro);
         else if (o.vm == "stackless")
-          s.result = ab::run_stackless(m, prep->types, impl.entry, in, s.size, ro);
+          s.result = ab::run_stackless(prep->expanded ? *prep->expanded : m, prep->types,
+                                       impl.entry, in, s.size, ro);
         else
-          s.result = ab::run_reference(m, prep->types, impl.entry, in, s.size, ro);
+          s.result = ab::run_reference(prep->expanded ? *prep->expanded : m, prep->types,
+                                       impl.entry, in, s.size, ro);
       } catch (const std::bad_alloc&) {
         s.out_of_memory = true;
       } catch (const std::exception& e) {

@@ -92,6 +92,10 @@ struct Instr {
   std::vector<Operand> args;    // Prim, Call; Copy: exactly one
   std::vector<Attr> attrs;      // Prim (on a Call only until verify rejects it)
   std::vector<NameRef> popped;  // Pop
+  // Call: `value_and_grad(callee, args)`, the callee's result and its
+  // gradient with respect to the first argument. Only the source form has
+  // it: the grad pass (passes/grad.h) replaces it by a call it generates.
+  bool grad = false;
   SourceLoc loc;
   bool operator==(const Instr&) const = default;
 };

@@ -95,7 +95,12 @@ std::string print_instr(const Instr& in) {
       rhs = print_operand(in.args.front());
       break;
     case InstrKind::Call:
-      rhs = "call " + in.callee.name + print_args(in);
+      if (in.grad) {
+        std::string args = print_args(in);  // "(x, a)", or "()" without arguments
+        rhs = "value_and_grad(" + in.callee.name + (args == "()" ? ")" : ", " + args.substr(1));
+      } else {
+        rhs = "call " + in.callee.name + print_args(in);
+      }
       break;
     case InstrKind::Prim:
       rhs = in.callee.name + print_args(in);

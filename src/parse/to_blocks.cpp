@@ -213,6 +213,10 @@ class FuncLowering {
     }
     switch (e.kind) {
       case EK::Call: {
+        if (e.name == "value_and_grad" && !e.explicit_call) {
+          value_and_grad(out, e, loc);
+          return;
+        }
         std::vector<Operand> args;
         for (const auto& a : e.args) args.push_back(value(a));
         const PrimInfo* info = e.explicit_call ? nullptr : find_prim(e.name);
@@ -268,6 +272,30 @@ class FuncLowering {
       case EK::Lit:
         break;
     }
+  }
+
+  // `value_and_grad(F, x, ...)`: a call of F marked `grad`, whose first
+  // operand names the function instead of a value.
+  void value_and_grad(const Pattern& out, const Expr& e, SourceLoc loc) {
+    if (e.args.empty() || e.args[0].kind != EK::Var || e.args[0].parens ||
+        !m_.find_func(e.args[0].name)) {
+      d_.error(e.args.empty() ? e.loc : e.args[0].loc,
+               "value_and_grad(F, x, ...) takes first the name of a function of the module, "
+               "then F's arguments; the gradient is with respect to x");
+      return;
+    }
+    if (!e.attrs.empty()) {
+      d_.error(e.attrs.front().loc, "value_and_grad takes no key=value attributes");
+      return;
+    }
+    Instr in;
+    in.kind = InstrKind::Call;
+    in.grad = true;
+    in.out = out;
+    in.callee = {e.args[0].name, e.args[0].loc};
+    for (size_t i = 1; i < e.args.size(); ++i) in.args.push_back(value(e.args[i]));
+    in.loc = loc;
+    emit(std::move(in));
   }
 
   // An unknown callee that looks like a typo of a function of the module
@@ -685,6 +713,9 @@ Module to_blocks(const File& file, Diagnostics& d) {
         if (find_prim(f.name.name))
           d.error(f.name.loc, "function '" + f.name.name +
                                   "' has the name of a primitive operation; choose another name");
+        else if (f.name.name == "value_and_grad")
+          d.error(f.name.loc, "'value_and_grad' is the language's gradient operation; choose "
+                              "another name");
         SourceLoc close{sf.close_lines.first, 1, 1};
         std::set<std::string> shadowed;
         for (const auto& p : f.params) shadowed.insert(p.name.name);

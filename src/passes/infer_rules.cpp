@@ -130,6 +130,18 @@ void Inference::instr(size_t fi, const Instr& in, const std::vector<int>& ops,
                });
       }
       bool discarded = in.out.is_tuple && in.out.elems.empty();
+      if (in.grad) {
+        // value_and_grad(F, x, ...): F's one result, and a gradient of x's type.
+        if (discarded || results_[ci].size() != 1 || ops.empty()) return;
+        Slot both;
+        both.is_tuple = true;
+        both.elems = {results_slot(ci), node_slot(ops[0])};
+        equate(pattern_slot(fi, in.out), both, in.loc, [&](const IType& a, const IType& r) {
+          return "value_and_grad(" + callee->name.name + ", ...) gives " + describe(r) +
+                 ", which does not fit " + print_target(in.out) + " of type " + describe(a);
+        });
+        return;
+      }
       if (!discarded && !results_[ci].empty()) {
         equate(pattern_slot(fi, in.out), results_slot(ci), in.loc,
                [&](const IType& a, const IType& r) {

@@ -8,6 +8,7 @@
 #include "passes/allocation_strategy.h"
 #include "passes/block_order.h"
 #include "passes/fuse_pop_push.h"
+#include "passes/grad.h"
 #include "passes/if_convert.h"
 #include "passes/liveness.h"
 #include "passes/verify.h"
@@ -34,6 +35,15 @@ void run_infer_types(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
   c.types = infer_types(c.source, opt.entry, opt.entry_types, d);
 }
 
+// grad adds the functions it generates; their types (and the callers' new
+// variables) are inferred again.
+void run_grad(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
+  if (!grad(c.source, c.types, d) || d.has_errors()) return;
+  c.types = infer_types(c.source, opt.entry, opt.entry_types, d);
+  if (d.has_errors())
+    d.error({}, "internal error: grad generated code that type inference rejects (please report)");
+}
+
 // if_convert rewrites the source blocks in place; when it changed anything,
 // the types are inferred again so the passes after it see the new variables.
 void run_if_convert(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
@@ -53,6 +63,11 @@ void run_liveness(Compiled& c, const CompileOptions&, Diagnostics&) {
 }
 
 void run_lower_function_calls(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
+  if (has_grad_calls(c.source)) {
+    d.error({}, "--passes: this program calls value_and_grad, which needs the grad pass before "
+                "lower_function_calls");
+    return;
+  }
   Lowered low = lower_function_calls(c.source, opt.entry, &c.types,
                                      c.liveness.empty() ? nullptr : &c.liveness);
   c.lowered = std::move(low.module);
@@ -85,6 +100,8 @@ const PassInfo kPasses[] = {
      run_verify, nullptr},
     {"infer_types", "whole-program type inference from the entry's inputs", kSourceForm, kTyped, 0,
      run_infer_types, "types"},
+    {"grad", "value_and_grad(F, x, ...) becomes a call of generated reverse-mode functions",
+     kSourceForm | kTyped, 0, 0, run_grad, nullptr},
     {"if_convert", "small branches become selects, loop headers are rotated into loop bodies",
      kSourceForm | kTyped, 0, 0, run_if_convert, nullptr},
     {"liveness", "live variables into and out of every instruction (printed as comments)",

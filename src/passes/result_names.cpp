@@ -57,7 +57,7 @@ class Namer {
       it->out.names(leaves);
       for (size_t k = 0; k < leaves.size(); ++k) {
         if (leaves[k]->name != v.name) continue;
-        if (it->kind != InstrKind::Call) return "";
+        if (it->kind != InstrKind::Call || it->grad) return "";
         // The pattern must bind the callee's results one by one.
         const Function* g = m_.find_func(it->callee.name);
         if (!g) return "";

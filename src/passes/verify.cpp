@@ -191,6 +191,16 @@ class FunctionVerifier {
                                   (in.args.size() == 1 ? " was" : " were") + " given");
     std::optional<size_t> k = result_count(*callee);
     if (!k) return;
+    if (in.grad) {
+      if (*k != 1)
+        d_.error(in.callee.loc, "value_and_grad needs '" + callee->name.name +
+                                    "' to return one f64 scalar, but it returns " +
+                                    std::to_string(*k) + " values");
+      if (in.args.empty())
+        d_.error(in.callee.loc, "value_and_grad needs an argument to differentiate with respect "
+                                "to: '" + callee->name.name + "' takes none");
+      k = 2;  // the value and the gradient
+    }
     bool discarded = in.out.is_tuple && in.out.elems.empty();
     if (discarded) return;
     if (*k == 0) {
