@@ -464,8 +464,10 @@ bool Writer::backward(const Instr& orig, const Instr& in) {
       if (is_active(orig.args[k]) && parts[k]) accumulate(in.args[k].name, *parts[k]);
     return true;
   }
+  bool reads_active = false;
+  for (const auto& o : orig.args) reads_active |= is_active(o);
   auto dy = adjoint(in.out.name);
-  if (!dy) return true;
+  if (!dy || !reads_active || no_gradient(in.prim)) return true;
   return prim_backward(orig, in, in.out.name, *dy);
 }
 
@@ -780,13 +782,13 @@ std::set<std::string> Grad::activity(const Function& g, const FunctionTypes& ft,
 }
 
 const VjpInfo* Grad::vjp(const Function& g, const std::vector<bool>& mask, SourceLoc why) {
-  const std::string key = g.name.name + "|" + bits(mask);
-  if (auto it = made_.find(key); it != made_.end()) return &it->second;
   if (std::find(chain_.begin(), chain_.end(), g.name.name) != chain_.end()) {
     error(why, "'" + g.name.name + "' is called recursively from '" + chain_.back() +
                    "'; recursion cannot be differentiated (write it as a loop)");
     return nullptr;
   }
+  const std::string key = g.name.name + "|" + bits(mask);
+  if (auto it = made_.find(key); it != made_.end()) return &it->second;
   auto ft_it = types_.funcs.find(g.name.name);
   if (ft_it == types_.funcs.end()) {
     error(why, "the types of '" + g.name.name + "' are not known");
