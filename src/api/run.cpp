@@ -254,8 +254,10 @@ std::string running_text(const std::vector<const ab::RunningThread*>& running, i
     out += (i ? ", " : "") + std::string("thread ") + std::to_string(t.thread) +
            " in function " + t.function + ", block " + t.block;
     if (t.loc.known())
-      out += " (" + (source ? source->name() + ":" : std::string("line ")) +
-             std::to_string(t.loc.line) + ")";
+      out += " (" +
+             (source ? source->where(t.loc.line)
+                     : "line " + std::to_string(ab::local_line(t.loc.line))) +
+             ")";
   }
   const int64_t left = batch - finished - static_cast<int64_t>(running.size());
   if (left > 0) out += ", and " + std::to_string(left) + " more not finished";
@@ -644,12 +646,11 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     std::vector<BlockExecution> execution;
     if (!work.empty()) {
       for (const ab::BlockExecution& e : work[0].result.execution) {
-        BlockExecution x{e.block, e.mode, e.reason, static_cast<int>(e.loc.line), ""};
+        BlockExecution x{e.block, e.mode, e.reason, static_cast<int>(ab::local_line(e.loc.line)), ""};
         std::string where;
         if (m.source && e.loc.known()) {
           x.statement = m.source->statement(e.loc.line);
-          where = " at " + m.source->name() + ":" + std::to_string(e.loc.line) + " `" +
-                  x.statement + "`";
+          where = " at " + m.source->where(e.loc.line) + " `" + x.statement + "`";
         }
         ab::log_info("block " + e.block + where + ": " + e.mode + " (" + e.reason + ")");
         execution.push_back(std::move(x));

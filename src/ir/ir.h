@@ -150,7 +150,8 @@ struct Function {
   // The names the signature gives its results (`-> (total: f64, n: i64)`):
   // empty when it names none, else one per result ("" for an unnamed one).
   std::vector<std::string> result_names;
-  bool is_entry = false;  // written `entry func NAME(...)`
+  bool is_entry = false;   // written `entry func NAME(...)`
+  bool is_inline = false;  // written `inline func NAME(...)`: calls take its blocks
   SourceLoc results_loc;
   std::vector<Block> blocks;  // the first is the entry
   SourceLoc loc;

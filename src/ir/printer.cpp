@@ -161,7 +161,10 @@ std::string print_results(const std::vector<Type>& results, const std::vector<st
 }
 
 std::string print_signature(const Function& f) {
-  std::string out = (f.is_entry ? "entry func " : "func ") + f.name.name + "(";
+  std::string out = std::string(f.is_entry    ? "entry func "
+                                : f.is_inline ? "inline func "
+                                              : "func ") +
+                    f.name.name + "(";
   for (size_t i = 0; i < f.params.size(); ++i) {
     if (i) out += ", ";
     out += f.params[i].name.name;

@@ -55,6 +55,9 @@ void attach_comments(syntax::File& f, const std::string& text) {
       case syntax::Item::Kind::Var:
         as.push_back({item.var.lines, &item.var.notes});
         break;
+      case syntax::Item::Kind::Import:
+        as.push_back({item.import.lines, &item.import.notes});
+        break;
       case syntax::Item::Kind::Program:
         as.push_back({item.program.lines, &item.program.notes});
         anchors(item.program.body, as);

@@ -160,7 +160,10 @@ std::string format(const File& f) {
     const Item& item = f.items[i];
     // A blank line between functions, and between the variables of a
     // lowered program and the program.
-    if (i && item.kind != Item::Kind::Var) p.out += "\n";
+    // (imports stay together at the top).
+    if (i && item.kind != Item::Kind::Var &&
+        !(item.kind == Item::Kind::Import && f.items[i - 1].kind == Item::Kind::Import))
+      p.out += "\n";
     switch (item.kind) {
       case Item::Kind::Func: {
         const Func& fn = item.func;
@@ -169,6 +172,11 @@ std::string format(const File& f) {
         p.line(0, "}", fn.close_notes, 1);
         break;
       }
+      case Item::Kind::Import:
+        p.line(0, "import " + (item.import.is_path ? "\"" + item.import.target + "\""
+                                                   : item.import.target),
+               item.import.notes);
+        break;
       case Item::Kind::Var: {
         const VarDecl& v = item.var.decl;
         std::string text = "var " + v.name.name;

@@ -42,6 +42,7 @@ AB_KW(nan, "nan");
 #undef AB_TERM
 AB_KW(var, "var");
 AB_KW(program, "program");
+AB_KW(import, "import");
 AB_KW(bool_, "bool");
 AB_KW(i32, "i32");
 AB_KW(i64, "i64");
@@ -288,8 +289,13 @@ struct func_name : name {};
 // `entry func main(...)` marks the entry function.
 struct entry_mark : kw_entry_ {};
 struct entry_func : kw_func {};
+// `inline func f(...)`: every call is replaced by the function's blocks.
+struct inline_mark : kw<TAO_PEGTL_STRING("inline")> {};
+struct inline_func : kw_func {};
 struct func_def : p::sor<p::seq<entry_mark, sp, p::must<entry_func>, sp, p::must<func_name>, sp,
                                 p::must<params>, sp, p::opt<results>, ws, p::must<body>>,
+                         p::seq<inline_mark, sp, p::must<inline_func>, sp, p::must<func_name>,
+                                sp, p::must<params>, sp, p::opt<results>, ws, p::must<body>>,
                          p::seq<kw_func, sp, p::must<func_name>, sp, p::must<params>, sp,
                                 p::opt<results>, ws, p::must<body>>> {};
 struct storage : p::sor<kw<TAO_PEGTL_STRING("null")>, kw<TAO_PEGTL_STRING("temporary")>,
@@ -315,7 +321,14 @@ struct prog_outputs
 struct arrow : p::string<'-', '>'> {};
 struct program_def : p::seq<kw_program, sp, p::must<func_name>, sp, p::must<prog_inputs>, sp,
                             p::must<arrow>, sp, p::must<prog_outputs>, ws, p::must<body>> {};
-struct top_item : p::sor<func_def, var_decl, program_def> {};
+// `import NAME` (NAME.ab beside the file, else the shipped library) or
+// `import "PATH"` (relative to the file).
+struct import_name : ident {};
+struct import_path : p::plus<p::not_one<'"', '\n', '\r'>> {};
+struct import_quoted : p::seq<p::one<'"'>, import_path, p::one<'"'>> {};
+struct import_target : p::sor<import_quoted, import_name> {};
+struct import_def : p::seq<kw_import, sp, p::must<import_target>> {};
+struct top_item : p::sor<import_def, func_def, var_decl, program_def> {};
 struct file_end : p::eof {};
 struct file : p::seq<ws, p::star<top_item, ws>, p::must<file_end>> {};
 
@@ -367,6 +380,7 @@ AB_ERR(reserved_name, "a reserved word cannot be used as a name");
 AB_ERR(line_tail, "unexpected text; expected the end of the line");
 AB_ERR(body_close, "expected a statement or '}' to close the body");
 AB_ERR(func_name, "expected a name");
+AB_ERR(import_target, "expected a module name or a quoted path after 'import'");
 AB_ERR(params, "expected '(' to open the parameter list");
 AB_ERR(body, "expected '{' to open the body");
 AB_ERR(storage, "expected a storage class: null, temporary, register or full");

@@ -8,11 +8,14 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
 #include "parse/comments.h"
 #include "parse/grammar.h"
+#include "parse/inline.h"
+#include "parse/shipped.h"
 #include "parse/syntax.h"
 
 namespace ab {
@@ -30,7 +33,7 @@ using selector = p::parse_tree::selector<
         g::popped, g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float,
         g::true_lit, g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
         g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::result_name,
-        g::entry_mark, g::prog_out_name, g::op_compound, g::s_compound, g::s_for, g::for_var, g::pat_tuple,
+        g::entry_mark, g::inline_mark, g::prog_out_name, g::op_compound, g::s_compound, g::s_for, g::for_var, g::pat_tuple,
         g::pat_name, g::pattern, g::arg_attr, g::e_call, g::e_paren, g::e_tensor, g::e_var,
         g::e_index, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
         g::op_or, g::instr_assign, g::s_index_assign, g::index_target, g::s_eval, g::instr_pop,
@@ -39,14 +42,20 @@ using selector = p::parse_tree::selector<
 #include "ir/terminators.def"
 #undef AB_TERM
         g::label_def, g::s_if, g::else_if, g::else_block, g::s_while, g::s_break,
-        g::s_continue, g::stmt_block, g::block_close, g::func_def, g::var_decl, g::program_def,
+        g::s_continue, g::stmt_block, g::block_close, g::func_def, g::var_decl, g::program_def, g::import_def,
+        g::import_name, g::import_path,
         g::prog_inputs, g::prog_outputs, g::body, g::body_close>,
     p::parse_tree::fold_one::on<g::e_postfix, g::e_pow, g::e_unary, g::e_mul, g::e_add, g::e_cmp,
                                 g::e_not, g::e_and, g::e_or>>;
 
+// The file index (source.h) the locations of the file being parsed carry: 0
+// for the main file, k for its k-th import. Set by parse_syntax for the
+// duration of one parse.
+thread_local uint32_t t_file_tag = 0;
+
 SourceLoc loc_of(const Node& n) {
   SourceLoc l;
-  l.line = static_cast<uint32_t>(n.m_begin.line);
+  l.line = static_cast<uint32_t>(n.m_begin.line) | t_file_tag;
   l.col = static_cast<uint32_t>(n.m_begin.column);
   size_t len =
       n.m_end.data && n.m_begin.data ? static_cast<size_t>(n.m_end.data - n.m_begin.data) : 1;
@@ -76,6 +85,13 @@ class Builder {
       } else if (c->is_type<g::program_def>()) {
         item.kind = syntax::Item::Kind::Program;
         item.program = program(*c);
+      } else if (c->is_type<g::import_def>()) {
+        item.kind = syntax::Item::Kind::Import;
+        const Node& t = *c->children.front();
+        item.import.is_path = t.is_type<g::import_path>();
+        item.import.target = t.string();
+        item.import.loc = loc_of(t);
+        item.import.lines = lines_of(*c);
       } else {
         continue;
       }
@@ -500,6 +516,8 @@ class Builder {
         f.params.push_back(std::move(prm));
       } else if (c->is_type<g::entry_mark>()) {
         f.is_entry = true;
+      } else if (c->is_type<g::inline_mark>()) {
+        f.is_inline = true;
       } else if (c->is_type<g::results>()) {
         f.results_declared = true;
         f.results_loc = loc_of(*c);
@@ -634,7 +652,11 @@ std::string float_advice(const std::string& text, size_t at) {
 
 namespace syntax {
 
-Result<File> parse_syntax(SourceRef source) {
+Result<File> parse_syntax(SourceRef source, uint32_t file_tag) {
+  struct Tag {
+    explicit Tag(uint32_t t) { t_file_tag = t; }
+    ~Tag() { t_file_tag = 0; }
+  } tag(file_tag);
   Diagnostics diags(source);
   if (auto loc = too_deep(source->text())) {
     diags.error(*loc, "brackets nested more than " + std::to_string(kMaxNesting) + " levels deep");
@@ -673,12 +695,107 @@ Result<File> parse_syntax(SourceRef source) {
 
 }  // namespace syntax
 
+static Result<SourceRef> read_source(const std::string& path);
+
+namespace {
+
+// The directory `import NAME` looks in beside a file; none for a shipped
+// module or a text without a file.
+std::optional<std::filesystem::path> directory_of(const SourceFile& f) {
+  if (f.name().rfind(kShippedPrefix, 0) == 0) return std::nullopt;
+  if (f.name().empty() || f.name().front() == '<') return std::filesystem::path(".");
+  std::filesystem::path p(f.name());
+  return p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+}
+
+// The file an import names, and a key that is the same for the same file.
+Result<std::pair<std::string, SourceRef>> find_import(const syntax::ImportItem& im,
+                                                      const SourceFile& from,
+                                                      const SourceRef& reporting) {
+  std::optional<std::filesystem::path> dir = directory_of(from);
+  std::error_code ec;
+  auto read = [&](const std::filesystem::path& p) -> Result<std::pair<std::string, SourceRef>> {
+    Result<SourceRef> src = read_source(p.string());
+    if (!src) {
+      Diagnostics d(reporting);
+      d.error(im.loc, "import: " + src.diags().items().front().message);
+      return d;
+    }
+    std::string key = std::filesystem::weakly_canonical(p, ec).string();
+    return std::make_pair(key, *src);
+  };
+  if (im.is_path) {
+    std::filesystem::path p(im.target);
+    if (p.is_relative() && dir) p = *dir / p;
+    return read(p);
+  }
+  if (dir) {
+    std::filesystem::path p = *dir / (im.target + ".ab");
+    if (std::filesystem::is_regular_file(p, ec)) return read(p);
+  }
+  if (std::optional<std::string_view> text = shipped_module(im.target))
+    return std::make_pair(std::string(kShippedPrefix) + im.target,
+                          SourceRef(std::make_shared<SourceFile>(
+                              std::string(kShippedPrefix) + im.target + ".ab", std::string(*text))));
+  Diagnostics d(reporting);
+  std::string names;
+  for (const auto& n : shipped_module_names()) names += (names.empty() ? "" : ", ") + n;
+  d.error(im.loc, "import: no module '" + im.target + "'" +
+                      (dir ? ": no " + (*dir / (im.target + ".ab")).string() + "," : ":") +
+                      " and the library shipped with autobatch has no such module (it has " +
+                      names + ")");
+  return d;
+}
+
+}  // namespace
+
 Result<Module> parse_module(SourceRef source) {
   Result<syntax::File> f = syntax::parse_syntax(source);
   if (!f) return f.diags();
+  // Imports, breadth first: every file once, its functions added to the
+  // module; an imported file's locations carry its index (source.h).
+  std::vector<SourceRef> imported;
+  std::vector<std::pair<syntax::ImportItem, SourceRef>> todo;
+  std::set<std::string> seen;
+  {
+    std::error_code ec;
+    seen.insert(std::filesystem::weakly_canonical(source->name(), ec).string());
+  }
+  for (const auto& item : f->items)
+    if (item.kind == syntax::Item::Kind::Import) todo.emplace_back(item.import, source);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    auto reporting = std::make_shared<SourceFile>(source->name(), source->text(), imported);
+    auto found = find_import(todo[i].first, *todo[i].second, reporting);
+    if (!found) return found.diags();
+    if (!seen.insert(found->first).second) continue;
+    const uint32_t index = static_cast<uint32_t>(imported.size() + 1);
+    if (index >= (uint32_t{1} << (32 - kFileShift))) {
+      Diagnostics d(reporting);
+      d.error(todo[i].first.loc, "import: more than 255 imported files");
+      return d;
+    }
+    Result<syntax::File> g = syntax::parse_syntax(found->second, index << kFileShift);
+    if (!g) return g.diags();
+    imported.push_back(found->second);
+    for (auto& item : g->items) {
+      if (item.kind == syntax::Item::Kind::Import) {
+        todo.emplace_back(item.import, found->second);
+      } else if (item.kind == syntax::Item::Kind::Func) {
+        f->items.push_back(std::move(item));
+      } else {
+        Diagnostics d(found->second);
+        d.error({}, "an imported module holds functions (and imports) only; this one holds a "
+                    "lowered program");
+        return d;
+      }
+    }
+  }
+  if (!imported.empty())
+    source = std::make_shared<SourceFile>(source->name(), source->text(), std::move(imported));
   Diagnostics diags(source);
   Module m = syntax::to_blocks(*f, diags);
   m.source = source;
+  if (!diags.has_errors()) inline_calls(m, diags);
   if (diags.has_errors()) return diags;
   return m;
 }

@@ -123,9 +123,19 @@ struct ProgramItem {
   Notes close_notes;
 };
 
+// `import NAME` or `import "PATH"`.
+struct ImportItem {
+  std::string target;    // NAME, or PATH without its quotes
+  bool is_path = false;  // written with quotes
+  SourceLoc loc;
+  Lines lines;
+  Notes notes;
+};
+
 struct Item {
-  enum class Kind : uint8_t { Func, Var, Program };
+  enum class Kind : uint8_t { Func, Var, Program, Import };
   Kind kind = Kind::Func;
+  ImportItem import;
   Func func;
   VarItem var;
   ProgramItem program;
@@ -137,8 +147,9 @@ struct File {
   SourceRef source;
 };
 
-// Parses the text into a syntax tree with every comment attached.
-Result<File> parse_syntax(SourceRef source);
+// Parses the text into a syntax tree with every comment attached. `file_tag`:
+// the file index (source.h) its locations carry, shifted into place.
+Result<File> parse_syntax(SourceRef source, uint32_t file_tag = 0);
 
 // The canonical text of a file, comments included.
 std::string format(const File& f);

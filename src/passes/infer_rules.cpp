@@ -87,7 +87,7 @@ void Inference::cause(int node, const Operand* o) {
   std::string what = t.is_leaf() && t.strength == Strength::Weak
                          ? std::string(dtype_name(t.dtype)) + " (from a literal)"
                          : describe(t);
-  std::string msg = "'" + o->name + "' is " + what + " because of line " + std::to_string(at.line) +
+  std::string msg = "'" + o->name + "' is " + what + " because of line " + std::to_string(local_line(at.line)) +
                     ": " + std::string(line);
   if (said_.insert("note " + msg).second) d_.note({}, msg);
 }

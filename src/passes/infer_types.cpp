@@ -49,7 +49,8 @@ std::vector<const Function*> entry_candidates(const Module& m) {
           called.insert(in.callee.name);
   std::vector<const Function*> out;
   for (const auto& f : m.funcs)
-    if (!called.count(f.name.name) && f.name.name.rfind('_', 0) != 0) out.push_back(&f);
+    if (!called.count(f.name.name) && f.name.name.rfind('_', 0) != 0 && !f.is_inline)
+      out.push_back(&f);
   return out;
 }
 
@@ -242,7 +243,7 @@ void Inference::write(const Slot& s, const IType& t, const SourceLoc& loc) {
       changed_ = true;
       touched(s.node);
       if (origin_[s.node].empty() || (retyped && origin_loc_[s.node].known())) {
-        origin_[s.node] = "at line " + std::to_string(loc.line);
+        origin_[s.node] = "at line " + std::to_string(local_line(loc.line));
         origin_loc_[s.node] = loc;
       }
     }

@@ -16,7 +16,7 @@ bool dotted(const std::string& s) {
   return s.find('.') != std::string::npos && !syntax::is_frontend_name(s);
 }
 
-std::string where(const SourceLoc& l) { return "line " + std::to_string(l.line); }
+std::string where(const SourceLoc& l) { return "line " + std::to_string(local_line(l.line)); }
 
 // Checks a primitive's name, arity and attributes.
 void check_prim(const Instr& in, Diagnostics& d) {

@@ -30,14 +30,16 @@ static const char* severity_name(Severity s) {
 
 std::string render_diagnostic(const SourceFile* source, const Diagnostic& d) {
   // Without a source file (input and flag errors), the tool names itself.
-  std::string out = source ? source->name() : std::string("autobatch");
-  if (d.loc.known()) out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col);
+  std::string out = source ? source->name_of(d.loc.line) : std::string("autobatch");
+  if (d.loc.known())
+    out += ":" + std::to_string(local_line(d.loc.line)) + ":" + std::to_string(d.loc.col);
   out += ": ";
   out += severity_name(d.severity);
   out += ": ";
   out += d.message;
   out += "\n";
-  if (source && d.loc.known() && d.loc.line <= source->line_count()) {
+  if (source && d.loc.known() &&
+      local_line(d.loc.line) <= source->file_of(d.loc.line).line_count()) {
     std::string_view text = source->line(d.loc.line);
     // A very long line is shown as a window around the column.
     constexpr uint32_t kWindow = 80;

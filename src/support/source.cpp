@@ -2,14 +2,27 @@
 
 namespace ab {
 
-SourceFile::SourceFile(std::string name, std::string text)
-    : name_(std::move(name)), text_(std::move(text)) {
+SourceFile::SourceFile(std::string name, std::string text,
+                       std::vector<std::shared_ptr<const SourceFile>> imports)
+    : name_(std::move(name)), text_(std::move(text)), imports_(std::move(imports)) {
   line_starts_.push_back(0);
   for (size_t i = 0; i < text_.size(); ++i)
     if (text_[i] == '\n') line_starts_.push_back(i + 1);
 }
 
+const SourceFile& SourceFile::file_of(uint32_t line) const {
+  uint32_t k = line >> kFileShift;
+  return k >= 1 && k <= imports_.size() ? *imports_[k - 1] : *this;
+}
+
+std::string SourceFile::where(uint32_t line) const {
+  return name_of(line) + ":" + std::to_string(local_line(line));
+}
+
 std::string_view SourceFile::line(uint32_t line) const {
+  const SourceFile& f = file_of(line);
+  if (&f != this) return f.line(local_line(line));
+  line = local_line(line);
   if (line == 0 || line > line_starts_.size()) return {};
   size_t begin = line_starts_[line - 1];
   size_t end = line < line_starts_.size() ? line_starts_[line] - 1 : text_.size();

@@ -17,11 +17,25 @@ struct SourceLoc {
   bool known() const { return line != 0; }
 };
 
+// A module with imports keeps the files apart in its locations: the high
+// bits of SourceLoc::line hold the file's index (0: the main file, k: the
+// module's k-th imported file), the low bits the line in that file.
+constexpr uint32_t kFileShift = 24;
+constexpr uint32_t kLineMask = (uint32_t{1} << kFileShift) - 1;
+inline uint32_t local_line(uint32_t line) { return line & kLineMask; }
+
 class SourceFile {
  public:
-  SourceFile(std::string name, std::string text);
+  // `imports`: the files the module imports, in order (file index 1, 2, ...).
+  SourceFile(std::string name, std::string text,
+             std::vector<std::shared_ptr<const SourceFile>> imports = {});
   const std::string& name() const { return name_; }
   const std::string& text() const { return text_; }
+  // The file a line (with its file index) is in, and that file's name.
+  const SourceFile& file_of(uint32_t line) const;
+  const std::string& name_of(uint32_t line) const { return file_of(line).name(); }
+  // "NAME:LINE" of a location's line, in the file it is in.
+  std::string where(uint32_t line) const;
   // The text of a 1-based line, without its line ending.
   std::string_view line(uint32_t line) const;
   uint32_t line_count() const { return static_cast<uint32_t>(line_starts_.size()); }
@@ -35,6 +49,7 @@ class SourceFile {
   std::string name_;
   std::string text_;
   std::vector<size_t> line_starts_;
+  std::vector<std::shared_ptr<const SourceFile>> imports_;
 };
 
 using SourceRef = std::shared_ptr<const SourceFile>;

@@ -40,8 +40,9 @@ std::string empty_stack_message(const std::string& what, const std::string& var)
 }
 
 std::string render_runtime_error(const SourceFile* source, const RuntimeError& e) {
-  std::string out = source ? source->name() : std::string("<program>");
-  if (e.loc.known()) out += ":" + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col);
+  std::string out = source ? source->name_of(e.loc.line) : std::string("<program>");
+  if (e.loc.known())
+    out += ":" + std::to_string(local_line(e.loc.line)) + ":" + std::to_string(e.loc.col);
   out += ": runtime error: " + e.message;
   if (e.thread >= 0)
     out += " in thread " + std::to_string(e.thread) + " of " + std::to_string(e.batch);
@@ -50,8 +51,9 @@ std::string render_runtime_error(const SourceFile* source, const RuntimeError& e
 }
 
 std::string render_thread_error(const SourceFile* source, const RuntimeError& e) {
-  std::string out = source ? source->name() : std::string("<program>");
-  if (e.loc.known()) out += ":" + std::to_string(e.loc.line) + ":" + std::to_string(e.loc.col);
+  std::string out = source ? source->name_of(e.loc.line) : std::string("<program>");
+  if (e.loc.known())
+    out += ":" + std::to_string(local_line(e.loc.line)) + ":" + std::to_string(e.loc.col);
   out += ": " + e.message;
   if (!e.function.empty()) out += " (function " + e.function + ", block " + e.block + ")";
   return out;

@@ -184,8 +184,7 @@ void TraceWriter::header(const char* vm, int64_t batch, const std::vector<std::s
       // The track's name: the block and, when known, its line and statement.
       std::string track = blocks[b];
       if (!sources_json.empty() && locs[b].known())
-        track += " (" + source_->name() + ":" + std::to_string(locs[b].line) + ": " +
-                 statements[b] + ")";
+        track += " (" + source_->where(locs[b].line) + ": " + statements[b] + ")";
       s += ",\n{\"ph\": \"M\", \"pid\": 1, \"tid\": " + tid +
            ", \"name\": \"thread_name\", \"args\": {\"name\": " + nlohmann::json(track).dump() +
            "}}";

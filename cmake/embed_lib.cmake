@@ -1,0 +1,20 @@
+# Writes OUT, a C++ source holding the library shipped with autobatch (the
+# modules of lib/, which `import NAME` finds): one raw string literal per
+# file, in a table src/parse/shipped.h declares. FILES: the .ab files, `;`-separated.
+set(body "// Generated from lib/*.ab by cmake/embed_lib.cmake; do not edit.\n")
+string(APPEND body "#include \"parse/shipped.h\"\n\nnamespace ab {\n\n")
+string(APPEND body "const ShippedModule kShippedModules[] = {\n")
+set(count 0)
+foreach(file ${FILES})
+  get_filename_component(name "${file}" NAME_WE)
+  file(READ "${file}" content)
+  string(FIND "${content}" ")AB_EMBED\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${file} contains the raw string's delimiter )AB_EMBED\"")
+  endif()
+  string(APPEND body "    {\"${name}\", R\"AB_EMBED(${content})AB_EMBED\"},\n")
+  math(EXPR count "${count} + 1")
+endforeach()
+string(APPEND body "};\nconst size_t kShippedModuleCount = ${count};\n\n}  // namespace ab\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(RENAME "${OUT}.tmp" "${OUT}")
