@@ -650,6 +650,49 @@ Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& 
 // in it, by name).
 Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t skip = 0);
 
+// ---------------------------------------------------------------- sample
+
+// Bayesian inference with the shipped NUTS sampler (docs/sampling.md): the
+// model file defines `func log_density(theta: f64[D], DATA...) -> f64` on
+// the unconstrained space, and optionally `func constrain(theta, DATA...)`
+// whose (named) results are recorded beside theta.
+struct SampleOptions {
+  std::string model;  // MODEL.ab
+  // CmdStan's JSON data format: one whole value per key, shared by every
+  // chain; keys log_density does not take are ignored. "" for none.
+  std::string data;
+  int64_t chains = 4, warmup = 1000, samples = 1000;
+  std::optional<uint64_t> seed;  // unset: one from the clock (SampleResult::seed)
+  int64_t max_depth = 10;
+  double target_accept = 0.8;
+  // "": each chain starts uniformly in (-2, 2) on the unconstrained space
+  // (drawn again, up to 100 times, while the log density is not finite); a
+  // number R: uniformly in (-R, R); else a JSON file {"theta": [...]} with one
+  // start for every chain or one per chain.
+  std::string init;
+  RunOptions run;  // threads, progress, ...
+};
+
+struct SampleResult {
+  uint64_t seed = 0;
+  // "theta" and each quantity constrain returns, [chains, samples, ...].
+  std::vector<std::pair<std::string, Array>> draws;
+  // The sampler's statistics, [chains, samples]: lp__, accept_stat__,
+  // treedepth__, n_leapfrog__, divergent__, energy__ (CmdStan's names).
+  std::vector<std::pair<std::string, Array>> stats;
+  Array step_size;   // [chains]
+  Array inv_metric;  // [chains, D]: the adapted diagonal inverse metric
+  int64_t warmup_divergent = 0;  // over all chains
+  int64_t divergent = 0;         // after warm-up
+  int64_t max_depth_hits = 0;    // transitions that reached max_depth
+  Summary summary;               // of the draws
+  std::vector<std::string> warnings;  // divergences, tree depth, and the summary's
+  std::string driver;  // the program that ran (the model, the sampler and this glue)
+  double seconds = 0;  // compiling and running
+};
+
+Result<SampleResult> sample(const SampleOptions& options);
+
 // ---------------------------------------------------------------- dtype_of
 
 template <>

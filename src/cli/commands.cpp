@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 
@@ -232,6 +233,53 @@ int cmd_summary(const Options& opt) {
   return kOk;
 }
 
+int cmd_sample(const Options& opt) {
+  autobatch::SampleOptions so;
+  so.model = opt.program;
+  so.data = opt.data;
+  so.chains = opt.chains;
+  so.warmup = opt.warmup;
+  so.samples = opt.samples;
+  so.seed = opt.seed;
+  so.max_depth = opt.max_depth;
+  so.target_accept = opt.target_accept;
+  so.init = opt.init;
+  if (opt.threads) so.run.threads = static_cast<int>(*opt.threads);
+  autobatch::Result<autobatch::SampleResult> r = [&] {
+    SigintScope sigint;
+    so.run.cancel = &g_interrupted;
+    ProgressLine line(isatty(STDERR_FILENO));
+    if (!opt.quiet) so.run.progress = [&line](const autobatch::Progress& p) { line.update(p); };
+    return autobatch::sample(so);
+  }();
+  if (!r) return report(r);
+  const autobatch::SampleResult& s = *r;
+  if (!opt.output.empty()) {
+    autobatch::RunResult files;
+    for (const auto& group : {s.draws, s.stats})
+      for (const auto& [name, a] : group) {
+        files.outputs.push_back(a);
+        files.names.push_back(name);
+      }
+    files.outputs.push_back(s.step_size);
+    files.names.push_back("step_size");
+    files.outputs.push_back(s.inv_metric);
+    files.names.push_back("inv_metric");
+    if (auto w = autobatch::write_outputs(files, opt.output, false); !w) return report(w);
+  }
+  std::cout << s.summary.table();
+  const double* step = s.step_size.as<double>();
+  std::cout << "\nseed " << s.seed << "; " << s.summary.chains << " chains, " << opt.warmup
+            << " warm-up and " << opt.samples << " draws each, " << std::fixed
+            << std::setprecision(2) << s.seconds << " s\nstep sizes:" << std::defaultfloat
+            << std::setprecision(4);
+  for (int64_t c = 0; c < s.step_size.batch(); ++c) std::cout << " " << step[c];
+  std::cout << "\ndivergent transitions: " << s.divergent << " (and " << s.warmup_divergent
+            << " during warm-up); at the maximum tree depth: " << s.max_depth_hits << "\n";
+  for (const std::string& w : s.warnings) std::cerr << "autobatch: warning: " << w << "\n";
+  return kOk;
+}
+
 int cmd_report(const Options& opt) {
   if (auto s = autobatch::write_report(opt.trace_file, opt.report_out); !s) return report(s);
   return kOk;
@@ -416,6 +464,35 @@ void register_commands(CLI::App& app, Options& opt) {
   sum->add_option("--skip", opt.skip, "leave out the first N draws of every chain (warm-up)");
   sum->add_flag("--json", opt.json, "print JSON instead of the table");
 
+  CLI::App* smp = app.add_subcommand(
+      "sample", "Bayesian inference: NUTS with warm-up on a model's log density, one chain per "
+                "thread, and the summary of the draws");
+  smp->add_option("MODEL", opt.program,
+                  "a .ab file defining log_density(theta: f64[D], DATA...) and optionally "
+                  "constrain(theta, DATA...)")
+      ->required();
+  smp->add_option("--data", opt.data,
+                  "DATA.json in CmdStan's JSON data format (one whole value per key, shared by "
+                  "every chain)");
+  smp->add_option("--chains", opt.chains, "chains (default 4)")->check(at_least(1));
+  smp->add_option("--warmup", opt.warmup, "warm-up iterations per chain (default 1000)")
+      ->check(at_least(0));
+  smp->add_option("--samples", opt.samples, "draws per chain after warm-up (default 1000)")
+      ->check(at_least(1));
+  smp->add_option("--seed", opt.seed, "random seed (default: from the clock, printed)");
+  smp->add_option("--max-depth", opt.max_depth, "maximum tree depth (default 10)")
+      ->check(CLI::Range(1, 30));
+  smp->add_option("--target-accept", opt.target_accept,
+                  "the mean acceptance statistic warm-up aims at (default 0.8)")
+      ->check(CLI::Range(0.0, 1.0));
+  smp->add_option("--init", opt.init,
+                  "R: start uniformly in (-R, R) (default 2); or a JSON file {\"theta\": [...]}");
+  smp->add_option("-o,--output", opt.output,
+                  "DIR/: write theta.npy and one NAME.npy per quantity ([chains, draws, ...]), "
+                  "the sampler's statistics (lp__.npy, ...), step_size.npy, inv_metric.npy");
+  smp->add_option("--threads", opt.threads, "OS threads (default: automatic)")->check(at_least(1));
+  smp->add_flag("-q,--quiet", opt.quiet, "no progress line on stderr");
+
   for (CLI::App* sub : {run, lower, check, fmt}) {
     sub->add_flag("-v,--verbose", opt.verbose,
                   "log each pass (time, size) and run phase on stderr; -vv: more");
@@ -437,6 +514,7 @@ int dispatch(CLI::App& app, const Options& opt) {
   if (app.got_subcommand("lower")) return cmd_lower(opt);
   if (app.got_subcommand("report")) return cmd_report(opt);
   if (app.got_subcommand("summary")) return cmd_summary(opt);
+  if (app.got_subcommand("sample")) return cmd_sample(opt);
   return kUsageError;
 }
 

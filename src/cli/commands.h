@@ -39,6 +39,14 @@ struct Options {
   // Under mpirun/srun (src/mpi): how the batch is split over the processes.
   std::string mpi_split = "static";  // static | dynamic
   int64_t mpi_chunk = 0;             // dynamic: threads per chunk (0: automatic)
+  // sample MODEL --data ... (the model is `program`; --output, --threads and
+  // --quiet as for run)
+  std::string data;
+  int64_t chains = 4, warmup = 1000, samples = 1000;
+  std::optional<uint64_t> seed;
+  int64_t max_depth = 10;
+  double target_accept = 0.8;
+  std::string init;
   // summary DRAWS...
   std::vector<std::string> draws;
   int64_t skip = 0;

@@ -111,8 +111,18 @@ PrimAttrs resolve_attrs(const Instr& in) {
     }
     if (at.key == "axis" && !at.is_dtype && !at.lit.elems.empty()) a.axis = at.lit.elems[0].i;
     if (at.key == "n" && !at.is_dtype && !at.lit.elems.empty()) a.n = at.lit.elems[0].i;
+    if (at.key == "start" && !at.is_dtype && !at.lit.elems.empty()) a.start = at.lit.elems[0].i;
+    if (at.key == "stop" && !at.is_dtype && !at.lit.elems.empty()) a.stop = at.lit.elems[0].i;
   }
   return a;
+}
+
+std::optional<std::pair<int64_t, int64_t>> slice_bounds(const PrimAttrs& a, int64_t rows) {
+  int64_t first = a.start.value_or(0), last = a.stop.value_or(rows);
+  if (first < 0) first += rows;
+  if (last < 0) last += rows;
+  if (first < 0 || last > rows || first > last) return std::nullopt;
+  return std::make_pair(first, last);
 }
 
 PrimKind prim_kind(PrimId op) { return prim_info(op).kind; }
@@ -345,6 +355,21 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
     }
     case PrimId::Size:
       return ok(Type::scalar(DType::I64));
+    case PrimId::Slice: {
+      if (t[0].shape.empty()) return fail("'slice' needs a tensor, got " + tstr(t[0]));
+      auto b = slice_bounds(attrs, t[0].shape[0]);
+      if (!b) {
+        auto bound = [](const std::optional<int64_t>& v) {
+          return v ? std::to_string(*v) : std::string();
+        };
+        return fail("the slice [" + bound(attrs.start) + ":" + bound(attrs.stop) +
+                    "] is out of range for " + tstr(t[0]) + " (" + std::to_string(t[0].shape[0]) +
+                    " rows)");
+      }
+      Shape s = t[0].shape;
+      s[0] = b->second - b->first;
+      return ok(Type::tensor_of(t[0].dtype, std::move(s)));
+    }
     case PrimId::Reshape: {
       if (!attrs.shape) return fail("'reshape' needs shape=, for example reshape(x, shape=[2,3])");
       Shape s = *attrs.shape;

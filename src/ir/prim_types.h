@@ -34,7 +34,12 @@ struct PrimAttrs {
   std::optional<Shape> shape;
   std::optional<int64_t> axis;
   std::optional<int64_t> n;
+  std::optional<int64_t> start, stop;  // slice
 };
+
+// slice's rows [first, last) of a first dimension of `rows`, from its start=
+// and stop= (Python's meaning for negative values); nullopt when out of range.
+std::optional<std::pair<int64_t, int64_t>> slice_bounds(const PrimAttrs& a, int64_t rows);
 
 // The result type, or an error message without location (the caller adds
 // it). Exactly one of the two is set.

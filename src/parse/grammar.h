@@ -179,7 +179,13 @@ struct e_primary : p::sor<p::seq<p::at<bad_float_shape>, p::raise<bad_float>>, e
                           e_call, special_float, number, true_lit, false_lit, e_var> {};
 struct index_close : p::one<']'> {};
 struct e_index : p::seq<p::one<'['>, ws, p::must<expr_req>, ws, p::must<index_close>> {};
-struct e_postfix : p::seq<e_primary, p::star<e_index>> {};
+// x[a:b], x[a:], x[:b]: integer literals (the `slice` primitive).
+struct slice_int : p::seq<p::opt<p::one<'-'>>, p::plus<p::digit>> {};
+struct slice_start : slice_int {};
+struct slice_stop : slice_int {};
+struct e_slice : p::seq<p::one<'['>, ws, p::opt<slice_start>, ws, p::one<':'>, ws,
+                        p::opt<slice_stop>, ws, p::must<index_close>> {};
+struct e_postfix : p::seq<e_primary, p::star<p::sor<e_slice, e_index>>> {};
 struct e_unary;
 struct op_pow : p::string<'*', '*'> {};
 struct e_unary_req : p::seq<e_unary> {};

@@ -35,7 +35,7 @@ using selector = p::parse_tree::selector<
         g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::result_name,
         g::entry_mark, g::inline_mark, g::prog_out_name, g::op_compound, g::s_compound, g::s_for, g::for_var, g::pat_tuple,
         g::pat_name, g::pattern, g::arg_attr, g::e_call, g::e_paren, g::e_tensor, g::e_var,
-        g::e_index, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
+        g::e_index, g::e_slice, g::slice_start, g::slice_stop, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
         g::op_or, g::instr_assign, g::s_index_assign, g::index_target, g::s_eval, g::instr_pop,
 
 #define AB_TERM(kind, rule, text, lowered) g::term_##rule,
@@ -308,7 +308,21 @@ class Builder {
         idx.loc.len = static_cast<uint32_t>(n.children[i]->m_end.byte - n.m_begin.byte);
         idx.name_loc = loc_of(*n.children[i]);
         idx.args.push_back(std::move(e));
-        idx.args.push_back(expr(*n.children[i]->children.front()));
+        if (n.children[i]->is_type<g::e_slice>()) {
+          // x[a:b] is slice(x, start=a, stop=b).
+          idx.kind = K::Call;
+          idx.name = "slice";
+          for (const auto& b : n.children[i]->children) {
+            Attr a;
+            a.key = b->is_type<g::slice_start>() ? "start" : "stop";
+            a.lit.kind = Scalar::Kind::Int;
+            a.lit.elems = {Scalar::of_int(std::stoll(b->string()))};
+            a.loc = loc_of(*b);
+            idx.attrs.push_back(std::move(a));
+          }
+        } else {
+          idx.args.push_back(expr(*n.children[i]->children.front()));
+        }
         e = std::move(idx);
       }
       return e;

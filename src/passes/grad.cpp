@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "ir/prim_types.h"
 #include "passes/liveness.h"
 
 namespace ab {
@@ -671,6 +672,18 @@ bool Writer::prim_backward(const Instr& orig, const Instr& in, const std::string
         std::string r = prim("get", {var(dy), op(1)});
         accumulate(a[2].name, r, &row);
       }
+      return true;
+    }
+    case PrimId::Slice: {  // the rows of dy added into the sliced rows
+      const Shape xs = type_of(A).tensor.shape;
+      auto b = slice_bounds(resolve_attrs(in), xs[0]);
+      std::string acc = adjoint_or_zeros(A);
+      for (int64_t r = b->first; r < b->second; ++r) {
+        std::string row = prim("get", {var(dy), ilit(r - b->first)});
+        std::string old = prim("get", {var(acc), ilit(r)});
+        acc = prim("set", {var(acc), ilit(r), var(prim("add", old, row))});
+      }
+      set_adjoint(A, acc);
       return true;
     }
     case PrimId::Reshape: {

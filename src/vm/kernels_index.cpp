@@ -133,6 +133,20 @@ bool kernel_Size(const KernelCall& c, KernelError*) {
   return true;
 }
 
+bool kernel_Slice(const KernelCall& c, KernelError*) {
+  const ArgView& vx = c.args[0];
+  const OutView& vo = c.outs[0];
+  const size_t out_bytes = event_bytes(*vo.type);
+  if (c.n == 0 || out_bytes == 0) return true;
+  const int64_t rows = vx.type->shape[0];
+  const size_t row_bytes = event_bytes(*vx.type) / static_cast<size_t>(rows);
+  const size_t offset = static_cast<size_t>(slice_bounds(*c.attrs, rows)->first) * row_bytes;
+  for (int64_t j = 0; j < c.n; ++j)
+    std::memcpy(lane_out_bytes(vo, j, out_bytes),
+                lane_in_bytes(vx, j, event_bytes(*vx.type)) + offset, out_bytes);
+  return true;
+}
+
 bool kernel_Reshape(const KernelCall& c, KernelError*) {
   const ArgView& vx = c.args[0];
   const OutView& vo = c.outs[0];
