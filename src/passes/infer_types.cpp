@@ -16,8 +16,11 @@
 namespace ab {
 
 const Function* find_entry(const Module& m, const std::string& name, Diagnostics& diags) {
+  // The functions a message lists: the file's own (not those it imports, nor
+  // inline ones).
   std::vector<std::string> names;
-  for (const auto& f : m.funcs) names.push_back(f.name.name);
+  for (const auto& f : m.funcs)
+    if ((f.loc.line >> kFileShift) == 0 && !f.is_inline) names.push_back(f.name.name);
   if (!name.empty()) {
     if (const Function* f = m.find_func(name)) return f;
     diags.error({}, "no function '" + name + "' to use as the entry" + did_you_mean(name, names) +
