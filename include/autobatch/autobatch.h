@@ -671,6 +671,7 @@ struct SampleOptions {
   // start for every chain or one per chain.
   std::string init;
   RunOptions run;  // threads, progress, ...
+  bool program_only = false;  // stop once SampleResult::driver is made and compiles
 };
 
 struct SampleResult {

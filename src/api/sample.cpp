@@ -267,6 +267,7 @@ Result<SampleResult> sample(const SampleOptions& o) {
   co.name = "<autobatch sample>";
   auto program = compile(r.driver, co);
   if (!program) return program.diagnostics();
+  if (o.program_only) return r;
 
   // Per chain: the start, the key; shared: the data and the settings.
   std::vector<double> init(static_cast<size_t>(o.chains * dim), 0.0);

@@ -244,6 +244,7 @@ int cmd_sample(const Options& opt) {
   so.max_depth = opt.max_depth;
   so.target_accept = opt.target_accept;
   so.init = opt.init;
+  so.program_only = opt.print_program;
   if (opt.threads) so.run.threads = static_cast<int>(*opt.threads);
   autobatch::Result<autobatch::SampleResult> r = [&] {
     SigintScope sigint;
@@ -254,8 +255,13 @@ int cmd_sample(const Options& opt) {
   }();
   if (!r) return report(r);
   const autobatch::SampleResult& s = *r;
+  if (opt.print_program) {
+    std::cout << s.driver;
+    return kOk;
+  }
   if (!opt.output.empty()) {
     autobatch::RunResult files;
+    files.batch = s.step_size.batch();
     for (const auto& group : {s.draws, s.stats})
       for (const auto& [name, a] : group) {
         files.outputs.push_back(a);
@@ -492,6 +498,9 @@ void register_commands(CLI::App& app, Options& opt) {
                   "the sampler's statistics (lp__.npy, ...), step_size.npy, inv_metric.npy");
   smp->add_option("--threads", opt.threads, "OS threads (default: automatic)")->check(at_least(1));
   smp->add_flag("-q,--quiet", opt.quiet, "no progress line on stderr");
+  smp->add_flag("--print-program", opt.print_program,
+                "print the program that would run (the model, `import nuts` and the generated "
+                "entry) instead of sampling; `autobatch run` runs it");
 
   for (CLI::App* sub : {run, lower, check, fmt}) {
     sub->add_flag("-v,--verbose", opt.verbose,

@@ -47,6 +47,7 @@ struct Options {
   int64_t max_depth = 10;
   double target_accept = 0.8;
   std::string init;
+  bool print_program = false;
   // summary DRAWS...
   std::vector<std::string> draws;
   int64_t skip = 0;

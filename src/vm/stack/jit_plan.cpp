@@ -657,13 +657,24 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
       // once for every thread are not restored: they are written once).
       // Only values the rerun reads before writing them need it: a leaf
       // that some op reads before (or as) the segment first writes it.
-      std::set<int32_t> written, read_first;
+      // Nor does a leaf the segment only updates in place by `x = set(x, i,
+      // v)`: the rerun writes the same rows again (a chain's draws, a
+      // buffer of thousands of rows, are not copied at every step).
+      std::set<int32_t> written, read_first, set_in_place, read_otherwise;
       for (size_t i = s.first; i < s.last; ++i) {
         const Op& op = cb.ops[i];
-        for (const auto& a : op.args)
-          if (a.leaf >= 0 && !written.count(a.leaf)) read_first.insert(a.leaf);
+        for (size_t k = 0; k < op.args.size(); ++k) {
+          const auto& a = op.args[k];
+          if (a.leaf < 0) continue;
+          if (!written.count(a.leaf)) read_first.insert(a.leaf);
+          const bool in_place = op.kind != Op::Kind::Pop && op.prim == PrimId::Set && k == 0 &&
+                                op.outs.size() == 1 && op.outs[0].leaf == a.leaf;
+          (in_place ? set_in_place : read_otherwise).insert(a.leaf);
+        }
         for (const auto& o : op.outs) written.insert(o.leaf);
       }
+      for (int32_t l : set_in_place)
+        if (!read_otherwise.count(l)) read_first.erase(l);
       for (size_t i = s.first; i < s.last; ++i) {
         const Op& op = cb.ops[i];
         if (op.kind == Op::Kind::Pop) {  // undone by its tops and depths
