@@ -85,6 +85,9 @@ const Case kCases[] = {
     {"integers computed beside", {3}, -1, 1,
      "func f(x, c) {\n  n = cast(c[0] * 3.0, dtype=i64)\n  k = n % 2\n"
      "  return sum(x * cast(k + 1, dtype=f64)) + floor(c[1]) * x[0]\n}\n"},
+    {"slices", {6}, -1, 1,
+     "func f(x, c) {\n  a = x[1:4] * x[:3] + x[-3:] * c\n  m = reshape(x, shape=[3, 2])\n"
+     "  return sum(a * a) + sum(m[1:] ** 2.0) + x[2:3][0]\n}\n"},
     {"x reassigned in the entry loop", {}, 0.1, 1,
      "func f(x, c) {\n  while x < 4.0 {\n    x = x * 2.0 + c[2]\n  }\n  return x * x\n}\n"},
 };

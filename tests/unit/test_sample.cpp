@@ -1,0 +1,215 @@
+// autobatch sample (src/api/sample.cpp, lib/nuts.ab): the draws of three
+// standard posteriors agree with moments computed apart from the sampler
+// (tests/sample/posteriors/reference.json, by quadrature; the Gaussian's are
+// exact): every mean within 4 MCSE, every sd within 10%, R-hat below 1.01, at
+// most a handful of divergences. And the command's outputs, its
+// reproducibility, and its errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "autobatch/autobatch.h"
+#include "cli_harness.h"
+#include "temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kModels = fs::path(AUTOBATCH_SOURCE_DIR) / "programs" / "models";
+
+struct Moment {
+  double mean, sd;
+};
+
+std::map<std::string, Moment> reference(const std::string& model) {
+  std::ifstream f(fs::path(AUTOBATCH_SOURCE_DIR) / "tests/sample/posteriors/reference.json");
+  nlohmann::json j = nlohmann::json::parse(f);
+  std::map<std::string, Moment> out;
+  for (const auto& [k, v] : j.at(model).items()) out[k] = {v.at("mean"), v.at("sd")};
+  return out;
+}
+
+autobatch::SampleOptions options(const std::string& model) {
+  autobatch::SampleOptions o;
+  o.model = (kModels / (model + ".ab")).string();
+  o.data = (kModels / (model + ".data.json")).string();
+  o.seed = 20261127;
+  return o;
+}
+
+void check_posterior(const autobatch::SampleResult& r, const std::map<std::string, Moment>& ref) {
+  std::map<std::string, const autobatch::SummaryRow*> rows;
+  for (const auto& row : r.summary.rows) rows[row.name] = &row;
+  for (const auto& [name, m] : ref) {
+    CAPTURE(name);
+    REQUIRE(rows.count(name));
+    const autobatch::SummaryRow& row = *rows[name];
+    CAPTURE(row.mean);
+    CAPTURE(row.mcse);
+    CAPTURE(row.sd);
+    CAPTURE(m.mean);
+    CAPTURE(m.sd);
+    CHECK(std::abs(row.mean - m.mean) <= 4 * row.mcse);
+    CHECK(std::abs(row.sd / m.sd - 1) <= 0.1);
+  }
+  for (const auto& row : r.summary.rows) {
+    CAPTURE(row.name);
+    CHECK(row.rhat < 1.01);
+  }
+  CHECK(r.divergent <= 5);
+  CHECK(r.max_depth_hits == 0);
+}
+
+}  // namespace
+
+TEST_CASE("sample: eight schools (non-centered) matches its quadrature") {
+  auto r = autobatch::sample(options("eight_schools"));
+  REQUIRE_MESSAGE(r, r.rendered());
+  check_posterior(*r, reference("eight_schools"));
+  // theta and the quantities constrain names, [chains, draws, ...].
+  REQUIRE(r->draws.size() == 4);
+  CHECK(r->draws[0].first == "theta");
+  CHECK(r->draws[0].second.shape() == std::vector<int64_t>{4, 1000, 10});
+  CHECK(r->draws[1].first == "mu");
+  CHECK(r->draws[3].first == "effect");
+  CHECK(r->draws[3].second.shape() == std::vector<int64_t>{4, 1000, 8});
+  CHECK(r->stats.size() == 6);
+  CHECK(r->step_size.shape() == std::vector<int64_t>{4});
+  CHECK(r->inv_metric.shape() == std::vector<int64_t>{4, 10});
+}
+
+TEST_CASE("sample: logistic regression matches its quadrature") {
+  auto r = autobatch::sample(options("logistic"));
+  REQUIRE_MESSAGE(r, r.rendered());
+  check_posterior(*r, reference("logistic"));
+}
+
+TEST_CASE("sample: a correlated Gaussian has its exact moments") {
+  auto r = autobatch::sample(options("gaussian_ar1"));
+  REQUIRE_MESSAGE(r, r.rendered());
+  std::map<std::string, Moment> exact;
+  for (int i = 0; i < 10; ++i) exact["theta[" + std::to_string(i) + "]"] = {i - 4.5, 1.0};
+  check_posterior(*r, exact);
+}
+
+TEST_CASE("sample: the same seed gives the same draws, on any number of OS threads") {
+  auto o = options("logistic");
+  o.chains = 3;
+  o.warmup = 150;
+  o.samples = 50;
+  o.run.threads = 1;
+  auto a = autobatch::sample(o);
+  o.run.threads = 2;
+  auto b = autobatch::sample(o);
+  REQUIRE(a);
+  REQUIRE(b);
+  const auto& x = a->draws[0].second;
+  const auto& y = b->draws[0].second;
+  REQUIRE(x.num_elements() == y.num_elements());
+  for (int64_t i = 0; i < x.num_elements(); ++i) CHECK(x.as<double>()[i] == y.as<double>()[i]);
+  o.seed = 7;
+  auto c = autobatch::sample(o);
+  REQUIRE(c);
+  CHECK(c->draws[0].second.as<double>()[0] != x.as<double>()[0]);
+}
+
+TEST_CASE("sample: --init, a radius or given values") {
+  ab_test::TempDir dir("ab_sample");
+  auto o = options("logistic");
+  o.chains = 2;
+  o.warmup = 0;
+  o.samples = 1;
+  o.init = (dir / "init.json");
+  std::ofstream(o.init) << R"({"theta": [0.5, -1.0, 2.0]})";
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  std::ofstream(o.init) << R"({"theta": [0.5, -1.0]})";
+  r = autobatch::sample(o);
+  REQUIRE_FALSE(r);
+  CHECK(r.rendered().find("theta must have 3 values, or 2 rows of 3") != std::string::npos);
+  o.init = "0.5";
+  CHECK(autobatch::sample(o));
+}
+
+TEST_CASE("sample: a model or data that does not fit is a clear error") {
+  ab_test::TempDir dir("ab_sample");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name)) << text;
+    return (dir / name);
+  };
+  struct Bad {
+    std::string model, data, message;
+  };
+  const std::string data = write("d.json", R"({"y": [1.0, 2.0], "other": 3})");
+  const Bad bad[] = {
+      {"func f(theta: f64[2], y) -> f64 {\n  return 0.0\n}\n", data, "defines func log_density"},
+      {"func log_density(theta, y) -> f64 {\n  return sum(theta)\n}\n", data,
+       "must be annotated with its size"},
+      {"func log_density(theta: f64[2], z) -> f64 {\n  return sum(theta * z)\n}\n", data,
+       "has no 'z', which log_density takes"},
+      {"func log_density(theta: f64[2], y) -> f64 {\n  return sum(theta * y)\n}\n",
+       write("bad.json", "{\"y\": [1.0, \"a\"]}"), "y[1] is \"a\", not a number"},
+      {"func log_density(theta: f64[2], y) -> f64 {\n  return sum(theta * y)\n}\n",
+       write("notjson.json", "{\"y\": [1.0,"), "not JSON"},
+      {"func log_density(theta: f64[2], y) -> f64 {\n  return sum(theta * y)\n}\n"
+       "func constrain(theta: f64[2], y) -> (theta: f64[2]) {\n  return theta\n}\n",
+       data, "takes a name the sampler's outputs use"},
+      {"func log_density(theta: f64[2], y) -> f64 {\n  k = normal(3)\n  return sum(theta * y) * k\n"
+       "}\n",
+       data, "draws random numbers"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.model);
+    autobatch::SampleOptions o;
+    o.model = write("m.ab", b.model);
+    o.data = b.data;
+    o.warmup = 10;
+    o.samples = 10;
+    auto r = autobatch::sample(o);
+    REQUIRE_FALSE(r);
+    CAPTURE(r.rendered());
+    CHECK(r.rendered().find(b.message) != std::string::npos);
+  }
+}
+
+TEST_CASE("autobatch sample: the table, the files, and exit 2 on bad flags") {
+  ab_test::TempDir dir("ab_sample_cli");
+  const std::string model = (kModels / "eight_schools.ab").string();
+  const std::string data = (kModels / "eight_schools.data.json").string();
+  auto p = ab_test::run_binary(
+      dir.path, {"sample", model, "--data", data, "--seed", "3", "--chains", "2", "--warmup", "300",
+                 "--samples", "200", "--output", (dir / "out") + "/"},
+      std::nullopt, 120);
+  CAPTURE(p.err);
+  REQUIRE(p.code == 0);
+  CHECK(p.out.find("ESS_bulk") != std::string::npos);
+  CHECK(p.out.find("\ntau ") != std::string::npos);
+  CHECK(p.out.find("step sizes:") != std::string::npos);
+  CHECK(p.out.find("divergent transitions:") != std::string::npos);
+  for (const char* f : {"theta.npy", "mu.npy", "tau.npy", "effect.npy", "lp__.npy",
+                        "accept_stat__.npy", "treedepth__.npy", "n_leapfrog__.npy",
+                        "divergent__.npy", "energy__.npy", "step_size.npy", "inv_metric.npy"})
+    CHECK_MESSAGE(fs::exists((dir / "out") + "/" + f), f);
+  // The files summarize as the command did.
+  auto s = ab_test::run_binary(dir.path, {"summary", (dir / "out") + "/theta.npy"},
+                               std::nullopt, 60);
+  CHECK(s.code == 0);
+  CHECK(s.out.find("2 chains of 200 draws") != std::string::npos);
+
+  auto bad = ab_test::run_binary(dir.path, {"sample", model, "--data", data, "--chains", "0"},
+                                 std::nullopt, 60);
+  CHECK(bad.code == 2);
+  auto missing = ab_test::run_binary(dir.path, {"sample", model}, std::nullopt, 60);
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find("give --data DATA.json") != std::string::npos);
+  auto printed = ab_test::run_binary(dir.path, {"sample", model, "--data", data, "--print-program"},
+                                     std::nullopt, 60);
+  CHECK(printed.code == 0);
+  CHECK(printed.out.find("import nuts") != std::string::npos);
+  CHECK(printed.out.find("value_and_grad(log_density") != std::string::npos);
+}
