@@ -666,6 +666,51 @@ PYBIND11_MODULE(_autobatch, m) {
         return py::make_tuple(s.json(), s.table());
       },
       py::arg("names"), py::arg("arrays"), py::arg("skip"));
+  // autobatch sample: the draws and statistics as NumPy arrays (chains first)
+  // and the summary; the Python layer makes the result object.
+  m.def(
+      "sample",
+      [](const std::string& model, const std::string& data, int64_t chains, int64_t warmup,
+         int64_t samples, std::optional<uint64_t> seed, int64_t max_depth, double target_accept,
+         const std::string& init, int threads) {
+        autobatch::SampleOptions o;
+        o.model = model;
+        o.data = data;
+        o.chains = chains;
+        o.warmup = warmup;
+        o.samples = samples;
+        o.seed = seed;
+        o.max_depth = max_depth;
+        o.target_accept = target_accept;
+        o.init = init;
+        o.run.threads = threads;
+        autobatch::Result<autobatch::SampleResult> r{std::vector<autobatch::Diagnostic>{}};
+        {
+          py::gil_scoped_release release;
+          r = autobatch::sample(o);
+        }
+        autobatch::SampleResult s = value_or_raise(std::move(r));
+        py::dict draws, stats;
+        for (const auto& [name, a] : s.draws) draws[py::str(name)] = to_numpy(a);
+        for (const auto& [name, a] : s.stats) stats[py::str(name)] = to_numpy(a);
+        py::dict out;
+        out["draws"] = draws;
+        out["stats"] = stats;
+        out["step_size"] = to_numpy(s.step_size);
+        out["inv_metric"] = to_numpy(s.inv_metric);
+        out["summary"] = py::make_tuple(s.summary.json(), s.summary.table());
+        out["warnings"] = s.warnings;
+        out["seed"] = s.seed;
+        out["divergent"] = s.divergent;
+        out["warmup_divergent"] = s.warmup_divergent;
+        out["max_depth_hits"] = s.max_depth_hits;
+        out["seconds"] = s.seconds;
+        out["program"] = s.driver;
+        return out;
+      },
+      py::arg("model"), py::arg("data"), py::arg("chains"), py::arg("warmup"),
+      py::arg("samples"), py::arg("seed").none(true), py::arg("max_depth"),
+      py::arg("target_accept"), py::arg("init"), py::arg("threads"));
   m.def(
       "wait_for_background_compiles",
       [] {

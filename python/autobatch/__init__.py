@@ -14,6 +14,7 @@ ExecutionError.
 import atexit
 import inspect
 import json
+import tempfile
 import os
 import threading
 
@@ -580,6 +581,82 @@ def summary(draws, skip=0):
         names.append(str(name))
         arrays.append(np.ascontiguousarray(a))
     return Summary(*_ab.summarize(names, arrays, int(skip)))
+
+
+class SampleResult:
+    """What sample() returns: `draws` ({"theta": ..., and each quantity of
+    the model's constrain}, NumPy arrays shaped [chains, draws, ...], the
+    layout ArviZ's from_dict takes as posterior=), `stats` (lp__,
+    accept_stat__, treedepth__, n_leapfrog__, divergent__, energy__:
+    [chains, draws]), `step_size` [chains], `inv_metric` [chains, D],
+    `summary` (a Summary), `warnings`, `seed`, `divergent` (after warm-up),
+    `warmup_divergent`, `max_depth_hits`, `seconds`, and `program` (the
+    program that ran)."""
+
+    def __init__(self, d):
+        self.draws = dict(d["draws"])
+        self.stats = dict(d["stats"])
+        self.step_size = d["step_size"]
+        self.inv_metric = d["inv_metric"]
+        self.summary = Summary(*d["summary"])
+        self.warnings = list(d["warnings"])
+        self.seed = d["seed"]
+        self.divergent = d["divergent"]
+        self.warmup_divergent = d["warmup_divergent"]
+        self.max_depth_hits = d["max_depth_hits"]
+        self.seconds = d["seconds"]
+        self.program = d["program"]
+
+    def __getitem__(self, name):
+        return self.draws[name]
+
+    def __repr__(self):
+        c, n = self.summary.chains, self.summary.draws
+        return "SampleResult(%d chains of %d draws: %s)" % (c, n, ", ".join(self.draws))
+
+
+def _cmdstan_value(v):
+    a = np.asarray(v)
+    if a.dtype == np.bool_:
+        a = a.astype(np.int64)
+    return a.tolist()
+
+
+def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, max_depth=10,
+           target_accept=0.8, init=None, threads=0):
+    """Bayesian inference with the shipped NUTS sampler (README, "Bayesian
+    inference"): `model` is the path of a .ab file (or its text) defining
+    log_density(theta: f64[D], DATA...) and optionally constrain(theta,
+    DATA...). `data`: a dict {name: value} (arrays or numbers, each shared by
+    every chain) or the path of a CmdStan JSON data file. `init`: None
+    (uniform in (-2, 2)), a radius R, or start values, one vector for every
+    chain or one row per chain. Returns a SampleResult."""
+    with tempfile.TemporaryDirectory(prefix="autobatch_sample_") as tmp:
+        path = os.fspath(model)
+        if "\n" in path or not os.path.exists(path):
+            if "func" not in path:
+                raise InputError("sample: no model file '%s'" % path)
+            path = os.path.join(tmp, "model.ab")
+            with open(path, "w") as f:
+                f.write(model)
+        data_path = ""
+        if isinstance(data, dict):
+            data_path = os.path.join(tmp, "data.json")
+            with open(data_path, "w") as f:
+                json.dump({str(k): _cmdstan_value(v) for k, v in data.items()}, f)
+        elif data is not None:
+            data_path = os.fspath(data)
+        init_arg = ""
+        if init is not None:
+            if np.ndim(init) == 0:
+                init_arg = repr(float(init))
+            else:
+                init_arg = os.path.join(tmp, "init.json")
+                with open(init_arg, "w") as f:
+                    json.dump({"theta": np.asarray(init, dtype=np.float64).tolist()}, f)
+        return SampleResult(_ab.sample(path, data_path, int(chains), int(warmup), int(samples),
+                                       None if seed is None else int(seed), int(max_depth),
+                                       float(target_accept), init_arg, int(threads)))
 
 
 def pass_names():

@@ -1,0 +1,57 @@
+"""autobatch.sample: draws keyed by name, chains first; data as a dict or a
+CmdStan file; a model given as text; errors raised as InputError."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import autobatch
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+MODELS = os.path.join(ROOT, "programs", "models")
+SCHOOLS = json.load(open(os.path.join(MODELS, "eight_schools.data.json")))
+
+
+def test_eight_schools_with_dict_data():
+    r = autobatch.sample(os.path.join(MODELS, "eight_schools.ab"),
+                         data={"y": SCHOOLS["y"], "sigma": SCHOOLS["sigma"]},
+                         chains=4, warmup=500, samples=500, seed=11)
+    assert set(r.draws) == {"theta", "mu", "tau", "effect"}
+    assert r.draws["theta"].shape == (4, 500, 10)
+    assert r.draws["effect"].shape == (4, 500, 8)
+    assert r.stats["treedepth__"].shape == (4, 500)
+    assert r.step_size.shape == (4,)
+    assert r.seed == 11
+    # effect is mu + tau * eta, draw by draw.
+    eta = r.draws["theta"][:, :, 2:]
+    np.testing.assert_allclose(r.draws["effect"],
+                               r.draws["mu"][..., None] + r.draws["tau"][..., None] * eta,
+                               rtol=1e-12)
+    assert r.summary["tau"]["rhat"] < 1.01
+    assert abs(r.summary["mu"]["mean"] - 4.40) < 4 * r.summary["mu"]["mcse"]
+
+
+def test_the_same_draws_from_a_data_file_and_a_dict():
+    path = os.path.join(MODELS, "eight_schools.ab")
+    a = autobatch.sample(path, data=os.path.join(MODELS, "eight_schools.data.json"), chains=2,
+                         warmup=100, samples=50, seed=5)
+    b = autobatch.sample(path, data=SCHOOLS, chains=2, warmup=100, samples=50, seed=5)
+    np.testing.assert_array_equal(a["theta"], b["theta"])
+
+
+def test_a_model_given_as_text_and_init_values():
+    model = ("import dists\n\nfunc log_density(theta: f64[2]) -> f64 {\n"
+             "  return normal_lpdf(theta, 1.0, 2.0)\n}\n")
+    r = autobatch.sample(model, chains=4, warmup=300, samples=500, seed=3, init=[0.5, 0.5])
+    assert r["theta"].shape == (4, 500, 2)
+    mean = r["theta"].mean(axis=(0, 1))
+    assert np.all(np.abs(mean - 1.0) < 0.4)
+
+
+def test_errors_are_input_errors():
+    with pytest.raises(autobatch.InputError, match="has no 'sigma'"):
+        autobatch.sample(os.path.join(MODELS, "eight_schools.ab"), data={"y": SCHOOLS["y"]},
+                         warmup=10, samples=10)
+    with pytest.raises(autobatch.InputError, match="no model file"):
+        autobatch.sample("no_such_model.ab")

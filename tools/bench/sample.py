@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""The sampler's benchmark row: `autobatch sample` against programs/nuts_gauss.ab.
+
+Both run NUTS on the d = 10 AR(1) Gaussian (rho 0.9) of programs/models/gaussian_ar1.ab, one
+chain per thread, through the CLI:
+
+  sample       autobatch sample (lib/nuts.ab, multinomial NUTS with Stan's warm-up, gradient
+               from value_and_grad). Leapfrog steps per second of the draws after warm-up, from
+               two runs that differ only in --samples (same seed: the shorter run's draws are
+               the longer one's first), so compiling, warm-up and writing cancel out; ESS per
+               second: the smallest bulk ESS of theta over the longer run's whole wall time.
+  nuts_gauss   programs/nuts_gauss.ab (slice-sampling NUTS, the gradient written by hand, a
+               fixed step size 0.15, max depth 8), leapfrog steps per second by the same
+               difference of two runs.
+
+The ratio sample / nuts_gauss is what issue 26 asks to be at least 0.8. Prints one JSON object.
+
+  tools/bench/sample.py [--autobatch build-bench/autobatch] [--chains 1024] [--reps 3]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = os.path.join(ROOT, "programs/models/gaussian_ar1.ab")
+DATA = os.path.join(ROOT, "programs/models/gaussian_ar1.data.json")
+
+
+def run(cmd):
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"sample.py: {' '.join(cmd)} failed:\n{p.stderr}")
+    return time.perf_counter() - t, p.stdout
+
+
+def sample_case(ab, chains, warmup, samples, tmp):
+    out = os.path.join(tmp, f"s{samples}") + "/"
+    secs, text = run([ab, "sample", MODEL, "--data", DATA, "--chains", str(chains), "--warmup",
+                      str(warmup), "--samples", str(samples), "--seed", "1", "-q", "--output", out])
+    lf = int(np.load(out + "n_leapfrog__.npy").sum())
+    ess = min(float(line.split()[7]) for line in text.splitlines() if line.startswith("theta["))
+    return secs, lf, ess
+
+
+def nuts_gauss_case(ab, chains, n_iter, tmp):
+    data = json.load(open(DATA))
+    inputs = {"prec": [data["prec"]], "mu": [[0.0] * 10], "q0": [[0.0] * 10],
+              "seed": list(range(chains)), "eps": 0.15, "max_depth": 8, "n_iter": n_iter,
+              "n_warmup": 100}
+    path = os.path.join(tmp, f"ng{n_iter}.json")
+    json.dump(inputs, open(path, "w"))
+    out = os.path.join(tmp, f"ng{n_iter}") + "/"
+    secs, _ = run([ab, "run", os.path.join(ROOT, "programs/nuts_gauss.ab"), "--inputs", path,
+                   "--output", out])
+    return secs, int(np.load(out + "n_leapfrog.npy").sum())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--autobatch", default=os.path.join(ROOT, "build-bench/autobatch"))
+    ap.add_argument("--chains", type=int, default=1024)
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    rows = {"sample": [], "nuts_gauss": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(a.reps):
+            t1, l1, _ = sample_case(a.autobatch, a.chains, 200, 100, tmp)
+            t2, l2, ess = sample_case(a.autobatch, a.chains, 200, 600, tmp)
+            rows["sample"].append({"leapfrog_per_s": (l2 - l1) / (t2 - t1),
+                                   "ess_bulk_min": ess, "ess_per_s": ess / t2,
+                                   "seconds": t2})
+            n1, m1 = nuts_gauss_case(a.autobatch, a.chains, 200, tmp)
+            n2, m2 = nuts_gauss_case(a.autobatch, a.chains, 700, tmp)
+            rows["nuts_gauss"].append({"leapfrog_per_s": (m2 - m1) / (n2 - n1)})
+    med = {k: float(np.median([r["leapfrog_per_s"] for r in v])) for k, v in rows.items()}
+    print(json.dumps({"chains": a.chains, "d": 10, "runs": rows,
+                      "median_leapfrog_per_s": med,
+                      "ratio_sample_over_nuts_gauss": med["sample"] / med["nuts_gauss"]},
+                     indent=1))
+
+
+if __name__ == "__main__":
+    main()
