@@ -25,6 +25,12 @@ std::string expr_text(const Expr& e) {
       out = print_literal(e.lit);
       break;
     case EK::Call: {
+      if (e.slice_form) {  // x[a:b], as written
+        std::string start, stop;
+        for (const auto& a : e.attrs) (a.key == "start" ? start : stop) = print_literal(a.lit);
+        out = expr_text(e.args[0]) + "[" + start + ":" + stop + "]";
+        break;
+      }
       out = (e.explicit_call ? "call " : "") + e.name + "(";
       bool first = true;
       for (const auto& a : e.args) {

@@ -312,6 +312,7 @@ class Builder {
           // x[a:b] is slice(x, start=a, stop=b).
           idx.kind = K::Call;
           idx.name = "slice";
+          idx.slice_form = true;
           for (const auto& b : n.children[i]->children) {
             Attr a;
             a.key = b->is_type<g::slice_start>() ? "start" : "stop";

@@ -41,6 +41,7 @@ struct Expr {
   std::string op;              // Unary, Binary
   Literal lit;                 // Lit
   bool explicit_call = false;  // `call f(...)`
+  bool slice_form = false;     // slice(x, start=a, stop=b) written x[a:b]
   bool parens = false;         // written inside ( )
   std::vector<Expr> args;
   std::vector<Attr> attrs;  // Call
