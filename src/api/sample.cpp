@@ -125,18 +125,16 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   t += "entry func sample_chain(init, key, radius" + d_args +
        ", n_warmup, max_depth, target_accept) {\n";
   t += "  data = " + packed + "\n";
+  // A random start (radius > 0) is drawn again while its density is not finite.
   t += "  q = init\n";
-  t += "  if radius > 0.0 {\n";
+  t += "  tries = 0\n";
+  t += "  finite = false\n";
+  t += "  while radius > 0.0 and not finite and tries < 100 {\n";
   t += "    key, k = split(key)\n";
   t += "    q = (2.0 * uniform(k, init) - 1.0) * radius\n";
   t += "    lp, g = lp_grad(q, data)\n";
-  t += "    tries = 1\n";
-  t += "    while not isfinite(lp) and tries < 100 {\n";
-  t += "      key, k = split(key)\n";
-  t += "      q = (2.0 * uniform(k, init) - 1.0) * radius\n";
-  t += "      lp, g = lp_grad(q, data)\n";
-  t += "      tries += 1\n";
-  t += "    }\n";
+  t += "    finite = isfinite(lp)\n";
+  t += "    tries += 1\n";
   t += "  }\n";
   t += "  q, lp, g, key, step, inv_metric, warmup_divergent = nuts_warmup(q, key, data, n_warmup, "
        "max_depth, target_accept)\n";

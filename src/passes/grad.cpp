@@ -19,21 +19,15 @@ Operand var(const std::string& name) {
   return o;
 }
 
-Operand flit(double v) {
+Operand lit(Scalar v) {
   Operand o;
   o.is_var = false;
-  o.lit.kind = Scalar::Kind::Float;
-  o.lit.elems = {Scalar::of_float(v)};
+  o.lit.kind = v.kind;
+  o.lit.elems = {v};
   return o;
 }
-
-Operand ilit(int64_t v) {
-  Operand o;
-  o.is_var = false;
-  o.lit.kind = Scalar::Kind::Int;
-  o.lit.elems = {Scalar::of_int(v)};
-  return o;
-}
+Operand flit(double v) { return lit(Scalar::of_float(v)); }
+Operand ilit(int64_t v) { return lit(Scalar::of_int(v)); }
 
 Attr int_attr(const char* key, int64_t v) {
   Attr a;
