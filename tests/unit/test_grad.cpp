@@ -88,6 +88,9 @@ const Case kCases[] = {
     {"slices", {6}, -1, 1,
      "func f(x, c) {\n  a = x[1:4] * x[:3] + x[-3:] * c\n  m = reshape(x, shape=[3, 2])\n"
      "  return sum(a * a) + sum(m[1:] ** 2.0) + x[2:3][0]\n}\n"},
+    {"a block-form loop back to the entry block", {}, 0.1, 2,
+     "func f(x, c) {\nentry:\n  x = x * 1.5 + c[0]\n  more = x < 20.0\n  branch more, entry, done\n"
+     "done:\n  return x * x\n}\n"},
     {"x reassigned in the entry loop", {}, 0.1, 1,
      "func f(x, c) {\n  while x < 4.0 {\n    x = x * 2.0 + c[2]\n  }\n  return x * x\n}\n"},
 };
