@@ -729,6 +729,8 @@ Module to_blocks(const File& file, Diagnostics& d) {
       case Item::Kind::Var:
         vars.push_back(item.var.decl);
         break;
+      case Item::Kind::Import:  // parse_module added the imported functions
+        break;
       case Item::Kind::Program: {
         if (m.program) {
           d.error(item.program.header.loc, "a file holds at most one lowered program");

@@ -45,7 +45,9 @@ autobatch::SampleOptions options(const std::string& model) {
 void check_posterior(const autobatch::SampleResult& r, const std::map<std::string, Moment>& ref) {
   std::map<std::string, const autobatch::SummaryRow*> rows;
   for (const auto& row : r.summary.rows) rows[row.name] = &row;
-  for (const auto& [name, m] : ref) {
+  for (const auto& entry : ref) {
+    const std::string& name = entry.first;
+    const Moment& m = entry.second;
     CAPTURE(name);
     REQUIRE(rows.count(name));
     const autobatch::SummaryRow& row = *rows[name];
