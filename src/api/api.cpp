@@ -455,7 +455,9 @@ Result<std::vector<std::string>> Program::signature(const std::vector<ArrayView>
     ab::TypeInfo types = ab::infer_types(m, entry, params, d);
     if (d.has_errors()) return to_public(d);
     std::vector<std::string> lines;
-    for (const auto& f : m.funcs) lines.push_back(signature_line(f, types.funcs.at(f.name.name)));
+    for (const auto& f : m.funcs)  // the file's own functions, not those it imports
+      if ((f.loc.line >> ab::kFileShift) == 0)
+        lines.push_back(signature_line(f, types.funcs.at(f.name.name)));
     return lines;
   });
 }
