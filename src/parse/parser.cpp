@@ -730,6 +730,11 @@ Result<std::pair<std::string, SourceRef>> find_import(const syntax::ImportItem& 
   std::optional<std::filesystem::path> dir = directory_of(from);
   std::error_code ec;
   auto read = [&](const std::filesystem::path& p) -> Result<std::pair<std::string, SourceRef>> {
+    if (!std::filesystem::is_regular_file(p, ec)) {  // not a directory, a device or stdin
+      Diagnostics d(reporting);
+      d.error(im.loc, "import: '" + p.string() + "' is not a file that can be read");
+      return d;
+    }
     Result<SourceRef> src = read_source(p.string());
     if (!src) {
       Diagnostics d(reporting);

@@ -497,9 +497,14 @@ void verify(const Module& m, Diagnostics& diags) {
   std::map<std::string, const Function*> seen;
   for (const auto& f : m.funcs) {
     auto [it, fresh] = seen.emplace(f.name.name, &f);
-    if (!fresh)
-      diags.error(f.name.loc, "function '" + f.name.name + "' is defined twice (first at " +
-                                  where(it->second->name.loc) + ")");
+    if (!fresh) {
+      // With imports the first may be in another file: name it.
+      const SourceLoc first = it->second->name.loc;
+      const bool elsewhere = (first.line >> kFileShift) != (f.name.loc.line >> kFileShift);
+      const std::string at = m.source && elsewhere ? m.source->where(first.line) : where(first);
+      diags.error(f.name.loc,
+                  "function '" + f.name.name + "' is defined twice (first at " + at + ")");
+    }
   }
   const Function* marked = nullptr;
   for (const auto& f : m.funcs) {
