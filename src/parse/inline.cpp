@@ -33,6 +33,35 @@ size_t result_count(const Function& g) {
   return 0;
 }
 
+// Joins `X: ... goto Y` with Y when X is Y's only predecessor and Y is not
+// the entry: a copy's head, body and rest become one block again when its
+// callee had one, so later passes (grad's one function per block, say) see
+// the calling block whole.
+void merge_straight_lines(Function& f) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::map<std::string, int> preds;
+    for (const auto& b : f.blocks) {
+      if (b.term.kind == TermKind::Goto) ++preds[b.term.target.name];
+      if (b.term.kind == TermKind::Branch) ++preds[b.term.target.name], ++preds[b.term.target2.name];
+    }
+    for (size_t x = 0; x < f.blocks.size() && !changed; ++x) {
+      Block& bx = f.blocks[x];
+      if (bx.term.kind != TermKind::Goto || preds[bx.term.target.name] != 1) continue;
+      for (size_t y = 1; y < f.blocks.size(); ++y) {
+        if (y == x || f.blocks[y].label.name != bx.term.target.name) continue;
+        Block by = std::move(f.blocks[y]);
+        bx.instrs.insert(bx.instrs.end(), std::make_move_iterator(by.instrs.begin()),
+                         std::make_move_iterator(by.instrs.end()));
+        bx.term = std::move(by.term);
+        f.blocks.erase(f.blocks.begin() + static_cast<std::ptrdiff_t>(y));
+        changed = true;
+        break;
+      }
+    }
+  }
+}
+
 class Inliner {
  public:
   Inliner(Module& m, Diagnostics& d) : m_(m), d_(d) {}
@@ -41,6 +70,13 @@ class Inliner {
     names_.clear();
     function_names(f, names_);
     int expansions = 0;
+    struct Merge {  // the blocks a copy split, joined again at the end
+      Function& f;
+      const int& n;
+      ~Merge() {
+        if (n > 0) merge_straight_lines(f);
+      }
+    } merge{f, expansions};
     for (size_t b = 0; b < f.blocks.size(); ++b) {
       for (size_t i = 0; i < f.blocks[b].instrs.size(); ++i) {
         const Instr& in = f.blocks[b].instrs[i];

@@ -9,7 +9,9 @@
 // the caller), its parameters are assigned from the arguments, and each
 // `return` becomes copies into the call's pattern and a jump to the rest of
 // the calling block. Inline functions called from inline functions are
-// expanded in turn; one that reaches itself is an error.
+// expanded in turn; one that reaches itself is an error. Then every block
+// that jumps to a block only it reaches is joined with it, so a call of a
+// one-block inline function leaves the calling block one block.
 #pragma once
 #include "ir/ir.h"
 #include "support/diag.h"
