@@ -130,7 +130,6 @@ class Writer {
   }
 
   Function take() { return std::move(fn_); }
-  Function& fn() { return fn_; }
 
   void new_block(const std::string& label) {
     Block b;
