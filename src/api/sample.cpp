@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "api/internal.h"
+#include "io/json_input.h"
 #include "parse/parser.h"
 
 namespace autobatch {
@@ -18,73 +19,30 @@ namespace {
 
 using Json = nlohmann::json;
 
-Diagnostic error_of(const std::string& message) { return option_error(message); }
-
-// A JSON value (a number or rectangular nested arrays of numbers) as an
-// array of batch 1, of dtype f64 unless `integer`.
-Result<Array> json_value(const std::string& file, const std::string& key, const Json& v,
-                         bool integer) {
-  std::vector<int64_t> shape;
-  const Json* probe = &v;
-  while (probe->is_array()) {
-    shape.push_back(static_cast<int64_t>(probe->size()));
-    if (probe->empty()) break;
-    probe = &probe->front();
-  }
-  std::vector<double> values;
-  std::string bad;
-  auto walk = [&](auto&& self, const Json& x, size_t dim, const std::string& at) -> void {
-    if (!bad.empty()) return;
-    if (dim == shape.size()) {
-      if (x.is_boolean()) {
-        values.push_back(x.get<bool>() ? 1.0 : 0.0);
-      } else if (x.is_number()) {
-        values.push_back(x.get<double>());
-      } else if (x.is_string() && (x == "inf" || x == "Infinity" || x == "-inf" ||
-                                   x == "-Infinity" || x == "NaN" || x == "nan")) {
-        std::string s = x.get<std::string>();
-        values.push_back(s[0] == 'N' || s[0] == 'n' ? NAN : s[0] == '-' ? -INFINITY : INFINITY);
-      } else {
-        bad = key + at + " is " + x.dump() + ", not a number";
-      }
-      return;
-    }
-    if (!x.is_array() || static_cast<int64_t>(x.size()) != shape[dim]) {
-      bad = key + at + " is not a rectangular array (expected " + std::to_string(shape[dim]) +
-            " elements here)";
-      return;
-    }
-    for (size_t i = 0; i < x.size(); ++i) self(self, x[i], dim + 1, at + "[" + std::to_string(i) + "]");
-  };
-  walk(walk, v, 0, "");
-  if (!bad.empty()) return std::vector<Diagnostic>{error_of(file + ": " + bad)};
-  if (integer) {
-    std::vector<int64_t> ints;
-    for (double d : values) {
-      if (!(d == std::floor(d)) || std::abs(d) > 9.007199254740992e15)
-        return std::vector<Diagnostic>{
-            error_of(file + ": " + key + " holds " + Json(d).dump() +
-                     ", but log_density takes it as integers")};
-      ints.push_back(static_cast<int64_t>(d));
-    }
-    return Array::copy_of(ArrayView::of(ints.data(), 1, shape));
-  }
-  return Array::copy_of(ArrayView::of(values.data(), 1, shape));
+// One value of a CmdStan JSON file (a number or rectangular nested lists)
+// as an array of batch 1: the io module's reader, asked once for the shape
+// and once more for the dtype (f64, or i64 when log_density annotates the
+// parameter with an integer dtype) with its conversion checks.
+Result<Array> json_value(const std::string& file, const std::string& key,
+                         const nlohmann::ordered_json& v, bool integer) {
+  ab::Result<ab::Array> probe = ab::json_to_array(v, std::nullopt, file, key, true);
+  if (!probe) return to_public(probe.diags());
+  ab::TensorType t{integer ? ab::DType::I64 : ab::DType::F64, probe->type.shape};
+  ab::Result<ab::Array> a = ab::json_to_array(v, t, file, key, true);
+  if (!a) return to_public(a.diags());
+  return ArrayAccess::wrap(a.take());
 }
 
-Result<Json> read_json(const std::string& path, const char* what) {
+Result<nlohmann::ordered_json> read_json(const std::string& path, const char* what) {
   std::ifstream f(path, std::ios::binary);
   if (!f)
     return std::vector<Diagnostic>{
-        error_of("cannot read " + std::string(what) + " '" + path + "': no such file")};
+        option_error("cannot read " + std::string(what) + " '" + path + "': no such file")};
   std::stringstream ss;
   ss << f.rdbuf();
-  try {
-    return Json::parse(ss.str());
-  } catch (const Json::parse_error& e) {
-    return std::vector<Diagnostic>{
-        error_of(path + ": not JSON (" + std::string(e.what()) + ")")};
-  }
+  ab::Result<nlohmann::ordered_json> j = ab::parse_json_text(ss.str(), path);
+  if (!j) return to_public(j.diags());
+  return j.take();
 }
 
 uint64_t splitmix(uint64_t& x) {
@@ -168,7 +126,7 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
 
 Result<SampleResult> sample(const SampleOptions& o) {
   auto start = std::chrono::steady_clock::now();
-  auto fail = [](const std::string& m) { return std::vector<Diagnostic>{error_of(m)}; };
+  auto fail = [](const std::string& m) { return std::vector<Diagnostic>{option_error(m)}; };
   if (o.chains < 1) return fail("--chains must be at least 1");
   if (o.warmup < 0) return fail("--warmup must not be negative");
   if (o.samples < 1) return fail("--samples must be at least 1");

@@ -254,13 +254,15 @@ Result<ojson> parse_json_text(std::string_view text, const std::string& origin) 
 }
 
 Result<Array> json_to_array(const ojson& value, const std::optional<TensorType>& declared,
-                            const std::string& origin, const std::string& param) {
+                            const std::string& origin, const std::string& param, bool whole) {
   const std::string where =
       origin + ": parameter '" + param + "'" +
       (declared ? " (" + Type{false, *declared, {}}.str() + ")" : std::string()) + ": ";
   // Full shape, batch first; a bare scalar is one thread.
   Shape shape;
-  if (declared) {
+  if (whole) {
+    shape = declared ? declared->shape : nesting_shape(value);
+  } else if (declared) {
     if (!value.is_array() && declared->shape.empty()) {
       shape = {};
     } else if (!value.is_array()) {
@@ -278,7 +280,7 @@ Result<Array> json_to_array(const ojson& value, const std::optional<TensorType>&
   std::string path = param;
   if (auto e = walker.walk(value, 0, path)) {
     std::string hint;
-    if (declared && !declared->shape.empty() && nesting_shape(value) == declared->shape) {
+    if (!whole && declared && !declared->shape.empty() && nesting_shape(value) == declared->shape) {
       std::string text = value.dump();
       if (text.size() > 60) text = "[...]";
       hint = "; the batch dimension comes first: one thread is written [" + text + "]";
@@ -296,7 +298,10 @@ Result<Array> json_to_array(const ojson& value, const std::optional<TensorType>&
   }
   Array a;
   a.type.dtype = dtype;
-  if (shape.empty()) {
+  if (whole) {
+    a.batch = 1;
+    a.type.shape = shape;
+  } else if (shape.empty()) {
     a.batch = 1;
   } else {
     a.batch = shape[0];

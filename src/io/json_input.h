@@ -22,8 +22,10 @@ Result<nlohmann::ordered_json> parse_json_text(std::string_view text, const std:
 
 // One parameter's value. A bare scalar is a batch of 1. "NaN", "Infinity"
 // and "-Infinity" are float values. Messages name `origin` and `param`.
+// `whole`: the value is one thread's, without a batch dimension (CmdStan's
+// data): the result has batch 1, and messages index the value alone.
 Result<Array> json_to_array(const nlohmann::ordered_json& value,
                             const std::optional<TensorType>& declared, const std::string& origin,
-                            const std::string& param);
+                            const std::string& param, bool whole = false);
 
 }  // namespace ab
