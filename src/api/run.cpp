@@ -93,7 +93,7 @@ class LineStream : public std::ostream {
   std::unique_ptr<LineSink> buf_;
 };
 
-RuntimeError to_public(const ab::RuntimeError& e, const ab::SourceFile* src) {
+RuntimeError runtime_error_to_public(const ab::RuntimeError& e, const ab::SourceFile* src) {
   RuntimeError out;
   out.file = src ? src->name() : "";
   out.line = static_cast<int>(e.loc.line);
@@ -166,7 +166,7 @@ shards::Part to_part(Shard& s, const RunOptions& o, int64_t batch, const ab::Sou
     ab::RuntimeError e = *s.result.error;
     if (e.thread >= 0) e.thread += o.first_thread + s.start;
     e.batch = whole;
-    p.runtime_error = to_public(e, src);
+    p.runtime_error = runtime_error_to_public(e, src);
     return p;
   }
   for (const ab::RuntimeError& f : s.result.failed) {  // sorted by thread
@@ -176,7 +176,7 @@ shards::Part to_part(Shard& s, const RunOptions& o, int64_t batch, const ab::Sou
     ThreadError te;
     te.thread = e.thread;
     te.message = ab::render_thread_error(src, e);
-    te.error = to_public(e, src);
+    te.error = runtime_error_to_public(e, src);
     p.errors.push_back(std::move(te));
   }
   for (ab::Array& a : s.result.outputs) p.outputs.push_back(ArrayAccess::wrap(std::move(a)));
