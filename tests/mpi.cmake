@@ -8,7 +8,7 @@
 # as leaks that are not ours. (Not yet run under ASan on this branch: the
 # lead's tools/test run will tell whether anything else shows.)
 if(AUTOBATCH_MPI)
-  foreach(case programs-2 programs-3 programs-dynamic error stop record npy dying)
+  foreach(case programs-2 programs-3 programs-dynamic error stop record npy dying sample)
     add_test(NAME mpi_${case}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mpi/check_mpi.sh ${case} $<TARGET_FILE:autobatch>
               ${MPIEXEC_EXECUTABLE} ${CMAKE_CURRENT_BINARY_DIR}/mpi_work/${case})

@@ -694,6 +694,24 @@ struct SampleResult {
 
 Result<SampleResult> sample(const SampleOptions& options);
 
+// sample() in two halves, for a runner that runs the driver itself (the CLI
+// under mpirun runs it over MPI processes): prepare_sample reads the model
+// and the data and compiles the driver; run `program` on `inputs` (one row
+// per chain, the data shared); finish_sample turns the run's outputs into
+// draws, statistics and the summary.
+struct SampleJob {
+  SampleOptions options;
+  uint64_t seed = 0;
+  std::string driver;
+  std::optional<Program> program;  // set unless options.program_only
+  Inputs inputs;
+  std::vector<std::string> quantities;  // constrain's results, in order
+  double prepare_seconds = 0;
+};
+Result<SampleJob> prepare_sample(const SampleOptions& options);
+Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
+                                   double run_seconds);
+
 // ---------------------------------------------------------------- dtype_of
 
 template <>

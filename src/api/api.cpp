@@ -68,8 +68,8 @@ std::vector<Diagnostic> to_public(const ab::Diagnostics& d) {
   const ab::SourceFile* src = d.source().get();
   for (const auto& item : d.items()) {
     Diagnostic p;
-    p.file = src ? src->name() : "";
-    p.line = static_cast<int>(item.loc.line);
+    p.file = src ? src->name_of(item.loc.line) : "";  // an imported file's own name and line
+    p.line = static_cast<int>(ab::local_line(item.loc.line));
     p.column = static_cast<int>(item.loc.col);
     p.severity = static_cast<Severity>(item.severity);
     p.message = item.message;

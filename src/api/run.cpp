@@ -95,8 +95,8 @@ class LineStream : public std::ostream {
 
 RuntimeError runtime_error_to_public(const ab::RuntimeError& e, const ab::SourceFile* src) {
   RuntimeError out;
-  out.file = src ? src->name() : "";
-  out.line = static_cast<int>(e.loc.line);
+  out.file = src ? src->name_of(e.loc.line) : "";  // an imported file's own name and line
+  out.line = static_cast<int>(ab::local_line(e.loc.line));
   out.column = static_cast<int>(e.loc.col);
   out.function = e.function;
   out.block = e.block;

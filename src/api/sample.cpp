@@ -124,7 +124,7 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
 
 }  // namespace
 
-Result<SampleResult> sample(const SampleOptions& o) {
+Result<SampleJob> prepare_sample(const SampleOptions& o) {
   auto start = std::chrono::steady_clock::now();
   auto fail = [](const std::string& m) { return std::vector<Diagnostic>{option_error(m)}; };
   if (o.chains < 1) return fail("--chains must be at least 1");
@@ -180,7 +180,8 @@ Result<SampleResult> sample(const SampleOptions& o) {
     }
   }
 
-  SampleResult r;
+  SampleJob r;
+  r.options = o;
   if (o.seed) {
     r.seed = *o.seed;
   } else {
@@ -218,11 +219,13 @@ Result<SampleResult> sample(const SampleOptions& o) {
     }
   }
 
+  for (const auto& q : quantities) r.quantities.push_back(q.first);
   r.driver = driver_text(model_path, data_names, dim, o.samples, quantities, constrain != nullptr);
   CompileOptions co;
   co.name = "<autobatch sample>";
   auto program = compile(r.driver, co);
   if (!program) return program.diagnostics();
+  r.program = std::move(*program);
   if (o.program_only) return r;
 
   // Per chain: the start, the key; shared: the data and the settings.
@@ -265,13 +268,34 @@ Result<SampleResult> sample(const SampleOptions& o) {
   in.push_back(ArrayView::of(&n_warmup, 1));
   in.push_back(ArrayView::of(&max_depth, 1));
   in.push_back(ArrayView::of(&target, 1));
-  RunResult run = program->run(in, o.run);
-  if (!run.ok()) return run.diagnostics;
+  for (const ArrayView& v : in) r.inputs.arrays.push_back(Array::copy_of(v));
+  r.inputs.batch = o.chains;
+  r.prepare_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
 
+Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
+                                   double run_seconds) {
+  if (!run.diagnostics.empty()) return run.diagnostics;
+  if (run.runtime_error) {  // a model's runtime error, or RunOptions::cancel
+    const RuntimeError& e = *run.runtime_error;
+    Diagnostic d;
+    d.file = e.file;
+    d.line = e.line;
+    d.column = e.column;
+    d.message = e.message;
+    d.rendered = e.rendered;
+    return std::vector<Diagnostic>{d};
+  }
+  const SampleOptions& o = job.options;
+  SampleResult r;
+  r.seed = job.seed;
+  r.driver = job.driver;
   // Outputs: theta, stats, step, inv_metric, warmup_divergent, quantities.
   r.draws.emplace_back("theta", run.outputs[0]);
-  for (size_t k = 0; k < quantities.size(); ++k)
-    r.draws.emplace_back(quantities[k].first, run.outputs[5 + k]);
+  for (size_t k = 0; k < job.quantities.size(); ++k)
+    r.draws.emplace_back(job.quantities[k], run.outputs[5 + k]);
   const Array& st = run.outputs[1];  // [chains, samples, 6]
   const char* stat_names[6] = {"lp__",         "accept_stat__", "treedepth__",
                                "n_leapfrog__", "divergent__",   "energy__"};
@@ -305,9 +329,23 @@ Result<SampleResult> sample(const SampleOptions& o) {
                          " transitions reached the maximum tree depth (" +
                          std::to_string(o.max_depth) + "); consider a larger --max-depth");
   r.warnings.insert(r.warnings.end(), r.summary.warnings.begin(), r.summary.warnings.end());
-  r.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.seconds = job.prepare_seconds + run_seconds;
   return r;
+}
+
+Result<SampleResult> sample(const SampleOptions& o) {
+  auto job = prepare_sample(o);
+  if (!job) return job.diagnostics();
+  if (o.program_only) {
+    SampleResult r;
+    r.seed = job->seed;
+    r.driver = job->driver;
+    return r;
+  }
+  auto start = std::chrono::steady_clock::now();
+  RunResult run = job->program->run(job->inputs, o.run);
+  return finish_sample(
+      *job, run, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace autobatch

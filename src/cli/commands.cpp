@@ -165,6 +165,21 @@ int write_result(const autobatch::RunResult& r, const Options& opt) {
   return kOk;
 }
 
+// A run that did not finish: its message on stderr and the exit status
+// (interrupted, timed out, an input or option error, a runtime error).
+std::optional<int> run_failure(const autobatch::RunResult& r) {
+  if (r.cancelled) {
+    std::cerr << r.runtime_error->rendered;
+    return r.timed_out ? kRuntimeError : kInterrupted;
+  }
+  if (!r.diagnostics.empty()) return report(r.rendered());
+  if (r.runtime_error) {
+    std::cerr << r.runtime_error->rendered;
+    return kRuntimeError;
+  }
+  return std::nullopt;
+}
+
 #ifdef AUTOBATCH_MPI
 // `run` under mpirun/srun (src/mpi), with the public API's options.
 int run_over_mpi(const Options& opt) {
@@ -209,15 +224,7 @@ int cmd_run(const Options& opt) {
     if (!opt.quiet) ro.progress = [&line](const autobatch::Progress& p) { line.update(p); };
     r = p->run(*inputs, ro);
   }
-  if (r.cancelled) {
-    std::cerr << r.runtime_error->rendered;
-    return r.timed_out ? kRuntimeError : kInterrupted;
-  }
-  if (!r.diagnostics.empty()) return report(r.rendered());
-  if (r.runtime_error) {
-    std::cerr << r.runtime_error->rendered;
-    return kRuntimeError;
-  }
+  if (auto failed = run_failure(r)) return *failed;
   if (r.stats) {
     r.stats->seconds["parse"] = parse_seconds;
     r.stats->seconds["inputs"] = input_seconds;
@@ -233,32 +240,9 @@ int cmd_summary(const Options& opt) {
   return kOk;
 }
 
-int cmd_sample(const Options& opt) {
-  autobatch::SampleOptions so;
-  so.model = opt.program;
-  so.data = opt.data;
-  so.chains = opt.chains;
-  so.warmup = opt.warmup;
-  so.samples = opt.samples;
-  so.seed = opt.seed;
-  so.max_depth = opt.max_depth;
-  so.target_accept = opt.target_accept;
-  so.init = opt.init;
-  so.program_only = opt.print_program;
-  if (opt.threads) so.run.threads = static_cast<int>(*opt.threads);
-  autobatch::Result<autobatch::SampleResult> r = [&] {
-    SigintScope sigint;
-    so.run.cancel = &g_interrupted;
-    ProgressLine line(isatty(STDERR_FILENO));
-    if (!opt.quiet) so.run.progress = [&line](const autobatch::Progress& p) { line.update(p); };
-    return autobatch::sample(so);
-  }();
-  if (!r) return report(r);
-  const autobatch::SampleResult& s = *r;
-  if (opt.print_program) {
-    std::cout << s.driver;
-    return kOk;
-  }
+// A finished sample: the files of --output DIR/, then the summary table,
+// the seed, step sizes and divergences on stdout and warnings on stderr.
+int print_sample(const autobatch::SampleResult& s, const Options& opt) {
   if (!opt.output.empty()) {
     autobatch::RunResult files;
     files.batch = s.step_size.batch();
@@ -284,6 +268,75 @@ int cmd_sample(const Options& opt) {
             << " during warm-up); at the maximum tree depth: " << s.max_depth_hits << "\n";
   for (const std::string& w : s.warnings) std::cerr << "autobatch: warning: " << w << "\n";
   return kOk;
+}
+
+#ifdef AUTOBATCH_MPI
+// `sample` under mpirun/srun: every process prepares the driver (reading the
+// model and the data itself); the chains are split over the processes as
+// `run` splits threads, and rank 0 summarizes and prints.
+int sample_over_mpi(const Options& opt, const autobatch::SampleOptions& so) {
+  ab::mpi::Request req;
+  req.program = opt.program;
+  req.run = so.run;
+  req.output = opt.output;
+  req.split = opt.mpi_split;
+  req.chunk = opt.mpi_chunk;
+  std::optional<autobatch::SampleJob> job;
+  Clock::time_point made;
+  req.make = [&]() -> autobatch::Result<ab::mpi::Made> {
+    auto j = autobatch::prepare_sample(so);
+    if (!j) return j.diagnostics();
+    job = std::move(*j);
+    made = Clock::now();
+    return ab::mpi::Made{*job->program, job->inputs};
+  };
+  req.finish = [&](autobatch::RunResult& r) {
+    auto s = autobatch::finish_sample(*job, r, seconds_since(made));
+    if (!s) return report(s);
+    return print_sample(*s, opt);
+  };
+  return ab::mpi::run(req);
+}
+#endif
+
+int cmd_sample(const Options& opt) {
+  autobatch::SampleOptions so;
+  so.model = opt.program;
+  so.data = opt.data;
+  so.chains = opt.chains;
+  so.warmup = opt.warmup;
+  so.samples = opt.samples;
+  so.seed = opt.seed;
+  so.max_depth = opt.max_depth;
+  so.target_accept = opt.target_accept;
+  so.init = opt.init;
+  so.program_only = opt.print_program;
+  if (opt.threads) so.run.threads = static_cast<int>(*opt.threads);
+  if (!opt.print_program)
+    if (auto s = autobatch::check_output_target(opt.output); !s) return report(s);
+#ifdef AUTOBATCH_MPI
+  if (ab::mpi::launched() && !opt.print_program) return sample_over_mpi(opt, so);
+#endif
+  auto job = autobatch::prepare_sample(so);
+  if (!job) return report(job);
+  if (opt.print_program) {
+    std::cout << job->driver;
+    return kOk;
+  }
+  auto t0 = Clock::now();
+  autobatch::RunResult r;
+  {
+    SigintScope sigint;
+    autobatch::RunOptions ro = so.run;
+    ro.cancel = &g_interrupted;
+    ProgressLine line(isatty(STDERR_FILENO));
+    if (!opt.quiet) ro.progress = [&line](const autobatch::Progress& p) { line.update(p); };
+    r = job->program->run(job->inputs, ro);
+  }
+  if (auto failed = run_failure(r)) return *failed;
+  auto s = autobatch::finish_sample(*job, r, seconds_since(t0));
+  if (!s) return report(s);
+  return print_sample(*s, opt);
 }
 
 int cmd_report(const Options& opt) {
@@ -427,15 +480,6 @@ void register_commands(CLI::App& app, Options& opt) {
   run->add_flag("--stats", opt.stats, "add execution statistics to the output JSON");
   run->add_option("--output", opt.output,
                   "write outputs to FILE.json, FILE.npy or DIR/ instead of stdout");
-  // Under mpirun/srun only (README "Running on a cluster"); ignored otherwise.
-  run->add_option("--mpi-split", opt.mpi_split,
-                  "under mpirun: static (default: one contiguous share per process) or dynamic "
-                  "(chunks handed out as processes finish)")
-      ->check(CLI::IsMember({"static", "dynamic"}));
-  run->add_option("--mpi-chunk", opt.mpi_chunk,
-                  "under mpirun with --mpi-split dynamic: threads per chunk (default: about 16 "
-                  "chunks per process)")
-      ->check(at_least(1));
 
   CLI::App* lower = app.add_subcommand("lower", "print the program after the compiler passes");
   add_program(lower);
@@ -501,6 +545,18 @@ void register_commands(CLI::App& app, Options& opt) {
   smp->add_flag("--print-program", opt.print_program,
                 "print the program that would run (the model, `import nuts` and the generated "
                 "entry) instead of sampling; `autobatch run` runs it");
+  // Under mpirun/srun only (README "Running on a cluster"); ignored otherwise.
+  for (CLI::App* sub : {run, smp}) {
+    const char* unit = sub == run ? "threads" : "chains";
+    sub->add_option("--mpi-split", opt.mpi_split,
+                    std::string("under mpirun: static (default: one contiguous share of the ") +
+                        unit + " per process) or dynamic (chunks handed out as processes finish)")
+        ->check(CLI::IsMember({"static", "dynamic"}));
+    sub->add_option("--mpi-chunk", opt.mpi_chunk,
+                    std::string("under mpirun with --mpi-split dynamic: ") + unit +
+                        " per chunk (default: about 16 chunks per process)")
+        ->check(at_least(1));
+  }
 
   for (CLI::App* sub : {run, lower, check, fmt}) {
     sub->add_flag("-v,--verbose", opt.verbose,

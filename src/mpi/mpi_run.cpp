@@ -119,7 +119,16 @@ int Job::run() {
   if ((code = agree(w_, code, msg)) != kOk) return code;
   autobatch::CompileOptions co = req_.compile;
   std::optional<autobatch::Result<autobatch::Program>> compiled;
-  if (req_.program == "-") {  // mpirun gives standard input to rank 0 only
+  std::optional<autobatch::Inputs> made_inputs;
+  if (req_.make) {
+    autobatch::Result<Made> made = req_.make();
+    if (made) {
+      compiled = made->program;
+      made_inputs = std::move(made->inputs);
+    } else {
+      compiled = made.diagnostics();
+    }
+  } else if (req_.program == "-") {  // mpirun gives standard input to rank 0 only
     std::string text;
     if (w_.rank == 0) {
       std::ostringstream ss;
@@ -147,7 +156,10 @@ int Job::run() {
   // Inputs: rank 0 loads and plans; the plan goes to everyone.
   auto t1 = Clock::now();
   std::string plan;
-  if (w_.rank == 0) {
+  if (w_.rank == 0 && made_inputs) {
+    inputs_ = std::move(*made_inputs);
+    plan = encode(make_plan(inputs_));
+  } else if (w_.rank == 0) {
     auto loaded = program_->load_inputs(req_.inputs, req_.batch, /*defer_npy=*/true);
     if (!loaded) {
       code = kUsageError;

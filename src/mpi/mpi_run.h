@@ -20,9 +20,19 @@ namespace ab::mpi {
 // no MPI call.
 bool launched();
 
+// A program and its inputs made by the caller (Request::make).
+struct Made {
+  autobatch::Program program;
+  autobatch::Inputs inputs;
+};
+
 // One run of a program over every process.
 struct Request {
   std::string program;  // a file, or "-": standard input (mpirun gives it to rank 0)
+  // When set, called on every process instead of compiling `program` and
+  // loading `inputs` (autobatch sample's driver and its chains); only rank
+  // 0's inputs are used. Its failure is reported as a compile error's.
+  std::function<autobatch::Result<Made>()> make;
   autobatch::CompileOptions compile;
   // RunOptions::threads: OS threads per process (0: the node's cores shared
   // by the processes on it). A trace (trace_path) needs a single process.

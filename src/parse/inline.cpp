@@ -36,30 +36,61 @@ size_t result_count(const Function& g) {
 // Joins `X: ... goto Y` with Y when X is Y's only predecessor and Y is not
 // the entry: a copy's head, body and rest become one block again when its
 // callee had one, so later passes (grad's one function per block, say) see
-// the calling block whole.
+// the calling block whole. One pass: moving Y into X leaves every other
+// block's predecessor count as it was, and X goes on with Y's terminator.
 void merge_straight_lines(Function& f) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    std::map<std::string, int> preds;
-    for (const auto& b : f.blocks) {
-      if (b.term.kind == TermKind::Goto) ++preds[b.term.target.name];
-      if (b.term.kind == TermKind::Branch) ++preds[b.term.target.name], ++preds[b.term.target2.name];
-    }
-    for (size_t x = 0; x < f.blocks.size() && !changed; ++x) {
-      Block& bx = f.blocks[x];
-      if (bx.term.kind != TermKind::Goto || preds[bx.term.target.name] != 1) continue;
-      for (size_t y = 1; y < f.blocks.size(); ++y) {
-        if (y == x || f.blocks[y].label.name != bx.term.target.name) continue;
-        Block by = std::move(f.blocks[y]);
-        bx.instrs.insert(bx.instrs.end(), std::make_move_iterator(by.instrs.begin()),
-                         std::make_move_iterator(by.instrs.end()));
-        bx.term = std::move(by.term);
-        f.blocks.erase(f.blocks.begin() + static_cast<std::ptrdiff_t>(y));
-        changed = true;
-        break;
-      }
+  std::map<std::string, int> preds;
+  std::map<std::string, size_t> index;
+  for (size_t k = 0; k < f.blocks.size(); ++k) {
+    const Block& b = f.blocks[k];
+    index[b.label.name] = k;
+    if (b.term.kind == TermKind::Goto) ++preds[b.term.target.name];
+    if (b.term.kind == TermKind::Branch) ++preds[b.term.target.name], ++preds[b.term.target2.name];
+  }
+  std::vector<bool> gone(f.blocks.size(), false);
+  for (size_t x = 0; x < f.blocks.size(); ++x) {
+    if (gone[x]) continue;
+    Block& bx = f.blocks[x];
+    while (bx.term.kind == TermKind::Goto && preds[bx.term.target.name] == 1) {
+      auto it = index.find(bx.term.target.name);
+      if (it == index.end() || it->second == 0 || it->second == x || gone[it->second]) break;
+      Block& by = f.blocks[it->second];
+      bx.instrs.insert(bx.instrs.end(), std::make_move_iterator(by.instrs.begin()),
+                       std::make_move_iterator(by.instrs.end()));
+      bx.term = std::move(by.term);
+      gone[it->second] = true;
     }
   }
+  size_t kept = 0;
+  for (size_t k = 0; k < f.blocks.size(); ++k)
+    if (!gone[k]) {
+      if (kept != k) f.blocks[kept] = std::move(f.blocks[k]);
+      ++kept;
+    }
+  f.blocks.resize(kept);
+}
+
+// The first call, in an inline function, through which that function
+// reaches itself by calls of inline functions (null if none does).
+const Instr* self_reaching_call(const Module& m, const Function& f) {
+  std::set<std::string> seen;
+  std::vector<const Function*> todo{&f};
+  const Instr* first = nullptr;  // f's own call the search went through
+  while (!todo.empty()) {
+    const Function* g = todo.back();
+    todo.pop_back();
+    for (const auto& b : g->blocks)
+      for (const auto& in : b.instrs) {
+        if (in.kind != InstrKind::Call || in.grad) continue;
+        const Function* h = m.find_func(in.callee.name);
+        if (!h || !h->is_inline) continue;
+        if (h == &f) return g == &f ? &in : first;
+        if (!seen.insert(h->name.name).second) continue;
+        if (g == &f) first = &in;
+        todo.push_back(h);
+      }
+  }
+  return nullptr;
 }
 
 class Inliner {
@@ -74,7 +105,7 @@ class Inliner {
       Function& f;
       const int& n;
       ~Merge() {
-        if (n > 0) merge_straight_lines(f);
+        if (n > 0 && n <= kMaxExpansions) merge_straight_lines(f);
       }
     } merge{f, expansions};
     for (size_t b = 0; b < f.blocks.size(); ++b) {
@@ -84,8 +115,9 @@ class Inliner {
         const Function* g = m_.find_func(in.callee.name);
         if (!g || !g->is_inline || !fits(in, *g)) continue;  // verify reports a misfit
         if (++expansions > kMaxExpansions) {
-          d_.error(in.loc, "inline function '" + g->name.name +
-                               "' expands without end; an inline function cannot reach itself");
+          d_.error(in.loc, "inlining makes more than " + std::to_string(kMaxExpansions) +
+                               " copies in function '" + f.name.name + "' (here, of '" +
+                               g->name.name + "'); declare some of its helpers plain `func`");
           return;
         }
         expand(f, b, i, *g);
@@ -234,6 +266,16 @@ class Inliner {
 void inline_calls(Module& m, Diagnostics& d) {
   if (std::none_of(m.funcs.begin(), m.funcs.end(), [](const Function& f) { return f.is_inline; }))
     return;
+  // An inline function that reaches itself would expand without end.
+  bool cycles = false;
+  for (const auto& f : m.funcs)
+    if (f.is_inline)
+      if (const Instr* call = self_reaching_call(m, f)) {
+        d.error(call->loc, "inline function '" + f.name.name +
+                               "' expands without end; an inline function cannot reach itself");
+        cycles = true;
+      }
+  if (cycles) return;
   Inliner in(m, d);
   for (auto& f : m.funcs)
     if (!f.is_inline) in.run(f);

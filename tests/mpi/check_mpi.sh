@@ -16,6 +16,9 @@
 #                           outputs, --batch without inputs, empty and tiny batches
 #   dying                   a process killed mid-run: the run fails with mpirun's message,
 #                           no hang, no output file
+#   sample                  `autobatch sample` of eight schools, -np 2 (static and dynamic):
+#                           the summary and every --output file as one process; a data error
+#                           and a model's runtime error reported once, with their exit status
 # Prints one line per failure; exit 1 on any.
 set -uo pipefail
 case_name=$1 ab=$2 mpiexec=$3 work=$4
@@ -292,6 +295,42 @@ case $case_name in
     grep -Eq "rank 1.*exited on signal 9|peer process has unexpectedly disconnected" "$work/err" ||
       fail "no clear message (exit $rc): $(cat "$work/err")"
     [ ! -e "$work/dead.json" ] || fail "an output file was written (exit $rc): $(cat "$work/err")"
+    ;;
+  sample)
+    model=programs/models/eight_schools.ab
+    data=programs/models/eight_schools.data.json
+    args=(sample "$model" --data "$data" --chains 3 --warmup 150 --samples 100 --seed 7)
+    drop_seconds() { sed 's/draws each, [0-9.]* s$/draws each/'; }
+    "$ab" "${args[@]}" --output "$work/one/" 2>"$work/one.err" | drop_seconds >"$work/one.txt"
+    for flags in "" "--mpi-split dynamic --mpi-chunk 1"; do
+      rm -rf "$work/many"
+      mpirun_np 2 "${args[@]}" --output "$work/many/" $flags 2>"$work/many.err" |
+        drop_seconds >"$work/many.txt"
+      cmp -s "$work/one.txt" "$work/many.txt" ||
+        fail "sample -np 2 $flags: the summary differs: $(diff "$work/one.txt" "$work/many.txt")"
+      cmp -s "$work/one.err" "$work/many.err" || fail "sample -np 2 $flags: stderr differs"
+      n=0
+      for f in "$work"/one/*.npy; do
+        cmp -s "$f" "$work/many/${f##*/}" || fail "sample -np 2 $flags: ${f##*/} differs"
+        n=$((n + 1))
+      done
+      [ "$n" = 12 ] || fail "sample: $n .npy files, expected 12"
+    done
+    mpirun_np 2 sample "$model" --data "$work/none.json" >"$work/out" 2>"$work/err"
+    rc=$?
+    [ "$rc" = 2 ] || fail "sample without its data: exit $rc, expected 2"
+    [ "$(grep -c "cannot read data" "$work/err")" = 1 ] ||
+      fail "sample without its data: not reported once: $(cat "$work/err")"
+    printf '%s\n' 'func log_density(theta: f64[2], xs) -> f64 {' \
+      '  i = cast(floor(theta[0] * 10.0), dtype=i64)' \
+      '  return -0.5 * sum(theta * theta) + xs[i]' '}' >"$work/bad.ab"
+    echo '{"xs": [1.0, 2.0, 3.0]}' >"$work/bad.json"
+    mpirun_np 2 sample "$work/bad.ab" --data "$work/bad.json" --seed 3 >"$work/out" 2>"$work/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "sample with a runtime error: exit $rc, expected 1"
+    [ "$(grep -c "bad.ab:3:.*runtime error: index" "$work/err")" = 1 ] ||
+      fail "sample with a runtime error: not reported once: $(cat "$work/err")"
+    [ ! -s "$work/out" ] || fail "sample with a runtime error printed a summary"
     ;;
   *)
     echo "unknown case $case_name"

@@ -3,6 +3,7 @@
 // messages name the file each function came from.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "temp_dir.h"
 
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string write(const ab_test::TempDir& dir, const std::string& name, const std::string& text) {
   std::ofstream(dir / name) << text;
@@ -70,12 +73,25 @@ TEST_CASE("import errors name what is missing, and messages name the imported fi
   std::string inner = write(dir, "m4.ab", "import lib2\nentry func main(x) {\n  return bad(x)\n}\n");
   CHECK(errors_of(inner).find("lib2.ab:2:14: error: unknown variable 'undefined_var'") !=
         std::string::npos);
+  // The public Diagnostic carries the imported file's name and its own line.
+  auto c = autobatch::compile_file(inner);
+  REQUIRE_FALSE(c);
+  CHECK(fs::path(c.diagnostics().at(0).file).filename() == "lib2.ab");
+  CHECK(c.diagnostics().at(0).line == 2);
 
   // A runtime error inside an imported function names its file and line.
   write(dir, "lib3.ab", "func pick(v, i) {\n  return v[i]\n}\n");
   std::string rt = write(dir, "m5.ab",
                          "import lib3\nentry func main(x: f64) {\n  return pick([x, x], 5)\n}\n");
   CHECK(errors_of(rt).find("lib3.ab:2:11: runtime error") != std::string::npos);
+  auto prog = autobatch::compile_file(rt);
+  REQUIRE(prog);
+  double x[1] = {1.0};
+  auto r = prog->run({autobatch::ArrayView::of(x, 1)});
+  REQUIRE(r.runtime_error);
+  CHECK(fs::path(r.runtime_error->file).filename() == "lib3.ab");
+  CHECK(r.runtime_error->line == 2);
+  CHECK(r.runtime_error->column == 11);
 }
 
 TEST_CASE("an inline function is used at several shapes; a plain one cannot be") {
@@ -99,4 +115,25 @@ TEST_CASE("an inline function is used at several shapes; a plain one cannot be")
       "inline func f(x) {\n  return f(x)\n}\nentry func main(x) {\n  return f(x)\n}\n");
   REQUIRE_FALSE(self);
   CHECK(self.rendered().find("inline function 'f' expands without end") != std::string::npos);
+
+  // Through another inline function: both are named, at their calls, before any copy.
+  auto mutual = autobatch::compile(
+      "inline func f(x) {\n  return g(x)\n}\ninline func g(x) {\n  return f(x) + 1.0\n}\n"
+      "entry func main(x) {\n  return f(x)\n}\n");
+  REQUIRE_FALSE(mutual);
+  REQUIRE(mutual.diagnostics().size() == 2);
+  CHECK(mutual.diagnostics()[0].line == 2);
+  CHECK(mutual.diagnostics()[1].line == 5);
+  CHECK(mutual.rendered().find("inline function 'g' expands without end") != std::string::npos);
+
+  // No cycle, but 2^15 copies: the bound, named as such.
+  std::string doubling;
+  for (int k = 0; k < 15; ++k)
+    doubling += "inline func f" + std::to_string(k) + "(x) {\n  return f" + std::to_string(k + 1) +
+                "(x) + f" + std::to_string(k + 1) + "(x)\n}\n";
+  doubling += "inline func f15(x) {\n  return x\n}\nentry func main(x) {\n  return f0(x)\n}\n";
+  auto many = autobatch::compile(doubling);
+  REQUIRE_FALSE(many);
+  CHECK(many.rendered().find("inlining makes more than 10000 copies in function 'main'") !=
+        std::string::npos);
 }

@@ -182,6 +182,26 @@ TEST_CASE("sample: a model or data that does not fit is a clear error") {
     CAPTURE(r.rendered());
     CHECK(r.rendered().find(b.message) != std::string::npos);
   }
+
+  // A runtime error of the model (an index out of range for some draws): a
+  // diagnostic at the model's line, and the CLI's exit 1 with nothing on stdout.
+  autobatch::SampleOptions o;
+  o.model = write("index.ab",
+                  "func log_density(theta: f64[2], y) -> f64 {\n"
+                  "  i = cast(floor(theta[0] * 10.0), dtype=i64)\n"
+                  "  return -0.5 * sum(theta * theta) + y[i]\n}\n");
+  o.data = data;
+  o.seed = 3;
+  auto r = autobatch::sample(o);
+  REQUIRE_FALSE(r);
+  REQUIRE(r.diagnostics().size() == 1);
+  CHECK(r.diagnostics()[0].line == 3);
+  CHECK(r.rendered().find("runtime error: index") != std::string::npos);
+  auto p = ab_test::run_binary(dir.path, {"sample", o.model, "--data", data, "--seed", "3"},
+                               std::nullopt, 60);
+  CHECK(p.code == 1);
+  CHECK(p.out.empty());
+  CHECK(p.err.find("index.ab:3:") != std::string::npos);
 }
 
 TEST_CASE("autobatch sample: the table, the files, and exit 2 on bad flags") {
