@@ -17,6 +17,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -672,9 +673,10 @@ PYBIND11_MODULE(_autobatch, m) {
       "sample",
       [](const std::string& model, const std::string& data, int64_t chains, int64_t warmup,
          int64_t samples, std::optional<uint64_t> seed, int64_t max_depth, double target_accept,
-         const std::string& init, int threads) {
+         const std::string& init, int threads, PyPrimitives* prims) {
         autobatch::SampleOptions o;
         o.model = model;
+        if (prims) o.primitives = prims->set;
         o.data = data;
         o.chains = chains;
         o.warmup = warmup;
@@ -684,12 +686,24 @@ PYBIND11_MODULE(_autobatch, m) {
         o.target_accept = target_accept;
         o.init = init;
         o.run.threads = threads;
-        autobatch::Result<autobatch::SampleResult> r{std::vector<autobatch::Diagnostic>{}};
+        // The API's two halves around the run, so that a runtime error (in
+        // the model, or a Python primitive's exception) is an ExecutionError.
+        autobatch::Result<autobatch::SampleJob> job{std::vector<autobatch::Diagnostic>{}};
+        autobatch::RunResult run;
+        double seconds = 0;
         {
           py::gil_scoped_release release;
-          r = autobatch::sample(o);
+          job = autobatch::prepare_sample(o);
+          if (job) {
+            auto t0 = std::chrono::steady_clock::now();
+            run = job->program->run(job->inputs, o.run);
+            seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          }
         }
-        autobatch::SampleResult s = value_or_raise(std::move(r));
+        if (!job) raise_diagnostics(job.diagnostics());
+        if (!run.diagnostics.empty()) raise_diagnostics(run.diagnostics);
+        if (run.runtime_error) raise_runtime(*run.runtime_error);
+        autobatch::SampleResult s = value_or_raise(autobatch::finish_sample(*job, run, seconds));
         py::dict draws, stats;
         for (const auto& [name, a] : s.draws) draws[py::str(name)] = to_numpy(a);
         for (const auto& [name, a] : s.stats) stats[py::str(name)] = to_numpy(a);
@@ -710,7 +724,8 @@ PYBIND11_MODULE(_autobatch, m) {
       },
       py::arg("model"), py::arg("data"), py::arg("chains"), py::arg("warmup"),
       py::arg("samples"), py::arg("seed").none(true), py::arg("max_depth"),
-      py::arg("target_accept"), py::arg("init"), py::arg("threads"));
+      py::arg("target_accept"), py::arg("init"), py::arg("threads"),
+      py::arg("primitives").none(true));
   m.def(
       "wait_for_background_compiles",
       [] {

@@ -655,9 +655,14 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
 // Bayesian inference with the shipped NUTS sampler (docs/sampling.md): the
 // model file defines `func log_density(theta: f64[D], DATA...) -> f64` on
 // the unconstrained space, and optionally `func constrain(theta, DATA...)`
-// whose (named) results are recorded beside theta.
+// whose (named) results are recorded beside theta. A model may instead give
+// its gradient itself: `func log_density_and_grad(theta: f64[D], DATA...)`
+// returning (log density, gradient), used in place of value_and_grad of
+// log_density when both are defined; it may call custom primitives
+// (`primitives`), a log density written in Python for instance.
 struct SampleOptions {
   std::string model;  // MODEL.ab
+  Primitives primitives;  // custom primitives the model calls
   // CmdStan's JSON data format: one whole value per key, shared by every
   // chain; keys log_density does not take are ignored. "" for none.
   std::string data;

@@ -16,6 +16,7 @@ import inspect
 import json
 import tempfile
 import os
+import re
 import threading
 
 import numpy as np
@@ -622,16 +623,39 @@ def _cmdstan_value(v):
     return a.tolist()
 
 
+_LP_GRAD_RESULT = re.compile(r"^\(\s*f64\s*,\s*f64\s*\[\s*(\d+)\s*\]\s*\)$")
+
+
 def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, max_depth=10,
-           target_accept=0.8, init=None, threads=0):
+           target_accept=0.8, init=None, threads=0, primitives=None):
     """Bayesian inference with the shipped NUTS sampler (README, "Bayesian
     inference"): `model` is the path of a .ab file (or its text) defining
     log_density(theta: f64[D], DATA...) and optionally constrain(theta,
-    DATA...). `data`: a dict {name: value} (arrays or numbers, each shared by
-    every chain) or the path of a CmdStan JSON data file. `init`: None
-    (uniform in (-2, 2)), a radius R, or start values, one vector for every
-    chain or one row per chain. Returns a SampleResult."""
+    DATA...), or log_density_and_grad(theta: f64[D], DATA...) returning the
+    log density and its gradient, which may call `primitives` ({name:
+    Primitive}). `model` may also be a Primitive itself: fn(theta) returns the
+    log densities [n] and gradients [n, D] of n chains' theta [n, D], with
+    result="(f64, f64[D])"; it takes no data (close over them). `data`: a
+    dict {name: value} (arrays or numbers, each shared by every chain) or the
+    path of a CmdStan JSON data file. `init`: None (uniform in (-2, 2)), a
+    radius R, or start values, one vector for every chain or one row per
+    chain. Returns a SampleResult."""
+    primitives = dict(primitives or {})
     with tempfile.TemporaryDirectory(prefix="autobatch_sample_") as tmp:
+        if isinstance(model, Primitive):
+            m = _LP_GRAD_RESULT.match(model.result)
+            if m is None or model.arity != 1:
+                raise InputError("sample: a Primitive model takes theta alone and returns the "
+                                 "log density and its gradient: result=\"(f64, f64[D])\" "
+                                 f"and one operand, not result={model.result!r} with "
+                                 f"{model.arity} operands")
+            if data is not None:
+                raise InputError("sample: a Primitive model takes no data; let its function "
+                                 "use them directly")
+            name = "python_log_density_and_grad"
+            primitives[name] = model
+            model = (f"func log_density_and_grad(theta: f64[{m.group(1)}]) {{\n"
+                     f"  return {name}(theta)\n}}\n")
         path = os.fspath(model)
         if "\n" in path or not os.path.exists(path):
             if "func" not in path:
@@ -656,7 +680,8 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
                     json.dump({"theta": np.asarray(init, dtype=np.float64).tolist()}, f)
         return SampleResult(_ab.sample(path, data_path, int(chains), int(warmup), int(samples),
                                        None if seed is None else int(seed), int(max_depth),
-                                       float(target_accept), init_arg, int(threads)))
+                                       float(target_accept), init_arg, int(threads),
+                                       _primitive_set(primitives)))
 
 
 def pass_names():

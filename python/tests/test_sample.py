@@ -55,3 +55,58 @@ def test_errors_are_input_errors():
                          warmup=10, samples=10)
     with pytest.raises(autobatch.InputError, match="no model file"):
         autobatch.sample("no_such_model.ab")
+
+
+COV = np.array([[1.0, 0.5, 0.2], [0.5, 2.0, 0.3], [0.2, 0.3, 0.5]])
+PREC = np.linalg.inv(COV)
+
+
+def gaussian_lp_grad(theta):
+    """A correlated Gaussian's log density and gradient, for n chains at once."""
+    g = -theta @ PREC
+    return 0.5 * np.sum(g * theta, axis=1), g
+
+
+def test_a_python_log_density_with_its_gradient():
+    calls = []
+
+    def lp_grad(theta):
+        calls.append(theta.shape[0])
+        return gaussian_lp_grad(theta)
+
+    r = autobatch.sample(autobatch.Primitive(lp_grad, result="(f64, f64[3])"), chains=8,
+                         warmup=500, samples=1000, seed=1)
+    assert r["theta"].shape == (8, 1000, 3)
+    assert max(calls) > 1  # chains at the same point of the sampler share a call
+    for i in range(3):
+        row = r.summary["theta[%d]" % i]
+        assert abs(row["mean"]) < 4 * row["mcse"]
+        assert abs(row["sd"] / np.sqrt(COV[i, i]) - 1) < 0.1
+        assert row["rhat"] < 1.01
+    assert r.divergent == 0
+
+
+def test_a_model_text_calling_a_primitive_with_data():
+    # log_density_and_grad in the language, the work in Python; data from the dict.
+    model = ("func log_density_and_grad(theta: f64[3], scale) {\n"
+             "  lp, g = gauss(theta / scale)\n"
+             "  return lp, g / scale\n}\n")
+    r = autobatch.sample(model, data={"scale": 2.0}, chains=4, warmup=500, samples=1000, seed=2,
+                         primitives={"gauss": autobatch.Primitive(gaussian_lp_grad,
+                                                                  result="(f64, f64[3])")})
+    sd = r["theta"].reshape(-1, 3).std(axis=0)
+    np.testing.assert_allclose(sd, 2.0 * np.sqrt(np.diag(COV)), rtol=0.1)
+
+
+def test_a_python_model_that_does_not_fit():
+    with pytest.raises(autobatch.InputError, match=r"result=\"\(f64, f64\[D\]\)\""):
+        autobatch.sample(autobatch.Primitive(gaussian_lp_grad, result="f64"))
+    with pytest.raises(autobatch.InputError, match="takes no data"):
+        autobatch.sample(autobatch.Primitive(gaussian_lp_grad, result="(f64, f64[3])"),
+                         data={"x": 1.0})
+    # A Python exception stops the run, naming the primitive.
+    def broken(theta):
+        raise ValueError("no density here")
+    with pytest.raises(autobatch.ExecutionError, match="no density here"):
+        autobatch.sample(autobatch.Primitive(broken, result="(f64, f64[3])"), warmup=10,
+                         samples=10)

@@ -45,6 +45,24 @@ Result<nlohmann::ordered_json> read_json(const std::string& path, const char* wh
   return j.take();
 }
 
+// Why a run failed, as diagnostics: its own, or its runtime error (a
+// model's, or RunOptions::cancel's) at its place.
+std::vector<Diagnostic> failure_of(const RunResult& run) {
+  if (!run.diagnostics.empty()) return run.diagnostics;
+  std::vector<Diagnostic> out;
+  if (run.runtime_error) {
+    const RuntimeError& e = *run.runtime_error;
+    Diagnostic d;
+    d.file = e.file;
+    d.line = e.line;
+    d.column = e.column;
+    d.message = e.message;
+    d.rendered = e.rendered;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 uint64_t splitmix(uint64_t& x) {
   uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -63,7 +81,7 @@ std::string shape_text(const std::vector<int64_t>& s) {
 std::string driver_text(const std::string& model_path, const std::vector<std::string>& data,
                         int64_t dim, int64_t samples,
                         const std::vector<std::pair<std::string, std::vector<int64_t>>>& quantities,
-                        bool has_constrain) {
+                        bool has_constrain, bool own_gradient) {
   std::string d_args, d_pack, d_unpack;
   for (size_t i = 0; i < data.size(); ++i) {
     d_args += ", data_" + data[i];
@@ -79,7 +97,8 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   if (data.size() >= 2) t += "  (" + d_unpack + ") = data\n";
   std::string call_args;
   for (const auto& n : data) call_args += ", " + (data.size() >= 2 ? "u_" + n : std::string("data"));
-  t += "  return value_and_grad(log_density, q" + call_args + ")\n}\n\n";
+  t += own_gradient ? "  return log_density_and_grad(q" + call_args + ")\n}\n\n"
+                    : "  return value_and_grad(log_density, q" + call_args + ")\n}\n\n";
   t += "entry func sample_chain(init, key, radius" + d_args +
        ", n_warmup, max_depth, target_accept) {\n";
   t += "  data = " + packed + "\n";
@@ -137,14 +156,18 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   // The model: log_density's data parameters, theta's size, constrain.
   ab::Result<ab::Module> m = ab::parse_file(o.model);
   if (!m) return to_public(m.diags());
-  const ab::Function* ld = m->find_func("log_density");
+  const ab::Function* own = m->find_func("log_density_and_grad");
+  const ab::Function* ld = own ? own : m->find_func("log_density");
   if (!ld)
-    return fail(o.model + ": a model defines func log_density(theta: f64[D], DATA...) -> f64");
+    return fail(o.model +
+                ": a model defines func log_density(theta: f64[D], DATA...) -> f64 (or "
+                "log_density_and_grad, returning the log density and its gradient)");
+  const std::string ld_name = ld->name.name;
   if (ld->params.empty() || !ld->params[0].type || ld->params[0].type->is_tuple ||
       ld->params[0].type->tensor.dtype != ab::DType::F64 ||
       ld->params[0].type->tensor.shape.size() != 1)
-    return fail(o.model + ":" + std::to_string(ab::local_line(ld->loc.line)) +
-                ": log_density's first parameter must be annotated with its size, as in "
+    return fail(o.model + ":" + std::to_string(ab::local_line(ld->loc.line)) + ": " + ld_name +
+                "'s first parameter must be annotated with its size, as in "
                 "`theta: f64[3]` (the unconstrained parameters, a vector)");
   const int64_t dim = ld->params[0].type->tensor.shape[0];
   for (const char* reserved : {"lp_grad", "sample_chain"})
@@ -160,20 +183,21 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   }
   const ab::Function* constrain = m->find_func("constrain");
   if (constrain && constrain->params.size() != ld->params.size())
-    return fail(o.model + ": constrain takes the arguments of log_density (theta and the data)");
+    return fail(o.model + ": constrain takes the arguments of " + ld_name +
+                " (theta and the data)");
 
   // The data: one whole value per key, batch 1.
   std::vector<Array> data;
   if (!data_names.empty()) {
     if (o.data.empty())
-      return fail("log_density takes data (" + data_names.front() + ", ...); give --data DATA.json");
+      return fail(ld_name + " takes data (" + data_names.front() + ", ...); give --data DATA.json");
     auto j = read_json(o.data, "data");
     if (!j) return j.diagnostics();
     if (!j->is_object()) return fail(o.data + ": CmdStan data is a JSON object of named values");
     for (size_t i = 0; i < data_names.size(); ++i) {
       auto it = j->find(data_names[i]);
       if (it == j->end())
-        return fail(o.data + " has no '" + data_names[i] + "', which log_density takes");
+        return fail(o.data + " has no '" + data_names[i] + "', which " + ld_name + " takes");
       auto a = json_value(o.data, data_names[i], *it, integer[i]);
       if (!a) return a.diagnostics();
       data.push_back(std::move(*a));
@@ -189,40 +213,79 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
         std::chrono::system_clock::now().time_since_epoch().count() & 0x7fffffffffffffff);
   }
 
-  // The constrained quantities' names and shapes, from one run of constrain.
-  std::vector<std::pair<std::string, std::vector<int64_t>>> quantities;
+  // One run of a model's function at theta = 0 with the data: the results'
+  // names, types and shapes.
   std::error_code ec;
   const std::string model_path = std::filesystem::absolute(o.model, ec).string();
-  if (constrain) {
+  auto probe = [&](const std::string& fn) -> Result<RunResult> {
     std::string args;
     for (const auto& n : data_names) args += ", " + n;
-    std::string probe = "import " + Json(model_path).dump() + "\nentry func constrain_probe(theta" +
-                        args + ") {\n  return constrain(theta" + args + ")\n}\n";
+    std::string text = "import " + Json(model_path).dump() + "\nentry func probe_" + fn +
+                       "(theta" + args + ") {\n  return " + fn + "(theta" + args + ")\n}\n";
     CompileOptions co;
     co.name = "<autobatch sample>";
-    auto p = compile(probe, co);
+    co.primitives = o.primitives;
+    auto p = compile(text, co);
     if (!p) return p.diagnostics();
     std::vector<double> zero(static_cast<size_t>(dim), 0.0);
     std::vector<ArrayView> in{ArrayView::of(zero.data(), 1, {dim})};
     for (const auto& a : data) in.push_back(a.view());
-    RunResult pr = p->run(in);
-    if (!pr.ok()) return pr.diagnostics;
-    for (size_t k = 0; k < pr.outputs.size(); ++k) {
-      std::string name = k < pr.names.size() ? pr.names[k] : "out" + std::to_string(k);
+    return p->run(in);
+  };
+
+  // log_density_and_grad returns (f64, f64[D]): checked here, where the
+  // message can say so, rather than by type errors inside the sampler. (A
+  // runtime error at theta = 0 is left to the run, which reports it as one.)
+  if (own) {
+    auto pr = probe("log_density_and_grad");
+    if (!pr) return pr.diagnostics();
+    if (!pr->diagnostics.empty()) return pr->diagnostics;
+    const auto& out = pr->outputs;
+    bool fits = out.size() == 2 && out[0].dtype() == DType::F64 && out[0].shape().size() == 1 &&
+                out[1].dtype() == DType::F64 && out[1].shape().size() == 2 &&
+                out[1].shape()[1] == dim;
+    if (!fits && !pr->runtime_error) {
+      std::string got;
+      for (const auto& a : out) {
+        got += got.empty() ? "" : ", ";
+        got += std::string(dtype_name(a.dtype()));
+        if (a.shape().size() > 1) {
+          got += "[";
+          for (size_t k = 1; k < a.shape().size(); ++k)
+            got += (k > 1 ? ", " : "") + std::to_string(a.shape()[k]);
+          got += "]";
+        }
+      }
+      return fail(o.model + ":" + std::to_string(ab::local_line(ld->loc.line)) +
+                  ": log_density_and_grad must return the log density and its gradient, "
+                  "(f64, f64[" + std::to_string(dim) + "]); it returns (" + got + ")");
+    }
+  }
+
+  // The constrained quantities' names and shapes, from one run of constrain.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> quantities;
+  if (constrain) {
+    auto pr = probe("constrain");
+    if (!pr) return pr.diagnostics();
+    if (!pr->ok()) return failure_of(*pr);
+    for (size_t k = 0; k < pr->outputs.size(); ++k) {
+      std::string name = k < pr->names.size() ? pr->names[k] : "out" + std::to_string(k);
       for (char& c : name)
         if (c == '.') c = '_';
       if (name == "theta" || name.find("__") != std::string::npos)
         return fail(o.model + ": constrain's result '" + name +
                     "' takes a name the sampler's outputs use; name it otherwise");
-      std::vector<int64_t> shape(pr.outputs[k].shape().begin() + 1, pr.outputs[k].shape().end());
+      std::vector<int64_t> shape(pr->outputs[k].shape().begin() + 1, pr->outputs[k].shape().end());
       quantities.emplace_back(name, shape);
     }
   }
 
   for (const auto& q : quantities) r.quantities.push_back(q.first);
-  r.driver = driver_text(model_path, data_names, dim, o.samples, quantities, constrain != nullptr);
+  r.driver = driver_text(model_path, data_names, dim, o.samples, quantities, constrain != nullptr,
+                         own != nullptr);
   CompileOptions co;
   co.name = "<autobatch sample>";
+  co.primitives = o.primitives;
   auto program = compile(r.driver, co);
   if (!program) return program.diagnostics();
   r.program = std::move(*program);
@@ -277,17 +340,7 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
 
 Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
                                    double run_seconds) {
-  if (!run.diagnostics.empty()) return run.diagnostics;
-  if (run.runtime_error) {  // a model's runtime error, or RunOptions::cancel
-    const RuntimeError& e = *run.runtime_error;
-    Diagnostic d;
-    d.file = e.file;
-    d.line = e.line;
-    d.column = e.column;
-    d.message = e.message;
-    d.rendered = e.rendered;
-    return std::vector<Diagnostic>{d};
-  }
+  if (!run.ok()) return failure_of(run);
   const SampleOptions& o = job.options;
   SampleResult r;
   r.seed = job.seed;

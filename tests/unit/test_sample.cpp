@@ -99,6 +99,46 @@ TEST_CASE("sample: a correlated Gaussian has its exact moments") {
   check_posterior(*r, exact);
 }
 
+TEST_CASE("sample: a model that gives its own gradient (log_density_and_grad)") {
+  ab_test::TempDir dir("ab_sample_own");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name)) << text;
+    return (dir / name);
+  };
+  // A Gaussian with sds 1 and 3 and correlation 0.5, its gradient by hand;
+  // log_density (a wrong one) is there too, and is not used.
+  autobatch::SampleOptions o;
+  o.model = write("own.ab",
+                  "func log_density(theta: f64[2], prec: f64[2, 2]) -> f64 {\n"
+                  "  return 0.0\n}\n"
+                  "func log_density_and_grad(theta: f64[2], prec: f64[2, 2]) {\n"
+                  "  g = -matvec(prec, theta)\n"
+                  "  return 0.5 * dot(theta, g), g\n}\n");
+  // The precision matrix of cov [[1, 1.5], [1.5, 9]].
+  const double det = 9.0 - 2.25;
+  o.data = write("own.json", "{\"prec\": [[" + std::to_string(9.0 / det) + ", " +
+                                 std::to_string(-1.5 / det) + "], [" + std::to_string(-1.5 / det) +
+                                 ", " + std::to_string(1.0 / det) + "]]}");
+  o.seed = 5;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  CHECK(r->driver.find("return log_density_and_grad(q, data)") != std::string::npos);
+  CHECK(r->driver.find("value_and_grad") == std::string::npos);
+  check_posterior(*r, {{"theta[0]", {0.0, 1.0}}, {"theta[1]", {0.0, 3.0}}});
+
+  // Results that are not (f64, f64[D]): said so, at the function.
+  for (const char* ret : {"0.5 * dot(theta, g)", "0.5 * dot(theta, g), [1.0, 2.0, 3.0]"}) {
+    CAPTURE(ret);
+    o.model = write("bad.ab", std::string("\n\nfunc log_density_and_grad(theta: f64[2], prec) {\n"
+                                          "  g = -matvec(prec, theta)\n  return ") +
+                                  ret + "\n}\n");
+    auto bad = autobatch::sample(o);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.rendered().find("bad.ab:3: log_density_and_grad must return the log density and "
+                              "its gradient, (f64, f64[2])") != std::string::npos);
+  }
+}
+
 TEST_CASE("sample: the same seed gives the same draws, on any number of OS threads") {
   auto o = options("logistic");
   o.chains = 3;
