@@ -16,7 +16,11 @@ chain per thread, through the CLI:
                fixed step size 0.15, max depth 8), leapfrog steps per second by the same
                difference of two runs.
 
-The ratio sample / nuts_gauss is what issue 26 asks to be at least 0.8. Prints one JSON object.
+  nuts         programs/nuts.ab (the same algorithm as nuts_gauss in the block form, the gradient
+               by hand), on the same target with the same settings.
+
+The ratio sample / nuts is what issue 26 asks to be at least 0.8; sample / nuts_gauss, the
+faster of the two hand-written programs, is printed beside it. Prints one JSON object.
 
   tools/bench/sample.py [--autobatch build-bench/autobatch] [--chains 1024] [--reps 3]
 """
@@ -82,13 +86,28 @@ def nuts_gauss_case(ab, chains, n_iter, tmp):
     return secs, int(np.load(out + "n_leapfrog.npy").sum())
 
 
+def nuts_case(ab, chains, n_iter, tmp):
+    """programs/nuts.ab (the issue's reference: slice NUTS in the block form, gradient by hand)
+    on the same target, step size and depth as nuts_gauss."""
+    data = json.load(open(DATA))
+    inputs = {"prec": [data["prec"]], "mu": [[0.0] * 10], "q0": [[0.0] * 10] * chains,
+              "key": list(range(chains)), "eps": 0.15, "max_depth": 8, "n_warmup": 100,
+              "n_samples": n_iter - 100}
+    path = os.path.join(tmp, f"nu{n_iter}.json")
+    json.dump(inputs, open(path, "w"))
+    out = os.path.join(tmp, f"nu{n_iter}") + "/"
+    secs, _ = run([ab, "run", os.path.join(ROOT, "programs/nuts.ab"), "--inputs", path,
+                   "--output", out])
+    return secs, int(np.load(out + "n_leapfrog.npy").sum())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--autobatch", default=os.path.join(ROOT, "build-bench/autobatch"))
     ap.add_argument("--chains", type=int, default=1024)
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
-    rows = {"sample": [], "nuts_gauss": []}
+    rows = {"sample": [], "nuts": [], "nuts_gauss": []}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(a.reps):
             t1, l1 = sampler_run(a.autobatch, a.chains, 200, 100, tmp)
@@ -100,9 +119,13 @@ def main():
             n1, m1 = nuts_gauss_case(a.autobatch, a.chains, 200, tmp)
             n2, m2 = nuts_gauss_case(a.autobatch, a.chains, 700, tmp)
             rows["nuts_gauss"].append({"leapfrog_per_s": (m2 - m1) / (n2 - n1)})
+            n1, m1 = nuts_case(a.autobatch, a.chains, 200, tmp)
+            n2, m2 = nuts_case(a.autobatch, a.chains, 700, tmp)
+            rows["nuts"].append({"leapfrog_per_s": (m2 - m1) / (n2 - n1)})
     med = {k: float(np.median([r["leapfrog_per_s"] for r in v])) for k, v in rows.items()}
     print(json.dumps({"chains": a.chains, "d": 10, "runs": rows,
                       "median_leapfrog_per_s": med,
+                      "ratio_sample_over_nuts": med["sample"] / med["nuts"],
                       "ratio_sample_over_nuts_gauss": med["sample"] / med["nuts_gauss"]},
                      indent=1))
 
