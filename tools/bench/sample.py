@@ -73,30 +73,20 @@ def sampler_run(ab, chains, warmup, samples, tmp):
     return secs, int(stats[:, :, 3].sum())
 
 
-def nuts_gauss_case(ab, chains, n_iter, tmp):
+def hand_written_case(ab, program, chains, n_iter, tmp):
+    """(seconds, leapfrog steps) of programs/nuts_gauss.ab or programs/nuts.ab: n_iter
+    iterations (100 of warm-up) per chain on the same target, step size 0.15, max depth 8."""
     data = json.load(open(DATA))
-    inputs = {"prec": [data["prec"]], "mu": [[0.0] * 10], "q0": [[0.0] * 10],
-              "seed": list(range(chains)), "eps": 0.15, "max_depth": 8, "n_iter": n_iter,
+    inputs = {"prec": [data["prec"]], "mu": [[0.0] * 10], "eps": 0.15, "max_depth": 8,
               "n_warmup": 100}
-    path = os.path.join(tmp, f"ng{n_iter}.json")
+    if program == "nuts_gauss":
+        inputs.update(q0=[[0.0] * 10], seed=list(range(chains)), n_iter=n_iter)
+    else:
+        inputs.update(q0=[[0.0] * 10] * chains, key=list(range(chains)), n_samples=n_iter - 100)
+    path = os.path.join(tmp, f"{program}{n_iter}.json")
     json.dump(inputs, open(path, "w"))
-    out = os.path.join(tmp, f"ng{n_iter}") + "/"
-    secs, _ = run([ab, "run", os.path.join(ROOT, "programs/nuts_gauss.ab"), "--inputs", path,
-                   "--output", out])
-    return secs, int(np.load(out + "n_leapfrog.npy").sum())
-
-
-def nuts_case(ab, chains, n_iter, tmp):
-    """programs/nuts.ab (the issue's reference: slice NUTS in the block form, gradient by hand)
-    on the same target, step size and depth as nuts_gauss."""
-    data = json.load(open(DATA))
-    inputs = {"prec": [data["prec"]], "mu": [[0.0] * 10], "q0": [[0.0] * 10] * chains,
-              "key": list(range(chains)), "eps": 0.15, "max_depth": 8, "n_warmup": 100,
-              "n_samples": n_iter - 100}
-    path = os.path.join(tmp, f"nu{n_iter}.json")
-    json.dump(inputs, open(path, "w"))
-    out = os.path.join(tmp, f"nu{n_iter}") + "/"
-    secs, _ = run([ab, "run", os.path.join(ROOT, "programs/nuts.ab"), "--inputs", path,
+    out = os.path.join(tmp, f"{program}{n_iter}") + "/"
+    secs, _ = run([ab, "run", os.path.join(ROOT, f"programs/{program}.ab"), "--inputs", path,
                    "--output", out])
     return secs, int(np.load(out + "n_leapfrog.npy").sum())
 
@@ -116,12 +106,10 @@ def main():
             rows["sample"].append({"leapfrog_per_s": (l2 - l1) / (t2 - t1),
                                    "ess_bulk_min": ess, "ess_per_s": ess / secs,
                                    "seconds": secs})
-            n1, m1 = nuts_gauss_case(a.autobatch, a.chains, 200, tmp)
-            n2, m2 = nuts_gauss_case(a.autobatch, a.chains, 700, tmp)
-            rows["nuts_gauss"].append({"leapfrog_per_s": (m2 - m1) / (n2 - n1)})
-            n1, m1 = nuts_case(a.autobatch, a.chains, 200, tmp)
-            n2, m2 = nuts_case(a.autobatch, a.chains, 700, tmp)
-            rows["nuts"].append({"leapfrog_per_s": (m2 - m1) / (n2 - n1)})
+            for program in ("nuts_gauss", "nuts"):
+                n1, m1 = hand_written_case(a.autobatch, program, a.chains, 200, tmp)
+                n2, m2 = hand_written_case(a.autobatch, program, a.chains, 700, tmp)
+                rows[program].append({"leapfrog_per_s": (m2 - m1) / (n2 - n1)})
     med = {k: float(np.median([r["leapfrog_per_s"] for r in v])) for k, v in rows.items()}
     print(json.dumps({"chains": a.chains, "d": 10, "runs": rows,
                       "median_leapfrog_per_s": med,
