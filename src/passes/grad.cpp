@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/prim_types.h"
+#include "parse/inline.h"
 #include "passes/liveness.h"
 
 namespace ab {
@@ -487,6 +488,13 @@ bool Writer::prim_backward(const Instr& orig, const Instr& in, const std::string
   };
   const std::string A = a.empty() || !a[0].is_var ? "" : a[0].name;
   auto op = [&](size_t k) { return a[k]; };
+  // v' M for v [m] and M [m, q], as a [1, m] x [m, q] product: no transposed
+  // copy of M per thread, and a matrix shared by every thread (data) stays
+  // shared, so one GEMM serves the lanes.
+  auto vecmat = [&](const Operand& v, const Operand& M, int64_t m, int64_t q) {
+    std::string row = prim("reshape", {v}, {shape_attr({1, m})});
+    return prim("reshape", {var(prim("matmul", {var(row), M}))}, {shape_attr({q})});
+  };
   switch (in.prim) {
     case PrimId::Add:
       give(0, dy), give(1, dy);
@@ -693,7 +701,8 @@ bool Writer::prim_backward(const Instr& orig, const Instr& in, const std::string
       return true;
     case PrimId::Matvec:  // y = M v
       if (active(0)) give_shaped(0, prim("outer", {var(dy), op(1)}));
-      if (active(1)) give_shaped(1, prim("matvec", {var(prim("transpose", {op(0)})), var(dy)}));
+      if (active(1))
+        give_shaped(1, vecmat(var(dy), op(0), ys[0], type_of(a[1].name).tensor.shape[0]));
       return true;
     case PrimId::Matmul:  // y = A B
       if (active(0)) give_shaped(0, prim("matmul", {var(dy), var(prim("transpose", {op(1)}))}));
@@ -701,7 +710,7 @@ bool Writer::prim_backward(const Instr& orig, const Instr& in, const std::string
       return true;
     case PrimId::Outer:  // y = a b'
       if (active(0)) give_shaped(0, prim("matvec", {var(dy), op(1)}));
-      if (active(1)) give_shaped(1, prim("matvec", {var(prim("transpose", dy)), op(0)}));
+      if (active(1)) give_shaped(1, vecmat(op(0), var(dy), ys[0], ys[1]));
       return true;
     default:
       break;
@@ -1029,7 +1038,35 @@ bool grad(Module& m, const TypeInfo& types, Diagnostics& diags) {
     e.in->callee.name = e.info->name;
     if (e.info->active_results[0]) e.in->args.push_back(flit(1.0));
   }
-  for (auto& fn : g.made()) m.funcs.push_back(std::move(fn));
+  // A generated function of one block without calls (a straight-line
+  // function's whole gradient, or the last block's part of a longer one) is
+  // expanded where it is called, as an inline function is: a leapfrog step
+  // then computes its gradient in its own block, without a call.
+  // Expanding one may leave its caller (another generated function) straight
+  // in turn, hence the rounds.
+  std::set<std::string> generated;
+  for (auto& fn : g.made()) {
+    generated.insert(fn.name.name);
+    m.funcs.push_back(std::move(fn));
+  }
+  for (;;) {
+    std::set<std::string> expanded;
+    for (auto& fn : m.funcs) {
+      if (!generated.count(fn.name.name) || fn.blocks.size() != 1) continue;
+      const auto& body = fn.blocks[0].instrs;
+      if (std::any_of(body.begin(), body.end(),
+                      [](const Instr& in) { return in.kind == InstrKind::Call; }))
+        continue;
+      fn.is_inline = true;
+      expanded.insert(fn.name.name);
+    }
+    if (expanded.empty()) break;
+    inline_calls(m, diags);
+    m.funcs.erase(std::remove_if(m.funcs.begin(), m.funcs.end(),
+                                 [&](const Function& f) { return expanded.count(f.name.name); }),
+                  m.funcs.end());
+    for (const auto& n : expanded) generated.erase(n);
+  }
   return true;
 }
 
