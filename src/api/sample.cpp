@@ -109,7 +109,7 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   t += "  while radius > 0.0 and not finite and tries < 100 {\n";
   t += "    key, k = split(key)\n";
   t += "    q = (2.0 * uniform(k, init) - 1.0) * radius\n";
-  t += "    lp, g = lp_grad(q, data)\n";
+  t += "    lp, g = nuts_lp_grad(q, data)\n";
   t += "    finite = isfinite(lp)\n";
   t += "    tries += 1\n";
   t += "  }\n";
