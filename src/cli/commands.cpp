@@ -312,8 +312,16 @@ int cmd_sample(const Options& opt) {
   so.init = opt.init;
   so.program_only = opt.print_program;
   if (opt.threads) so.run.threads = static_cast<int>(*opt.threads);
-  if (!opt.print_program)
+  if (!opt.print_program) {
     if (auto s = autobatch::check_output_target(opt.output); !s) return report(s);
+    const std::string& out = opt.output;
+    if (out.size() >= 4 && out.compare(out.size() - 4, 4, ".npy") == 0) {
+      std::cerr << "autobatch: error: --output '" << out
+                << "': sample writes several arrays (theta, each quantity, the statistics); "
+                   "give DIR/ for one .npy file each, or FILE.json\n";
+      return kUsageError;
+    }
+  }
 #ifdef AUTOBATCH_MPI
   if (ab::mpi::launched() && !opt.print_program) return sample_over_mpi(opt, so);
 #endif

@@ -274,6 +274,13 @@ TEST_CASE("autobatch sample: the table, the files, and exit 2 on bad flags") {
   auto missing = ab_test::run_binary(dir.path, {"sample", model}, std::nullopt, 60);
   CHECK(missing.code == 2);
   CHECK(missing.err.find("give --data DATA.json") != std::string::npos);
+  // One .npy file cannot hold the draws and the statistics: refused before sampling.
+  auto npy = ab_test::run_binary(
+      dir.path, {"sample", model, "--data", data, "--output", (dir / "draws.npy")}, std::nullopt,
+      60);
+  CHECK(npy.code == 2);
+  CHECK(npy.out.empty());
+  CHECK(npy.err.find("give DIR/ for one .npy file each") != std::string::npos);
   auto printed = ab_test::run_binary(dir.path, {"sample", model, "--data", data, "--print-program"},
                                      std::nullopt, 60);
   CHECK(printed.code == 0);
