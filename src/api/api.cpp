@@ -456,7 +456,7 @@ Result<std::vector<std::string>> Program::signature(const std::vector<ArrayView>
     if (d.has_errors()) return to_public(d);
     std::vector<std::string> lines;
     for (const auto& f : m.funcs)  // the file's own functions, not those it imports
-      if ((f.loc.line >> ab::kFileShift) == 0)
+      if (ab::file_index(f.loc.line) == 0)
         lines.push_back(signature_line(f, types.funcs.at(f.name.name)));
     return lines;
   });

@@ -101,13 +101,6 @@ class Inliner {
     names_.clear();
     function_names(f, names_);
     int expansions = 0;
-    struct Merge {  // the blocks a copy split, joined again at the end
-      Function& f;
-      const int& n;
-      ~Merge() {
-        if (n > 0 && n <= kMaxExpansions) merge_straight_lines(f);
-      }
-    } merge{f, expansions};
     for (size_t b = 0; b < f.blocks.size(); ++b) {
       for (size_t i = 0; i < f.blocks[b].instrs.size(); ++i) {
         const Instr& in = f.blocks[b].instrs[i];
@@ -124,6 +117,7 @@ class Inliner {
         break;  // the rest of the block moved to a block after the copy
       }
     }
+    if (expansions > 0) merge_straight_lines(f);  // the blocks the copies split
   }
 
  private:

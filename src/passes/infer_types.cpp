@@ -20,7 +20,7 @@ const Function* find_entry(const Module& m, const std::string& name, Diagnostics
   // inline ones).
   std::vector<std::string> names;
   for (const auto& f : m.funcs)
-    if ((f.loc.line >> kFileShift) == 0 && !f.is_inline) names.push_back(f.name.name);
+    if (file_index(f.loc.line) == 0 && !f.is_inline) names.push_back(f.name.name);
   if (!name.empty()) {
     if (const Function* f = m.find_func(name)) return f;
     diags.error({}, "no function '" + name + "' to use as the entry" + did_you_mean(name, names) +

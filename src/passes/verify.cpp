@@ -500,7 +500,7 @@ void verify(const Module& m, Diagnostics& diags) {
     if (!fresh) {
       // With imports the first may be in another file: name it.
       const SourceLoc first = it->second->name.loc;
-      const bool elsewhere = (first.line >> kFileShift) != (f.name.loc.line >> kFileShift);
+      const bool elsewhere = file_index(first.line) != file_index(f.name.loc.line);
       const std::string at = m.source && elsewhere ? m.source->where(first.line) : where(first);
       diags.error(f.name.loc,
                   "function '" + f.name.name + "' is defined twice (first at " + at + ")");

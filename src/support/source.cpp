@@ -11,7 +11,7 @@ SourceFile::SourceFile(std::string name, std::string text,
 }
 
 const SourceFile& SourceFile::file_of(uint32_t line) const {
-  uint32_t k = line >> kFileShift;
+  uint32_t k = file_index(line);
   return k >= 1 && k <= imports_.size() ? *imports_[k - 1] : *this;
 }
 

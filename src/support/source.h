@@ -23,6 +23,7 @@ struct SourceLoc {
 constexpr uint32_t kFileShift = 24;
 constexpr uint32_t kLineMask = (uint32_t{1} << kFileShift) - 1;
 inline uint32_t local_line(uint32_t line) { return line & kLineMask; }
+inline uint32_t file_index(uint32_t line) { return line >> kFileShift; }  // 0: the main file
 
 class SourceFile {
  public:

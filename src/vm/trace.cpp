@@ -161,7 +161,7 @@ void TraceWriter::header(const char* vm, int64_t batch, const std::vector<std::s
     for (size_t b = 0; b < blocks.size(); ++b) {
       // A line of an imported file has no place in `source`'s lines: 0, and
       // the statement alone.
-      lines.push_back((locs[b].line >> kFileShift) == 0 ? locs[b].line : 0);
+      lines.push_back(file_index(locs[b].line) == 0 ? locs[b].line : 0);
       statements[b] = source_->statement(locs[b].line);
     }
     sources_json = ", \"source\": " + nlohmann::json(source_->name()).dump() +
@@ -374,7 +374,7 @@ nlohmann::ordered_json Stats::to_json() const {
   for (const auto& e : execution) {
     exec[e.block] = {{"mode", e.mode}, {"reason", e.reason}};
     if (e.loc.known()) {
-      exec[e.block]["line"] = (e.loc.line >> kFileShift) == 0 ? e.loc.line : 0;
+      exec[e.block]["line"] = file_index(e.loc.line) == 0 ? e.loc.line : 0;
       exec[e.block]["statement"] = e.statement;
     }
   }
