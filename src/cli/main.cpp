@@ -68,10 +68,6 @@ std::string flag_hints(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenBLAS is loaded when a kernel first needs it (src/vm/blas.h) and then
-  // reads this: one thread, no pool of workers spinning on the other cores.
-  // A value the user set is kept.
-  setenv("OPENBLAS_NUM_THREADS", "1", 0);
   CLI::App app{"autobatch: run one program on many inputs at once (program-counter auto-batching)",
                "autobatch"};
   app.set_version_flag("--version", std::string("autobatch ") + autobatch::version());

@@ -1,46 +1,23 @@
 // Kernels of the linear-algebra primitives: dot, matvec, matmul, outer,
 // transpose. This is where batching beats per-thread code: when the matrix
 // of matvec/matmul is Shared (one value for every thread) and the other
-// operand is per lane, all n lanes are one GEMM through OpenBLAS instead of
-// n small products. Other layouts run per lane: plain loops for small
-// events, one BLAS call per lane for large float ones. Integer operands
-// (allowed: docs/language.md, "Integer and float semantics", says an integer dot wraps) always use
-// wrapping loops.
+// operand is per lane, all n lanes are one register-tiled product instead
+// of n small ones. Integer operands (allowed: docs/language.md, "Integer and
+// float semantics", says an integer dot wraps) use wrapping loops.
 //
-// Rounding: per-lane loops accumulate in index order; BLAS paths (and
-// small_gemm.h, for a small shared matrix on hosts with AVX-512) use fused
-// or blocked sums, so a float result may differ in the last bits between the
-// shared-matrix path and the per-lane path (docs/language.md, "Reference semantics" allows that).
-#include <climits>
-
-#include "vm/blas.h"
+// Rounding: every float product goes through ordered_linalg.h, where each
+// result element is one chain of fused multiply-adds in index order, on
+// every path (shared matrix or per lane, one lane or thousands, AVX-512,
+// AVX2 or none). A thread's result is therefore the same bits however the
+// batch is split (--threads, --lanes, shards, MPI ranks) and whichever VM
+// runs it.
 #include "vm/elementwise_impl.h"
-#include "vm/small_gemm.h"
+#include "vm/ordered_linalg.h"
 
 namespace ab::kern {
 
 namespace {
 
-// Per-lane sizes above these use one BLAS call per lane instead of loops.
-constexpr int64_t kGemvLaneMin = 64 * 64;
-constexpr int64_t kGemmLaneMin = 32 * 32 * 32;
-
-template <class T>
-inline T mul_add(T acc, T a, T b) {
-  if constexpr (std::is_integral_v<T>)
-    return wrap_add(acc, wrap_mul(a, b));
-  else
-    return acc + a * b;
-}
-
-inline bool blas_size_ok(std::initializer_list<int64_t> dims) {
-  for (int64_t d : dims)
-    if (d <= 0 || d > INT_MAX) return false;
-  return true;
-}
-
-using blas::gemm;
-using blas::gemv;
 
 // Gathered lanes whose slots are consecutive (a chunk of threads that have
 // kept together): their rows are already one [n, E] matrix.
@@ -86,29 +63,30 @@ void scatter(const OutView& o, const T* src, int64_t n, int64_t E) {
 template <class T>
 void matvec_lane(const T* A, const T* x, T* y, int64_t m, int64_t k) {
   if constexpr (std::is_floating_point_v<T>) {
-    if (m * k >= kGemvLaneMin && blas_size_ok({m, k})) return gemv(m, k, A, x, y);
-  }
-  for (int64_t i = 0; i < m; ++i) {
-    const T* row = A + i * k;
-    T acc = 0;
-    for (int64_t p = 0; p < k; ++p) acc = mul_add(acc, row[p], x[p]);
-    y[i] = acc;
+    ordered::gemv(m, k, A, k, x, y);
+  } else {
+    for (int64_t i = 0; i < m; ++i) {
+      const T* row = A + i * k;
+      T acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc = wrap_add(acc, wrap_mul(row[p], x[p]));
+      y[i] = acc;
+    }
   }
 }
 
 template <class T>
 void matmul_lane(const T* A, const T* B, T* C, int64_t m, int64_t k, int64_t n) {
   if constexpr (std::is_floating_point_v<T>) {
-    if (m * k * n >= kGemmLaneMin && blas_size_ok({m, k, n}))
-      return gemm(false, false, m, n, k, A, k, B, n, C, n);
-  }
-  for (int64_t i = 0; i < m; ++i) {
-    T* c = C + i * n;
-    for (int64_t q = 0; q < n; ++q) c[q] = 0;
-    for (int64_t p = 0; p < k; ++p) {
-      const T a = A[i * k + p];
-      const T* b = B + p * n;
-      for (int64_t q = 0; q < n; ++q) c[q] = mul_add(c[q], a, b[q]);
+    ordered::gemm(m, n, k, A, k, 1, B, n, 1, C, n, 1);
+  } else {
+    for (int64_t i = 0; i < m; ++i) {
+      T* c = C + i * n;
+      for (int64_t q = 0; q < n; ++q) c[q] = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const T a = A[i * k + p];
+        const T* b = B + p * n;
+        for (int64_t q = 0; q < n; ++q) c[q] = wrap_add(c[q], wrap_mul(a, b[q]));
+      }
     }
   }
 }
@@ -119,27 +97,28 @@ template <class T>
 bool dot_impl(const KernelCall& c) {
   const ArgView &vx = c.args[0], &vy = c.args[1];
   const int64_t k = vx.type->shape[0];
-  // Four lanes at a time, each summed in its own order as below: four
-  // independent chains of dependent adds instead of one.
-  int64_t j = 0;
-  for (; j + 4 <= c.n; j += 4) {
-    const T* x[4];
-    const T* y[4];
-    T acc[4] = {0, 0, 0, 0};
-    for (int i = 0; i < 4; ++i) {
-      x[i] = lane_in<T>(vx, j + i, k);
-      y[i] = lane_in<T>(vy, j + i, k);
+  if constexpr (std::is_floating_point_v<T>) {
+    // Four lanes at a time (four chains that overlap), each its own chain.
+    for (int64_t j = 0; j < c.n; j += 4) {
+      const int lanes = c.n - j < 4 ? static_cast<int>(c.n - j) : 4;
+      const T* x[4];
+      const T* y[4];
+      T acc[4];
+      for (int i = 0; i < lanes; ++i) {
+        x[i] = lane_in<T>(vx, j + i, k);
+        y[i] = lane_in<T>(vy, j + i, k);
+      }
+      ordered::dots(lanes, k, x, y, acc);
+      for (int i = 0; i < lanes; ++i) *lane_out<T>(c.outs[0], j + i, 1) = acc[i];
     }
-    for (int64_t p = 0; p < k; ++p)
-      for (int i = 0; i < 4; ++i) acc[i] = mul_add(acc[i], x[i][p], y[i][p]);
-    for (int i = 0; i < 4; ++i) *lane_out<T>(c.outs[0], j + i, 1) = acc[i];
-  }
-  for (; j < c.n; ++j) {
-    const T* x = lane_in<T>(vx, j, k);
-    const T* y = lane_in<T>(vy, j, k);
-    T acc = 0;
-    for (int64_t p = 0; p < k; ++p) acc = mul_add(acc, x[p], y[p]);
-    *lane_out<T>(c.outs[0], j, 1) = acc;
+  } else {
+    for (int64_t j = 0; j < c.n; ++j) {
+      const T* x = lane_in<T>(vx, j, k);
+      const T* y = lane_in<T>(vy, j, k);
+      T acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc = wrap_add(acc, wrap_mul(x[p], y[p]));
+      *lane_out<T>(c.outs[0], j, 1) = acc;
+    }
   }
   return true;
 }
@@ -151,16 +130,11 @@ bool matvec_impl(const KernelCall& c) {
   const int64_t n = c.n, m = va.type->shape[0], k = va.type->shape[1];
   if (n == 0 || m == 0) return true;
   if constexpr (std::is_floating_point_v<T>) {
-    if (va.access == Access::Shared && vx.access != Access::Shared && blas_size_ok({n, m, k})) {
-      // Y[n, m] = X[n, k] * A^T: every lane in one GEMM.
+    if (va.access == Access::Shared && vx.access != Access::Shared) {
+      // Y[n, m] = X[n, k] * A^T: every lane in one product.
       const T* X = dense_lanes<T>(vx, n, k, 0);
       T* Y = dense_target<T>(vo, c.args, 2, n, m, 1);
-      const T* A = static_cast<const T*>(va.data);
-      bool done = false;
-      if constexpr (std::is_same_v<T, double>)  // small A, AVX-512: our own kernel
-        done = small_gemm_fits(m, k) &&
-               small_gemm_nt(n, m, k, X, k, A, k, Y, m, scratch<T>(2, k * ((m + 31) / 32 * 32)));
-      if (!done) gemm(false, true, n, m, k, X, k, A, k, Y, m);
+      ordered::gemm(n, m, k, X, k, 1, static_cast<const T*>(va.data), 1, k, Y, m, 1);
       scatter(vo, Y, n, m);
       return true;
     }
@@ -181,8 +155,8 @@ bool matmul_impl(const KernelCall& c) {
   const int64_t Ea = m * k, Eb = k * q, Ec = m * q;
   if (n == 0 || Ec == 0) return true;
   if constexpr (std::is_floating_point_v<T>) {
-    if (va.access == Access::Shared && vb.access != Access::Shared && blas_size_ok({m, k, n * q})) {
-      // C' = A * B' with B' = [B_0 | B_1 | ...] (k x n*q): pack, one GEMM, unpack.
+    if (va.access == Access::Shared && vb.access != Access::Shared) {
+      // C' = A * B' with B' = [B_0 | B_1 | ...] (k x n*q): pack, one product, unpack.
       const int64_t wide = n * q;
       T* Bp = scratch<T>(0, k * wide);
       for (int64_t j = 0; j < n; ++j) {
@@ -191,7 +165,7 @@ bool matmul_impl(const KernelCall& c) {
           std::memcpy(Bp + p * wide + j * q, b + p * q, static_cast<size_t>(q) * sizeof(T));
       }
       T* Cp = scratch<T>(1, m * wide);
-      gemm(false, false, m, wide, k, static_cast<const T*>(va.data), k, Bp, wide, Cp, wide);
+      ordered::gemm(m, wide, k, static_cast<const T*>(va.data), k, 1, Bp, wide, 1, Cp, wide, 1);
       for (int64_t j = 0; j < n; ++j) {
         T* out = lane_out<T>(vo, j, Ec);
         for (int64_t i = 0; i < m; ++i)
@@ -199,11 +173,11 @@ bool matmul_impl(const KernelCall& c) {
       }
       return true;
     }
-    if (vb.access == Access::Shared && va.access != Access::Shared && blas_size_ok({n * m, q, k})) {
+    if (vb.access == Access::Shared && va.access != Access::Shared) {
       // The lanes' A stacked are one [n*m, k] matrix: C' = A' * B.
       const T* Ap = dense_lanes<T>(va, n, Ea, 0);
       T* Cp = dense_target<T>(vo, c.args, 2, n, Ec, 1);
-      gemm(false, false, n * m, q, k, Ap, k, static_cast<const T*>(vb.data), q, Cp, q);
+      ordered::gemm(n * m, q, k, Ap, k, 1, static_cast<const T*>(vb.data), q, 1, Cp, q, 1);
       scatter(vo, Cp, n, Ec);
       return true;
     }

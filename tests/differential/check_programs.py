@@ -8,7 +8,10 @@ sizes 1, 7, 64 and 1000, inputs come from gen_inputs.py with fixed seeds, and
     autobatch lower P > L.ab; autobatch run L.ab --vm reference | --vm stack
 
 must print the same outputs as `--vm reference` (parsed JSON; integers, booleans and
-floats exactly, except a relative 1e-12 on floats for the programs in FLOAT_TOLERANT).
+floats exactly). Programs with matrix products (matvec, matmul, dot) also run on 2, 3
+and 7 OS threads (--threads), which cut the batch into shards of other sizes (a shard
+of one thread among them), and on chunks of 5 lanes (--lanes 5): a thread's product
+must round the same whatever it is batched with.
 One line per mismatch with the commands to reproduce it (the inputs and lowered
 programs stay in --workdir), then `N passed, M failed`; exit 1 on any failure.
 
@@ -27,21 +30,18 @@ import gen_inputs  # noqa: E402
 BATCHES = [1, 7, 64, 1000]
 SEED = 20240601
 
-# Programs whose float results may differ by rounding between the VMs, with the
-# reason. Only matrix kernels (matvec/matmul/dot) qualify: a batched VM may do them
-# as one blocked GEMM over the threads, whose summation order differs from the
-# per-thread product (docs/language.md, "Reference semantics"). Everything else must agree bit for
-# bit.
-FLOAT_TOLERANT = {
-    "linalg": "matvec of a 3x3 matrix and dot (a batched GEMM may sum in another order)",
-    "power_iteration": "matvec on a shared matrix is one GEMM in the batched VMs",
-    "nuts": "matvec on the shared precision matrix is one GEMM in the batched VMs",
-    "leapfrog_matrix": "matvec on the shared matrix is one GEMM in the batched VMs",
-    "metropolis": "matvec on the shared data matrix is one GEMM in the batched VMs",
-    "nuts_gauss": "matvec on the shared precision matrix is one GEMM in the batched VMs",
-}
-REL_TOL = 1e-12
+# Every product sums each element as one fma chain in index order, whatever the
+# batch (src/vm/ordered_linalg.h): so these programs must agree bit for bit too,
+# also when the batch is split over OS threads.
+THREAD_CONFIGS = ["stack+threads-2", "stack+threads-3", "stack+threads-7", "stackless+threads-3",
+                  "stack+lanes-5"]
 MATRIX_OPS = ("matvec(", "matmul(", "dot(")
+
+
+def configs_for(path):
+    with open(path) as f:
+        text = f.read()
+    return common.CONFIGS + (THREAD_CONFIGS if any(op in text for op in MATRIX_OPS) else [])
 
 
 def main(argv=None):
@@ -66,12 +66,6 @@ def main(argv=None):
         print("error: %s" % e)
         print("0 passed, 1 failed")
         return 1
-    for name in FLOAT_TOLERANT:
-        path = os.path.join(a.programs, name + ".ab")
-        if not os.path.isfile(path) or not any(op in open(path).read() for op in MATRIX_OPS):
-            print("error: FLOAT_TOLERANT lists %s, which is not a program using %s"
-                  % (name, "/".join(o[:-1] for o in MATRIX_OPS)))
-            return 1
 
     paths = gen_inputs.program_paths(a.programs)
     if a.only:
@@ -101,7 +95,7 @@ def main(argv=None):
         runs = {}
         for case in cases:
             name, path, entry, lowered, inputs, batch = case
-            for config in common.CONFIGS:
+            for config in configs_for(path):
                 if config.startswith("lowered/") and name in lower_fail:
                     continue
                 cmd = common.run_cmd(ab, config, path, lowered, entry, inputs, batch)
@@ -122,14 +116,14 @@ def main(argv=None):
                 print("     reproduce: %s" % common.reproduce(ab, "reference", rel(path), rel(lowered),
                                                                entry, rel(inputs), batch))
                 continue
-            for config in common.CONFIGS[1:]:
+            for config in configs_for(path)[1:]:
                 if config.startswith("lowered/") and name in lower_fail:
                     why = lower_fail[name]
                 else:
                     got = runs[(name, batch, config)].result()
                     if common.FALLBACK_NOTE in got.err:
                         fallbacks.add(config)
-                    why = common.compare_procs(ref, got, REL_TOL if name in FLOAT_TOLERANT else 0.0)
+                    why = common.compare_procs(ref, got, 0.0)
                 if why is None:
                     passed += 1
                     if a.verbose:

@@ -40,7 +40,9 @@ CONFIGS = ["reference", "stack", "stackless", "lowered/reference", "lowered/stac
 
 # The flags of a configuration's `+mode` suffixes.
 MODE_FLAGS = {"jit-off": ["--jit", "off"], "min-pc": ["--schedule", "min-pc"],
-              "jit-wait": ["--jit", "wait"]}
+              "jit-wait": ["--jit", "wait"], "threads-2": ["--threads", "2"],
+              "threads-3": ["--threads", "3"], "threads-7": ["--threads", "7"],
+              "lanes-5": ["--lanes", "5"]}
 
 
 def split_config(config):

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "kernel_harness.h"
-#include "vm/small_gemm.h"
+#include "vm/ordered_linalg.h"
 
 using namespace ab;
 using namespace ab::test;
@@ -270,37 +270,108 @@ TEST_CASE("linear algebra with empty dimensions") {
   CHECK(d.out<double>() == std::vector<double>{0});
 }
 
-// The small-matrix GEMM (vm/small_gemm.h) on every tile shape: lane counts
-// around its six-lane tiles, widths around its 32-column tiles (masked
-// stores: nothing past a row's end is written), depths 1 to 64, row strides
-// wider than the rows. Against the naive loop; on a host without AVX-512 it
-// declines and the test only checks that.
-TEST_CASE("small GEMM: every tile shape against the naive loop; declines when too large") {
-  CHECK_FALSE(kern::small_gemm_fits(65, 64));
-  CHECK_FALSE(kern::small_gemm_fits(0, 8));
-  if (!kern::small_gemm_fits(8, 8)) return;  // no AVX-512 here
-  for (int64_t n : {1, 5, 6, 7, 13, 256})
-    for (int64_t m : {1, 7, 8, 9, 31, 32, 33, 64})
-      for (int64_t k : {1, 3, 64}) {
-        CAPTURE(n);
-        CAPTURE(m);
-        CAPTURE(k);
-        const int64_t ldx = k + 2, lda = k + 1, ldy = m + 3;
-        auto X = values(n * ldx, 0.3), A = values(m * lda, 1.1);
-        std::vector<double> Y(n * ldy, 42.0), pack(k * ((m + 31) / 32 * 32));
-        REQUIRE(kern::small_gemm_nt(n, m, k, X.data(), ldx, A.data(), lda, Y.data(), ldy,
-                                    pack.data()));
-        double worst = 0;
-        bool untouched = true;
-        for (int64_t i = 0; i < n; ++i) {
-          for (int64_t j = 0; j < m; ++j) {
-            double want = 0;
-            for (int64_t p = 0; p < k; ++p) want += X[i * ldx + p] * A[j * lda + p];
-            worst = std::max(worst, std::abs(Y[i * ldy + j] - want) / (1 + std::abs(want)));
-          }
-          for (int64_t j = m; j < ldy; ++j) untouched = untouched && Y[i * ldy + j] == 42.0;
+// The ordered products (vm/ordered_linalg.h): every element is one fma
+// chain in index order, so each must equal that chain computed plainly, to
+// the last bit, on every instruction set the host has, for every tile shape
+// (rows around the tiles' 4, 6 and 8; columns around the vectors' 4, 8, 12,
+// 16, 32 and 64; depths across the 256-deep blocks), transposed operands and
+// results, and either orientation the product may pick.
+template <class T>
+T chain(int64_t K, const T* a, int64_t sa, const T* b, int64_t sb) {
+  T acc = 0;
+  for (int64_t p = 0; p < K; ++p) acc = std::fma(a[p * sa], b[p * sb], acc);
+  return acc;
+}
+
+template <class T>
+void check_ordered_gemm() {
+  for (int64_t M : {1, 3, 6, 7, 13, 64})
+    for (int64_t N : {1, 4, 5, 9, 12, 17, 32, 33, 70})
+      for (int64_t K : {1, 7, 255, 257, 600})
+        for (int layout = 0; layout < 4; ++layout) {
+          CAPTURE(M);
+          CAPTURE(N);
+          CAPTURE(K);
+          CAPTURE(layout);
+          const bool ta = layout & 1, tc = layout & 2;
+          // A [M, K] (or stored transposed), B [K, N], C [M, N] (or transposed),
+          // each with a padded leading dimension.
+          const int64_t lda = (ta ? M : K) + 3, ldb = N + 2, ldc = (tc ? M : N) + 1;
+          std::vector<T> A((ta ? K : M) * lda), B(K * ldb), C((tc ? N : M) * ldc, T(42));
+          for (size_t i = 0; i < A.size(); ++i) A[i] = T(std::sin(0.3 + 0.77 * double(i)));
+          for (size_t i = 0; i < B.size(); ++i) B[i] = T(std::cos(1.1 + 0.31 * double(i)));
+          const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
+          const int64_t rsc = tc ? 1 : ldc, csc = tc ? ldc : 1;
+          kern::ordered::gemm<T>(M, N, K, A.data(), rsa, csa, B.data(), ldb, 1, C.data(), rsc,
+                                 csc);
+          int64_t wrong = 0;
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j)
+              wrong += C[i * rsc + j * csc] != chain<T>(K, A.data() + i * rsa, csa, B.data() + j, ldb);
+          CHECK(wrong == 0);
+          int64_t touched = 0;  // the padding of C is left alone
+          for (int64_t r = 0; r < (tc ? N : M); ++r)
+            touched += C[r * ldc + (tc ? M : N)] != T(42);
+          CHECK(touched == 0);
         }
-        CHECK(worst <= 1e-13);
-        CHECK(untouched);
+}
+
+TEST_CASE("ordered products: each element is its fma chain, on every instruction set") {
+  const std::string host = kern::ordered::isa();
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    if (!kern::ordered::use_isa(isa)) continue;
+    CAPTURE(isa);
+    check_ordered_gemm<double>();
+    check_ordered_gemm<float>();
+    for (int64_t m : {1, 7, 8, 9, 30})
+      for (int64_t k : {0, 1, 5, 300}) {
+        std::vector<double> A(m * (k + 1)), x(k + 1), y(m, 42.0);
+        for (size_t i = 0; i < A.size(); ++i) A[i] = std::sin(0.1 * double(i));
+        for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.2 * double(i));
+        kern::ordered::gemv<double>(m, k, A.data(), k + 1, x.data(), y.data());
+        for (int64_t i = 0; i < m; ++i)
+          CHECK(y[i] == chain<double>(k, A.data() + i * (k + 1), 1, x.data(), 1));
       }
+    for (int n = 1; n <= 4; ++n) {
+      std::vector<float> a(100 * n), b(100 * n);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = float(std::sin(0.5 * double(i))), b[i] = 0.25f + float(i % 7);
+      const float* xs[4];
+      const float* ys[4];
+      float out[4];
+      for (int i = 0; i < n; ++i) xs[i] = a.data() + 100 * i, ys[i] = b.data() + 100 * i;
+      kern::ordered::dots<float>(n, 100, xs, ys, out);
+      for (int i = 0; i < n; ++i) CHECK(out[i] == chain<float>(100, xs[i], 1, ys[i], 1));
+    }
+  }
+  CHECK(kern::ordered::use_isa(host.c_str()));
+  CHECK_FALSE(kern::ordered::use_isa("sse9"));
+}
+
+// A thread's product is the same bits whichever threads it is batched with:
+// lane j of a batch of n (n = 1 .. 9, 64 and 301, shared matrix, through the
+// kernels) equals the same lane computed alone and computed per lane.
+TEST_CASE("linalg kernels: a lane's result does not depend on the batch it is in") {
+  const int64_t m = 37, k = 300, q = 3;
+  const auto A = values(m * k, 0.9);
+  const auto X = values(301 * k, 0.2);
+  const auto Bm = values(301 * k * q, 0.4);
+  for (int64_t n : {1, 2, 3, 7, 9, 64, 301}) {
+    CAPTURE(n);
+    std::vector<double> xs(X.begin(), X.begin() + n * k), bs(Bm.begin(), Bm.begin() + n * k * q);
+    auto mv = run(PrimId::Matvec, n, {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), xs)});
+    auto mm = run(PrimId::Matmul, n,
+                  {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k, q}), bs)});
+    for (int64_t j = 0; j < n; j += (n > 9 ? 17 : 1)) {
+      std::vector<double> x1(X.begin() + j * k, X.begin() + (j + 1) * k);
+      std::vector<double> b1(Bm.begin() + j * k * q, Bm.begin() + (j + 1) * k * q);
+      auto alone = run(PrimId::Matvec, 1, {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), x1)});
+      auto lane = run(PrimId::Matvec, 1, {dense(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), x1)});
+      auto mm1 = run(PrimId::Matmul, 1, {dense(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k, q}), b1)});
+      const auto got = mv.out<double>(), got_mm = mm.out<double>();
+      CHECK(std::vector<double>(got.begin() + j * m, got.begin() + (j + 1) * m) == alone.out<double>());
+      CHECK(alone.out<double>() == lane.out<double>());
+      CHECK(std::vector<double>(got_mm.begin() + j * m * q, got_mm.begin() + (j + 1) * m * q) ==
+            mm1.out<double>());
+    }
+  }
 }
