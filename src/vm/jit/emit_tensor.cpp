@@ -1,6 +1,7 @@
-// Ops on tensors in the gather form (jit.h, Slot::tensor): one lane's
+// Ops on tensors (jit.h, Slot::tensor) in the gather form: one lane's
 // events, read and written in memory at base[s] + the lane's slot times the
-// event's elements. An elementwise primitive runs Gen::scalar_op on each
+// event's elements (in the dense form, get and size read a per-thread
+// tensor through the event address its window holds for each lane). An elementwise primitive runs Gen::scalar_op on each
 // element, so it computes exactly what the scalar code and the kernels
 // compute; NumPy broadcasting maps each result element to the operand's.
 // Copies, reshape, get, set and size move elements as the kernels of
@@ -16,6 +17,12 @@ using namespace llvm;
 // Where the current lane's event of slot s starts.
 Value* Gen::event(int32_t s) {
   const Slot& sl = seg_->slots[s];
+  if (dense_ && sl.kind == SlotKind::Thread) {
+    // The dense form's window holds each lane's event address (read only).
+    LoadInst* a = b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), ptr_[s], lane_));
+    tag(a, static_cast<size_t>(s));
+    return b_.CreateIntToPtr(a, PointerType::get(ctx_, 0));
+  }
   Value* i = sl.kind == SlotKind::Shared   ? b_.getInt64(0)
              : sl.kind == SlotKind::Thread ? slot_index_
                                            : lane_;

@@ -15,6 +15,8 @@
 //   stays in the block. This is the body of a persistent loop (a block that
 //   branches back to itself); with masks instead of branches and no
 //   aliasing between slots, LLVM vectorises it (AVX2 where the host has it).
+//   A Thread slot with `tensor` set is read only (get, size): its dense
+//   array holds each lane's event address (the VM's per-thread tensor).
 // A third form takes a whole block that is not a loop, pushes, pops and
 // terminator included (BlockFn, below): recursion's short blocks.
 //
@@ -57,9 +59,10 @@ struct Slot {
   DType dtype = DType::I64;
   SlotKind kind = SlotKind::Thread;
   bool keep = true;  // a Scratch slot written here that is read after the segment
-  // Gather form only: a tensor of this event shape (C order). Its lanes'
-  // events are base[s][i * elems ...]; compiled code reads and writes them
-  // in memory, never in registers.
+  // A tensor of this event shape (C order). Gather form: its lanes' events
+  // are base[s][i * elems ...]; compiled code reads and writes them in
+  // memory, never in registers. Dense form: read only (get, size), a Thread
+  // slot's dense array holding each lane's event address.
   bool tensor = false;
   std::vector<int64_t> shape;
   int64_t elems() const {

@@ -412,6 +412,40 @@ std::string StackVM::per_lane_blocker(const Op& op) const {
   return name + " on " + (types.empty() ? std::string("no operands") : types) + " is not compiled";
 }
 
+// An op a dense loop body compiles although it reads a tensor: get (one
+// element, by a per-thread index) or size of a tensor that nothing in the
+// block writes (an input, a variable set before the loop, a literal). The
+// body reads the element in place through the lane's event address (the
+// window holds addresses, not copies); a bad index raises the body's flag,
+// and the interpreter reruns that iteration and reports it.
+bool StackVM::dense_read(const Op& op, const CBlock& cb) const {
+  if (op.kind != Op::Kind::Kernel || op.shared || op.outs.size() != 1) return false;
+  if (op.prim != PrimId::Get && op.prim != PrimId::Size) return false;
+  const int32_t out = op.outs[0].leaf;
+  if (!scalar_leaf(out) || leaves_[out].shared || leaves_[out].full()) return false;
+  auto type = [&](const Ref& r) -> const TensorType& {
+    return r.constant >= 0 ? constants_[r.constant].type : leaves_[r.leaf].type;
+  };
+  const Ref& x = op.args[0];
+  if (type(x).shape.empty()) return false;
+  if (x.constant < 0) {
+    const Leaf& l = leaves_[x.leaf];
+    if (l.in_scratch() || l.ebytes == 0) return false;
+    for (const auto& other : cb.ops) {
+      for (const auto& o : other.outs)
+        if (o.leaf == x.leaf) return false;
+      for (int32_t p : other.pops)
+        if (p == x.leaf) return false;
+    }
+  }
+  for (size_t a = 1; a < op.args.size(); ++a)
+    if (op.args[a].constant >= 0 ? !type(op.args[a]).shape.empty() : !scalar_leaf(op.args[a].leaf))
+      return false;
+  std::vector<TensorType> args;
+  for (const auto& a : op.args) args.push_back(type(a));
+  return jit::supported_tensor(op.prim, args, leaves_[out].type);
+}
+
 // The runs of block bi's compilable ops long enough to compile (ops [first,
 // last) and the full variables each pushes; not yet compiled).
 std::vector<Seg> StackVM::find_segments(uint32_t bi) const {
@@ -486,7 +520,7 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
     if (!scalar_leaf(cb.cond)) f.dense_blocker = "its condition is not a scalar";
     for (const auto& op : cb.ops) {
       if (op.shared || !f.dense_blocker.empty()) continue;
-      if (!compilable(op)) f.dense_blocker = per_lane_blocker(op);
+      if (!compilable(op) && !dense_read(op, cb)) f.dense_blocker = per_lane_blocker(op);
       for (const auto& o : op.outs)
         if (leaves_[o.leaf].full() && !o.in_place && f.dense_blocker.empty())
           f.dense_blocker = "it pushes the stack of '" + leaves_[o.leaf].var + "'";
@@ -781,7 +815,11 @@ void StackVM::install_code(const std::shared_ptr<const jit::Code>& code, const s
     d.copies = seg.copies;
     d.slot_leaf = w.dense_slots[k];
     d.kind.clear();
-    for (size_t s = 0; s < seg.slots.size(); ++s) d.kind.push_back(seg.slots[s].kind);
+    d.tensor.clear();
+    for (size_t s = 0; s < seg.slots.size(); ++s) {
+      d.kind.push_back(seg.slots[s].kind);
+      d.tensor.push_back(seg.slots[s].tensor && seg.slots[s].kind == jit::SlotKind::Thread);
+    }
     d.written.assign(d.slot_leaf.size(), false);
     d.may_fail = false;
     for (const auto& f : seg.ops) {

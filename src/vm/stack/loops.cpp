@@ -80,10 +80,17 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     const int32_t l = d.slot_leaf[s];
     dense_base_[s] = d.kind[s] == jit::SlotKind::Thread ? static_cast<void*>(dense_[s].data())
                      : l == kFirstThreadLeaf            ? thread_operand(l)
+                     : l <= kConstLeaf  // a tensor literal
+                         ? static_cast<void*>(constants_[kConstLeaf - l].data.data())
                      : d.kind[s] == jit::SlotKind::Scratch
                          ? static_cast<void*>(leaves_[l].scratch.data())
                          : static_cast<void*>(leaves_[l].top.data());
   }
+  // A tensor slot's value for thread t: the address of its event.
+  auto event_address = [&](size_t s, uint32_t t) {
+    const Leaf& l = leaves_[d.slot_leaf[s]];
+    return reinterpret_cast<uint64_t>(l.top.data() + static_cast<size_t>(t) * l.ebytes);
+  };
   int64_t m = 0, active = 0, next = 0;  // window size, lanes still looping, idx[next..n) waiting
   // Threads waiting join the window at its end.
   auto fill = [&] {
@@ -94,6 +101,10 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     std::fill(active_ + m, active_ + m + k, 1);
     for (size_t s = 0; s < ns; ++s) {
       if (d.kind[s] != jit::SlotKind::Thread) continue;
+      if (d.tensor[s]) {  // the events' addresses
+        for (int64_t j = 0; j < k; ++j) dense_[s][m + j] = event_address(s, in[j]);
+        continue;
+      }
       const auto top_s = tops(s);  // not a structured binding: clang 15 cannot capture one
       by_size(top_s.second, [&](auto z) {
         using T = decltype(z);
@@ -130,6 +141,12 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     }
     for (size_t s = 0; s < ns; ++s) {
       if (d.kind[s] != jit::SlotKind::Thread) continue;
+      if (d.tensor[s]) {  // never written: refilled and moved only
+        uint64_t* v = dense_[s].data();
+        for (int64_t k = 0; k < r; ++k) v[out[k]] = event_address(s, in[k]);
+        for (int64_t k = first; k < w; ++k) v[k] = v[keep[k]];
+        continue;
+      }
       const auto top_s = tops(s);
       by_size(top_s.second, [&](auto z) {
         using T = decltype(z);

@@ -118,6 +118,9 @@ struct DenseLoop {
   std::vector<int32_t> slot_leaf;  // per slot: its leaf
   std::vector<jit::SlotKind> kind;
   std::vector<bool> written;
+  // Per slot: a per-thread tensor the body reads by index (get, size): its
+  // dense array holds each window lane's event address, not a value.
+  std::vector<bool> tensor;
   bool may_fail = false;
 };
 
@@ -364,6 +367,7 @@ class StackVM {
   SegForm seg_form(const Op& op) const;
   bool op_may_fail(const Op& op) const;
   std::string per_lane_blocker(const Op& op) const;
+  bool dense_read(const Op& op, const CBlock& cb) const;
   static int64_t seg_call(void* ctx, const uint32_t* idx, int64_t n);
   jit::Segment make_segment(uint32_t bi, size_t first, size_t last, bool dense,
                             std::vector<int32_t>& slot_leaf,
