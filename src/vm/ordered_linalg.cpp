@@ -51,6 +51,10 @@ struct Ops {
   static void store(T* p, V v) { *p = v; }
   static V set1(T x) { return x; }
   static V fma(V a, V b, V c) { return std::fma(a, b, c); }
+  static V load_n(const T* p, int k) { return k ? *p : T(0); }
+  static void store_n(T* p, V v, int k) {
+    if (k) *p = v;
+  }
 };
 constexpr int kRowsWide = 4, kVecsWide = 4, kRowsNarrow = 4;
 #include "vm/ordered_linalg_isa.inc"
@@ -73,6 +77,11 @@ struct Ops<double> {
   AB_OP void store(double* p, V v) { _mm256_storeu_pd(p, v); }
   AB_OP V set1(double x) { return _mm256_set1_pd(x); }
   AB_OP V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  AB_OP __m256i mask(int k) {
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(k), _mm256_setr_epi64x(0, 1, 2, 3));
+  }
+  AB_OP V load_n(const double* p, int k) { return _mm256_maskload_pd(p, mask(k)); }
+  AB_OP void store_n(double* p, V v, int k) { _mm256_maskstore_pd(p, mask(k), v); }
 };
 template <>
 struct Ops<float> {
@@ -83,6 +92,11 @@ struct Ops<float> {
   AB_OP void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   AB_OP V set1(float x) { return _mm256_set1_ps(x); }
   AB_OP V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  AB_OP __m256i mask(int k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  AB_OP V load_n(const float* p, int k) { return _mm256_maskload_ps(p, mask(k)); }
+  AB_OP void store_n(float* p, V v, int k) { _mm256_maskstore_ps(p, mask(k), v); }
 };
 // 16 registers: 4 x 3 accumulators, 3 of B, 1 broadcast.
 constexpr int kRowsWide = 4, kVecsWide = 3, kRowsNarrow = 8;
@@ -106,6 +120,9 @@ struct Ops<double> {
   AB_OP void store(double* p, V v) { _mm512_storeu_pd(p, v); }
   AB_OP V set1(double x) { return _mm512_set1_pd(x); }
   AB_OP V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  AB_OP __mmask8 mask(int k) { return static_cast<__mmask8>((1u << k) - 1); }
+  AB_OP V load_n(const double* p, int k) { return _mm512_maskz_loadu_pd(mask(k), p); }
+  AB_OP void store_n(double* p, V v, int k) { _mm512_mask_storeu_pd(p, mask(k), v); }
 };
 template <>
 struct Ops<float> {
@@ -116,6 +133,9 @@ struct Ops<float> {
   AB_OP void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   AB_OP V set1(float x) { return _mm512_set1_ps(x); }
   AB_OP V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  AB_OP __mmask16 mask(int k) { return static_cast<__mmask16>((1u << k) - 1); }
+  AB_OP V load_n(const float* p, int k) { return _mm512_maskz_loadu_ps(mask(k), p); }
+  AB_OP void store_n(float* p, V v, int k) { _mm512_mask_storeu_ps(p, mask(k), v); }
 };
 // 32 registers: 6 x 4 accumulators, 4 of B, 1 broadcast.
 constexpr int kRowsWide = 6, kVecsWide = 4, kRowsNarrow = 8;
