@@ -42,11 +42,12 @@
 #include "ir/ir.h"
 #include "ir/type.h"
 #include "passes/infer_types.h"
+#include "vm/tuning.h"
 
 namespace ab {
 
-constexpr size_t kMaxArm = 16;
-constexpr size_t kMaxHeader = 8;
+constexpr size_t kMaxArm = static_cast<size_t>(kTuning.if_convert_arm);
+constexpr size_t kMaxHeader = static_cast<size_t>(kTuning.if_convert_header);
 
 // `var_types`: the inferred type of each variable of `f` (as in
 // FunctionTypes::vars); unknown variables are treated conservatively.

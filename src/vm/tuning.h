@@ -1,7 +1,9 @@
-// The stack VM's tuning constants, in one place: sizes and thresholds that
-// trade speed against memory, compile time or responsiveness. None changes
-// what a program computes; the planner's cost rule (vm/stack/plan.h) and the
-// run loop read them from kTuning.
+// The tuning constants, in one place: sizes and thresholds that trade speed
+// against memory, compile time or responsiveness. None changes what a
+// program computes; the planner's cost rule (vm/stack/plan.h), the run loop,
+// the JIT and the passes that shape blocks for batching read them from
+// kTuning. (The matrix products' tiles, src/vm/ordered_linalg_isa.inc, are
+// fixed by the vector registers, not tuned.)
 #pragma once
 #include <cstdint>
 
@@ -67,6 +69,22 @@ struct Tuning {
   int64_t lane_bytes_min = 256;
   int64_t lane_bytes_budget = int64_t{1} << 20;
   int64_t min_auto_lanes = 256;
+  // How many ops a random primitive counts as when a dense body's length
+  // picks its copies: some sixty instructions of Philox (or a call), so its
+  // loop is not copied (copies cost compile time and gain nothing on so
+  // long a body).
+  int32_t random_op_weight = 16;
+  // The chain copies a callee's first blocks for each call site (fib's
+  // `n <= 1` returns straight to its caller) when they are at most this
+  // many blocks and instructions.
+  int64_t chain_copy_blocks = 4;
+  int64_t chain_copy_ops = 32;
+  // if_convert (passes/if_convert.h): at most this many instructions per
+  // arm of a branch turned into selects, and in a loop header rotated into
+  // its latch (both arms run for every thread: longer arms cost more than
+  // the divergence they remove).
+  int64_t if_convert_arm = 16;
+  int64_t if_convert_header = 8;
 };
 
 inline constexpr Tuning kTuning{};

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "vm/jit/gen.h"
+#include "vm/tuning.h"
 
 namespace ab::jit::detail {
 
@@ -14,9 +15,9 @@ using namespace llvm;
 namespace {
 
 // The chain copies a callee's first blocks for each call site when they are
-// at most this many blocks and instructions (see Gen::chain).
-constexpr size_t kCopyBlocks = 4;
-constexpr size_t kCopyOps = 32;
+// at most this many blocks and instructions (see Gen::chain; vm/tuning.h).
+constexpr size_t kCopyBlocks = static_cast<size_t>(kTuning.chain_copy_blocks);
+constexpr size_t kCopyOps = static_cast<size_t>(kTuning.chain_copy_ops);
 
 }  // namespace
 

@@ -530,11 +530,9 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
       c.dense = make_segment(bi, 0, cb.ops.size(), true, c.dense_slots);
       f.dense_fail_op = failing_op(c.dense);
       f.dense_fails = !f.dense_fail_op.empty();
-      // A random primitive is some sixty instructions of Philox (or a call):
-      // it weighs as 16 ops, so that its loop is not copied (the copies cost
-      // compile time and gain nothing on so long a body).
+      // A random primitive weighs as Tuning::random_op_weight ops.
       size_t weight = 0;
-      for (const auto& op : c.dense.ops) weight += !op.copy && prim_random(op.prim) ? 16 : 1;
+      for (const auto& op : c.dense.ops) weight += !op.copy && prim_random(op.prim) ? kTuning.random_op_weight : 1;
       f.dense_copies = f.dense_fails ? 1 : loop_copies(weight);
       c.dense.copies = f.dense_copies;
     }
