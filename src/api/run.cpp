@@ -534,6 +534,10 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         // threads take every core there is none: the run compiles first (the
         // first shard compiles, the others wait for its code), as jit_wait.
         ro.jit_wait = o.jit_wait || workers >= cores;
+        if (!o.jit_wait && workers >= cores)
+          ro.jit_wait_why = "its " + std::to_string(workers) + " OS thread" +
+                            (workers > 1 ? "s take" : " takes") + " every core (" +
+                            std::to_string(cores) + "), leaving none to compile on meanwhile";
         ro.persistent = o.schedule == "persistent";
         ro.lanes = o.lanes > 0 ? o.lanes / workers + (w < o.lanes % workers ? 1 : 0) : 0;
         ro.first_thread = o.first_thread + s.start;

@@ -50,6 +50,10 @@ struct RunOptions {
   // RunOptions::jit_wait (default false); here the default is true, so that
   // the JIT's tests run compiled code from the first step.
   bool jit_wait = true;
+  // Why jit_wait is set, for the plan's reasons ("" when the caller asked
+  // for it, or for tests): e.g. that the run's OS threads take every core,
+  // leaving none to compile on in the background.
+  std::string jit_wait_why;
   // Tests only, tiered runs: switch at the first step boundary at or after
   // this step (waiting for the code there, or holding back code that is
   // ready), not when the code is ready: a switch mid-run at a step that

@@ -4,7 +4,9 @@
 // -v log).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -483,4 +485,32 @@ TEST_CASE("ops: each primitive's effects, speculation and compilation") {
     CHECK(!o.speculate.empty());
     CHECK(!o.compiles.empty());
   }
+}
+
+// A run whose OS threads take every core compiles first (no core is left to
+// compile on in the background) and says so in every compiled block's reason.
+TEST_CASE("plan: a run on every core compiles first and says why") {
+  if (!ab::jit::available()) return;
+  auto p = autobatch::compile(R"(func f(n: i64) -> i64 {
+  s = 0
+  while n > 0 {
+    s = s + n
+    n = n - 1
+  }
+  return s
+}
+)");
+  REQUIRE_MESSAGE(p, p.rendered());
+  std::vector<int64_t> n(4096, 3);
+  autobatch::RunOptions o;
+  o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto r = p->run({autobatch::ArrayView::of(n.data(), static_cast<int64_t>(n.size()))}, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  int said = 0, compiled = 0;
+  for (const auto& e : r.execution) {
+    compiled += e.mode != "interpreted";
+    said += has(e.reason, "take every core") || has(e.reason, "takes every core");
+  }
+  CHECK(compiled > 0);
+  CHECK(said == compiled);
 }

@@ -117,6 +117,11 @@ RunResult StackVM::run() {
                               ")";
       for (BlockPlan& bp : report)
         if (bp.mode != ExecMode::Interpreted) bp.reason += why;
+    } else if (code_ && !opt_.jit_wait_why.empty()) {
+      // Compiled first, not tiered, by the run's own rule (api/run.cpp).
+      for (BlockPlan& bp : report)
+        if (bp.mode != ExecMode::Interpreted)
+          bp.reason += "; compiled before the run: " + opt_.jit_wait_why;
     }
     res.execution = execution_report(names, locs, report);
   }
