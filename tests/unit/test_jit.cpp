@@ -67,6 +67,21 @@ RunOptions options(Mode m) {
   return o;
 }
 
+// Every mode stops with the reference's runtime error: the same thread and
+// message. Returns the reference's error thread.
+int64_t same_error_in_every_mode(const Prog& p, const RunResult& ref) {
+  REQUIRE(ref.error);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult got = stack(p, options(m));
+    REQUIRE(got.error);
+    CHECK(got.error->thread == ref.error->thread);
+    CHECK(got.error->message == ref.error->message);
+  }
+  return ref.error->thread;
+}
+
 // A loop block of float and integer arithmetic that branches to itself: the
 // dense (SIMD) form; and straight-line blocks: the gather form.
 const char* kFloatLoop = R"(func main(x: f64, k: i64) -> (f64, i64, bool, f32) {
@@ -263,16 +278,7 @@ TEST_CASE("jit: a loop body reading tensors by index runs dense and matches the 
     CHECK((mode_of(r, "main.loop") == "dense_chunks") == dense);
   }
   Prog bad = load(kIndexLoop, index_loop_inputs(700, 431));
-  RunResult bad_ref = reference(bad);
-  REQUIRE(bad_ref.error);
-  for (Mode m : kModes) {
-    CAPTURE(m.jit);
-    CAPTURE(m.persistent);
-    RunResult r = stack(bad, options(m));
-    REQUIRE(r.error);
-    CHECK(r.error->message == bad_ref.error->message);
-    CHECK(r.error->thread == 431);
-  }
+  CHECK(same_error_in_every_mode(bad, reference(bad)) == 431);
 }
 
 TEST_CASE("jit: errors inside a persistent loop: the same thread and message in every mode") {
@@ -699,16 +705,7 @@ func main(n: i64, d: i64) -> i64 {
                 two_inputs("n", "d", 40, [](int i) { return i == 5 ? 6000 : (i * 37) % 300; },
                            [](int i) { return i == 5 ? 0 : 2; }),
                 "main");
-  RunResult bad = reference(q);
-  REQUIRE(bad.error);
-  for (Mode m : kModes) {
-    CAPTURE(m.jit);
-    CAPTURE(m.persistent);
-    RunResult got = stack(q, options(m));
-    REQUIRE(got.error);
-    CHECK(got.error->thread == bad.error->thread);
-    CHECK(got.error->message == bad.error->message);
-  }
+  CHECK(same_error_in_every_mode(q, reference(q)) == 5);
 }
 
 // The stack bound inside the chain: a call by a thread that already has as
