@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -645,6 +646,20 @@ std::string float_advice(const std::string& text, size_t at) {
          (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
     ++end;
   std::string tok = text.substr(at, end - at);
+  if (const size_t dots = tok.find(".."); dots != std::string::npos) {
+    // `5..200` or `0..n`: a range as Rust, Kotlin or Swift write it.
+    size_t stop = at + dots + 2;
+    while (stop < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[stop])) || text[stop] == '_'))
+      ++stop;
+    const std::string lo = tok.substr(0, dots);
+    const std::string hi = text.substr(at + dots + 2, stop - at - dots - 2);
+    const std::string written = text.substr(at, stop - at);
+    if (!lo.empty() && !hi.empty())
+      return "'" + written + "' is not a range in this language: write range(" + lo + ", " + hi +
+             ") (from " + lo + " up to " + hi + ", " + hi + " excluded)";
+    return "'" + written + "' is not a range in this language: write range(A, B) (B excluded)";
+  }
   std::string fix = tok;
   if (!fix.empty() && fix.front() == '.') fix = "0" + fix;
   if (!fix.empty() && fix.back() == '.') fix += "0";
@@ -661,6 +676,28 @@ std::string float_advice(const std::string& text, size_t at) {
     }
   }
   return "float literal '" + tok + "' needs digits on both sides of the point: write '" + fix + "'";
+}
+
+// What to write instead, where a syntax error stands at a spelling from
+// another language ("" when it does not).
+std::string foreign_advice(const std::string& text, size_t at) {
+  auto starts = [&](const char* w) { return text.compare(at, std::strlen(w), w) == 0; };
+  if (starts("&&")) return "'&&' is not an operator in this language: write 'and'";
+  if (starts("||")) return "'||' is not an operator in this language: write 'or'";
+  if (starts("?"))
+    return "there is no '? :' in this language: write select(condition, a, b), or an if/else";
+  // A declaration keyword before the name the error stands at: `var n = 0`.
+  size_t b = at;
+  while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;
+  size_t w = b;
+  while (w > 0 && (std::isalnum(static_cast<unsigned char>(text[w - 1])) || text[w - 1] == '_')) --w;
+  const std::string word = text.substr(w, b - w);
+  size_t line = w;
+  while (line > 0 && (text[line - 1] == ' ' || text[line - 1] == '\t')) --line;
+  const bool first_on_line = line == 0 || text[line - 1] == '\n';
+  if (first_on_line && (word == "var" || word == "let" || word == "const" || word == "auto"))
+    return "'" + word + "' is not needed: a variable is made by assigning it (write 'x = 0')";
+  return "";
 }
 
 }  // namespace
@@ -700,6 +737,8 @@ Result<File> parse_syntax(SourceRef source, uint32_t file_tag) {
       msg = float_advice(source->text(), pos.byte);
       size_t q = msg.find('\'');
       loc.len = static_cast<uint32_t>(msg.find('\'', q + 1) - q - 1);
+    } else if (std::string advice = foreign_advice(source->text(), pos.byte); !advice.empty()) {
+      msg = advice;
     }
     bool at_end = pos.byte >= source->text().size();
     diags.error(loc,
