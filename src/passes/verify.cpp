@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "parse/shipped.h"
 #include "parse/syntax.h"
 #include "support/strings.h"
 
@@ -18,10 +19,42 @@ bool dotted(const std::string& s) {
 
 std::string where(const SourceLoc& l) { return "line " + std::to_string(local_line(l.line)); }
 
+// The shipped module (lib/) that defines function `name`, or "".
+std::string shipped_module_of(const std::string& name) {
+  for (const std::string& mod : shipped_module_names()) {
+    const std::string_view text = *shipped_module(mod);
+    for (const char* kw : {"\nfunc ", "\ninline func "}) {
+      const std::string head = kw + name + "(";
+      if (text.find(head) != std::string_view::npos) return mod;
+    }
+  }
+  return "";
+}
+
+// What to write instead of a name other languages use ("" if none).
+std::string foreign_call_advice(const std::string& name) {
+  if (name == "len" || name == "length" || name == "numel" || name == "num_elements")
+    return "'" + name + "' is not an operation here: size(x) is the number of elements of x";
+  if (name == "rows" || name == "cols" || name == "nrow" || name == "ncol" || name == "dims" ||
+      name == "shape")
+    return "'" + name + "' is not an operation here: a tensor's dimensions are in its type " +
+           "(f64[R, C]), fixed for every thread; size(x) counts its elements, size(x[0]) a row's";
+  return "";
+}
+
 // Checks a primitive's name, arity and attributes.
 void check_prim(const Instr& in, Diagnostics& d) {
   const PrimInfo* info = find_prim(in.callee.name);
   if (!info) {
+    if (std::string mod = shipped_module_of(in.callee.name); !mod.empty()) {
+      d.error(in.callee.loc, "'" + in.callee.name + "' is in the shipped library: add `import " +
+                                 mod + "` at the top of the file");
+      return;
+    }
+    if (std::string advice = foreign_call_advice(in.callee.name); !advice.empty()) {
+      d.error(in.callee.loc, advice);
+      return;
+    }
     d.error(in.callee.loc, "unknown operation '" + in.callee.name + "'" +
                                did_you_mean(in.callee.name, prim_names()) +
                                "; `autobatch ops` lists them");
