@@ -251,11 +251,23 @@ int print_sample(const autobatch::SampleResult& s, const Options& opt) {
         files.outputs.push_back(a);
         files.names.push_back(name);
       }
-    files.outputs.push_back(s.step_size);
-    files.names.push_back("step_size");
-    files.outputs.push_back(s.inv_metric);
-    files.names.push_back("inv_metric");
+    // The adaptation's results ([chains] and [chains, D], not draws): in one
+    // JSON file with the rest, but beside the draws in a folder of their own,
+    // so that `autobatch summary DIR/` reads every file of DIR/ as draws.
+    autobatch::RunResult adapted;
+    adapted.batch = files.batch;
+    adapted.outputs = {s.step_size, s.inv_metric};
+    adapted.names = {"step_size", "inv_metric"};
+    const bool dir = opt.output.back() == '/';
+    if (!dir)
+      for (size_t k = 0; k < adapted.outputs.size(); ++k) {
+        files.outputs.push_back(adapted.outputs[k]);
+        files.names.push_back(adapted.names[k]);
+      }
     if (auto w = autobatch::write_outputs(files, opt.output, false); !w) return report(w);
+    if (dir)
+      if (auto w = autobatch::write_outputs(adapted, opt.output + "adaptation/", false); !w)
+        return report(w);
   }
   std::cout << s.summary.table();
   const double* step = s.step_size.as<double>();
@@ -547,7 +559,7 @@ void register_commands(CLI::App& app, Options& opt) {
                   "R: start uniformly in (-R, R) (default 2); or a JSON file {\"theta\": [...]}");
   smp->add_option("-o,--output", opt.output,
                   "DIR/: write theta.npy and one NAME.npy per quantity ([chains, draws, ...]), "
-                  "the sampler's statistics (lp__.npy, ...), step_size.npy, inv_metric.npy");
+                  "the sampler's statistics (lp__.npy, ...); the adaptation's step_size.npy and inv_metric.npy in DIR/adaptation/");
   smp->add_option("--threads", opt.threads, "OS threads (default: automatic)")->check(at_least(1));
   smp->add_flag("-q,--quiet", opt.quiet, "no progress line on stderr");
   smp->add_flag("--print-program", opt.print_program,

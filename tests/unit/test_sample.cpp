@@ -260,13 +260,20 @@ TEST_CASE("autobatch sample: the table, the files, and exit 2 on bad flags") {
   CHECK(p.out.find("divergent transitions:") != std::string::npos);
   for (const char* f : {"theta.npy", "mu.npy", "tau.npy", "effect.npy", "lp__.npy",
                         "accept_stat__.npy", "treedepth__.npy", "n_leapfrog__.npy",
-                        "divergent__.npy", "energy__.npy", "step_size.npy", "inv_metric.npy"})
+                        "divergent__.npy", "energy__.npy", "adaptation/step_size.npy",
+                        "adaptation/inv_metric.npy"})
     CHECK_MESSAGE(fs::exists((dir / "out") + "/" + f), f);
-  // The files summarize as the command did.
+  // The files summarize as the command did, one file or the whole folder
+  // (the adaptation's results, which are not draws, are in a folder of their own).
   auto s = ab_test::run_binary(dir.path, {"summary", (dir / "out") + "/theta.npy"},
                                std::nullopt, 60);
   CHECK(s.code == 0);
   CHECK(s.out.find("2 chains of 200 draws") != std::string::npos);
+  auto all = ab_test::run_binary(dir.path, {"summary", (dir / "out") + "/"}, std::nullopt, 60);
+  CAPTURE(all.err);
+  CHECK(all.code == 0);
+  CHECK(all.out.find("\ntau ") != std::string::npos);
+  CHECK(all.out.find("lp__") != std::string::npos);
 
   auto bad = ab_test::run_binary(dir.path, {"sample", model, "--data", data, "--chains", "0"},
                                  std::nullopt, 60);
