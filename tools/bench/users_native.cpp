@@ -288,4 +288,40 @@ int64_t nuts(std::mt19937_64& g, const std::vector<double>& prec, const std::vec
   return n_leapfrog;
 }
 
+double timeseries(const double* y, double alpha, const double* beta, double sigma,
+                  int64_t evals) {
+  double total = 0.0;
+  for (int64_t i = 0; i < evals; ++i) {
+    const double a = alpha + 0.001 * static_cast<double>(i);
+    double lp = 0.0;
+    for (int t = 5; t < 200; ++t) {
+      double mu = a;
+      for (int k = 0; k < 5; ++k) mu = mu + beta[k] * y[t - k - 1];
+      const double r = (y[t] - mu) / sigma;
+      lp = lp - 0.5 * r * r - std::log(sigma);
+    }
+    total = total + lp;
+  }
+  return total;
+}
+
+int64_t grid_paths(const bool* grid, int64_t i, int64_t j) {
+  if (grid[i * 8 + j]) return 0;
+  if (i == 7 && j == 7) return 1;
+  int64_t n = 0;
+  if (i < 7) n = n + grid_paths(grid, i + 1, j);
+  if (j < 7) n = n + grid_paths(grid, i, j + 1);
+  return n;
+}
+
+double nested_energy(const double* x, double width) {
+  double e = 0.0;
+  for (int i = 0; i < 32; ++i)
+    for (int j = i + 1; j < 32; ++j) {
+      const double d = (x[i] - x[j]) / width;
+      e = e + std::exp(-0.5 * d * d);
+    }
+  return e;
+}
+
 }  // namespace users

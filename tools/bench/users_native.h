@@ -54,4 +54,15 @@ int64_t nuts(std::mt19937_64& g, const std::vector<double>& prec, const std::vec
              const std::vector<double>& q0, double eps, int64_t max_depth, int64_t n_iter,
              int64_t n_warmup, double* q, double* sum_q, double* sum_qq);
 
+// The AR(5) log density of tools/bench/users/timeseries.ab (the same operations in the
+// same order) on y[200], evaluated `evals` times with alpha + 0.001 i; their sum.
+double timeseries(const double* y, double alpha, const double* beta, double sigma, int64_t evals);
+
+// The monotone paths through an 8 x 8 grid avoiding blocked cells
+// (tools/bench/users/grid_paths.ab): the same plain recursion.
+int64_t grid_paths(const bool* grid, int64_t i, int64_t j);
+
+// The pairwise energy of 32 points through exp(-d^2 / 2) (tools/bench/users/nested_inline.ab).
+double nested_energy(const double* x, double width);
+
 }  // namespace users

@@ -310,6 +310,127 @@ Row row_nuts(const Ctx& c, int64_t chains) {
   return r;
 }
 
+// The shapes of issue 34, each at 10,000 and 100,000 threads: programs in
+// tools/bench/users/ (relative to programs/, where the suite looks).
+
+// The AR(5) log density (a loop over 200 time points holding a loop over 5 lags, indexed
+// reads of per-thread y and beta), `evals` evaluations per thread: bit for bit against
+// the same function in scalar C++.
+Row row_timeseries(const Ctx& c, int64_t threads) {
+  Row r;
+  r.program = "../tools/bench/users/timeseries.ab";
+  r.batch = c.quick ? 256 : threads;
+  r.name = "timeseries_" + std::to_string(r.batch);
+  r.step_unit = "inner iterations (lags)";
+  const int64_t evals = c.quick ? 2 : threads >= 100000 ? 1 : 10;
+  std::mt19937_64 g(107);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> y(r.batch * 200), alpha(r.batch), beta(r.batch * 5);
+  for (auto& v : y) v = normal(g);
+  for (auto& v : alpha) v = normal(g);
+  for (auto& v : beta) v = 0.2 * normal(g);
+  std::vector<double> sigma = uniform_vector(g, r.batch, 0.5, 2.0);
+  Inputs in;
+  in.add(y, r.batch, {200});
+  in.add(alpha, r.batch);
+  in.add(beta, r.batch, {5});
+  in.add(sigma, r.batch);
+  in.scalar(evals);
+  int reps = threads >= 100000 ? 1 : c.reps;
+  Outputs got = run_modes(c, r, in, reps);
+  std::vector<double> want(r.batch);
+  time_cpp(r, reps, kCppPlain, [&] {
+    for (int64_t i = 0; i < r.batch; ++i)
+      want[i] = timeseries(&y[i * 200], alpha[i], &beta[i * 5], sigma[i], evals);
+  });
+  const double* lp = got[0].as<double>();
+  bool same = true;
+  double rel = 0;
+  for (int64_t i = 0; i < r.batch; ++i) {
+    same = same && lp[i] == want[i];
+    rel = std::max(rel, std::fabs(lp[i] - want[i]) / (1.0 + std::fabs(want[i])));
+  }
+  r.thread_steps = r.batch * evals * 195 * 5;
+  r.check("outputs within 1e-12 of the C++ baseline's (relative)", rel <= 1e-12, rel, 1e-12);
+  r.extra["bit_for_bit"] = same;
+  r.extra["evals_per_thread"] = evals;
+  return r;
+}
+
+// Lattice paths through a per-thread 8 x 8 grid with 30% of the cells blocked: a plain
+// recursion of two calls, against the same recursion in C++, exactly.
+Row row_grid_paths(const Ctx& c, int64_t threads) {
+  Row r;
+  r.program = "../tools/bench/users/grid_paths.ab";
+  r.batch = c.quick ? 256 : threads;
+  r.name = "grid_paths_" + std::to_string(r.batch);
+  r.step_unit = "calls of paths";
+  std::mt19937_64 g(109);
+  std::bernoulli_distribution blocked(0.3);
+  std::vector<uint8_t> grid(r.batch * 64);
+  for (int64_t i = 0; i < r.batch; ++i)
+    for (int k = 0; k < 64; ++k) grid[i * 64 + k] = k != 0 && k != 63 && blocked(g);
+  Inputs in;
+  in.add_bool(grid, r.batch, {8, 8});
+  int reps = threads >= 100000 ? 1 : c.reps;
+  Outputs got = run_modes(c, r, in, reps);
+  std::vector<int64_t> want(r.batch);
+  time_cpp(r, reps, kCppPlain, [&] {
+    for (int64_t i = 0; i < r.batch; ++i)
+      want[i] = grid_paths(reinterpret_cast<const bool*>(&grid[i * 64]), 0, 0);
+  });
+  const int64_t* n = got[0].as<int64_t>();
+  bool same = true;
+  for (int64_t i = 0; i < r.batch; ++i) same = same && n[i] == want[i];
+  // Calls: one per cell reached along every path prefix; counted in C++.
+  int64_t calls = 0;
+  std::function<void(const uint8_t*, int, int)> count = [&](const uint8_t* gr, int i, int j) {
+    ++calls;
+    if (gr[i * 8 + j] || (i == 7 && j == 7)) return;
+    if (i < 7) count(gr, i + 1, j);
+    if (j < 7) count(gr, i, j + 1);
+  };
+  for (int64_t i = 0; i < r.batch; ++i) count(&grid[i * 64], 0, 0);
+  r.thread_steps = calls;
+  r.check("path counts equal the C++ baseline's", same, same, 1);
+  return r;
+}
+
+// A loop inside a loop calling an inline function: the pairwise energy of 32 points per
+// thread (496 pairs), against the same loops in C++.
+Row row_nested_inline(const Ctx& c, int64_t threads) {
+  Row r;
+  r.program = "../tools/bench/users/nested_inline.ab";
+  r.batch = c.quick ? 256 : threads;
+  r.name = "nested_inline_" + std::to_string(r.batch);
+  r.step_unit = "pairs";
+  std::mt19937_64 g(113);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> x(r.batch * 32);
+  for (auto& v : x) v = normal(g);
+  const double width = 0.7;
+  Inputs in;
+  in.add(x, r.batch, {32});
+  in.scalar(width);
+  int reps = threads >= 100000 ? 1 : c.reps;
+  Outputs got = run_modes(c, r, in, reps);
+  std::vector<double> want(r.batch);
+  time_cpp(r, reps, kCppPlain, [&] {
+    for (int64_t i = 0; i < r.batch; ++i) want[i] = nested_energy(&x[i * 32], width);
+  });
+  const double* e = got[0].as<double>();
+  bool same = true;
+  double rel = 0;
+  for (int64_t i = 0; i < r.batch; ++i) {
+    same = same && e[i] == want[i];
+    rel = std::max(rel, std::fabs(e[i] - want[i]) / (1.0 + std::fabs(want[i])));
+  }
+  r.thread_steps = r.batch * 496;
+  r.check("outputs within 1e-12 of the C++ baseline's (relative)", rel <= 1e-12, rel, 1e-12);
+  r.extra["bit_for_bit"] = same;
+  return r;
+}
+
 }  // namespace
 
 const std::vector<RowSpec>& row_table() {
@@ -322,6 +443,12 @@ const std::vector<RowSpec>& row_table() {
       {"nuts_1024", [](const Ctx& c) { return row_nuts(c, c.quick ? 64 : 1024); }},
       {"nuts_8192", [](const Ctx& c) { return row_nuts(c, c.quick ? 128 : 8192); }},
       {"nuts_65536", [](const Ctx& c) { return row_nuts(c, c.quick ? 256 : 65536); }},
+      {"timeseries_10000", [](const Ctx& c) { return row_timeseries(c, 10000); }},
+      {"timeseries_100000", [](const Ctx& c) { return row_timeseries(c, 100000); }},
+      {"grid_paths_10000", [](const Ctx& c) { return row_grid_paths(c, 10000); }},
+      {"grid_paths_100000", [](const Ctx& c) { return row_grid_paths(c, 100000); }},
+      {"nested_inline_10000", [](const Ctx& c) { return row_nested_inline(c, 10000); }},
+      {"nested_inline_100000", [](const Ctx& c) { return row_nested_inline(c, 100000); }},
   };
   return rows;
 }

@@ -65,6 +65,13 @@ struct Inputs {
     views.push_back(autobatch::ArrayView::of(reinterpret_cast<const T*>(store.back().data()),
                                              batch, std::move(event)));
   }
+  // Booleans given as bytes 0 or 1 (std::vector<bool> holds bits).
+  void add_bool(const std::vector<uint8_t>& v, int64_t batch, std::vector<int64_t> event = {}) {
+    store.emplace_back(reinterpret_cast<const char*>(v.data()),
+                       reinterpret_cast<const char*>(v.data() + v.size()));
+    views.push_back(autobatch::ArrayView::of(reinterpret_cast<const bool*>(store.back().data()),
+                                             batch, std::move(event)));
+  }
   template <typename T>
   void scalar(T v) {
     add(std::vector<T>{v}, 1);
