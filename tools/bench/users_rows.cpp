@@ -313,15 +313,35 @@ Row row_nuts(const Ctx& c, int64_t chains) {
 // The shapes of issue 34, each at 10,000 and 100,000 threads: programs in
 // tools/bench/users/ (relative to programs/, where the suite looks).
 
+// A row of those shapes: its program tools/bench/users/NAME.ab, its batch (256 with
+// --quick) and its name NAME_batch.
+Row shape_row(const Ctx& c, const std::string& name, int64_t threads, const char* unit) {
+  Row r;
+  r.program = "../tools/bench/users/" + name + ".ab";
+  r.batch = c.quick ? 256 : threads;
+  r.name = name + "_" + std::to_string(r.batch);
+  r.step_unit = unit;
+  return r;
+}
+
+// The VM's float results against the C++ baseline's: within 1e-12 relative (the check),
+// and whether bit for bit (reported).
+void check_close(Row& r, const double* got, const std::vector<double>& want) {
+  bool same = true;
+  double rel = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    same = same && got[i] == want[i];
+    rel = std::max(rel, std::fabs(got[i] - want[i]) / (1.0 + std::fabs(want[i])));
+  }
+  r.check("outputs within 1e-12 of the C++ baseline's (relative)", rel <= 1e-12, rel, 1e-12);
+  r.extra["bit_for_bit"] = same;
+}
+
 // The AR(5) log density (a loop over 200 time points holding a loop over 5 lags, indexed
 // reads of per-thread y and beta), `evals` evaluations per thread: bit for bit against
 // the same function in scalar C++.
 Row row_timeseries(const Ctx& c, int64_t threads) {
-  Row r;
-  r.program = "../tools/bench/users/timeseries.ab";
-  r.batch = c.quick ? 256 : threads;
-  r.name = "timeseries_" + std::to_string(r.batch);
-  r.step_unit = "inner iterations (lags)";
+  Row r = shape_row(c, "timeseries", threads, "inner iterations (lags)");
   const int64_t evals = c.quick ? 2 : threads >= 100000 ? 1 : 10;
   std::mt19937_64 g(107);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -343,16 +363,8 @@ Row row_timeseries(const Ctx& c, int64_t threads) {
     for (int64_t i = 0; i < r.batch; ++i)
       want[i] = timeseries(&y[i * 200], alpha[i], &beta[i * 5], sigma[i], evals);
   });
-  const double* lp = got[0].as<double>();
-  bool same = true;
-  double rel = 0;
-  for (int64_t i = 0; i < r.batch; ++i) {
-    same = same && lp[i] == want[i];
-    rel = std::max(rel, std::fabs(lp[i] - want[i]) / (1.0 + std::fabs(want[i])));
-  }
   r.thread_steps = r.batch * evals * 195 * 5;
-  r.check("outputs within 1e-12 of the C++ baseline's (relative)", rel <= 1e-12, rel, 1e-12);
-  r.extra["bit_for_bit"] = same;
+  check_close(r, got[0].as<double>(), want);
   r.extra["evals_per_thread"] = evals;
   return r;
 }
@@ -360,11 +372,7 @@ Row row_timeseries(const Ctx& c, int64_t threads) {
 // Lattice paths through a per-thread 8 x 8 grid with 30% of the cells blocked: a plain
 // recursion of two calls, against the same recursion in C++, exactly.
 Row row_grid_paths(const Ctx& c, int64_t threads) {
-  Row r;
-  r.program = "../tools/bench/users/grid_paths.ab";
-  r.batch = c.quick ? 256 : threads;
-  r.name = "grid_paths_" + std::to_string(r.batch);
-  r.step_unit = "calls of paths";
+  Row r = shape_row(c, "grid_paths", threads, "calls of paths");
   std::mt19937_64 g(109);
   std::bernoulli_distribution blocked(0.3);
   std::vector<uint8_t> grid(r.batch * 64);
@@ -399,11 +407,7 @@ Row row_grid_paths(const Ctx& c, int64_t threads) {
 // A loop inside a loop calling an inline function: the pairwise energy of 32 points per
 // thread (496 pairs), against the same loops in C++.
 Row row_nested_inline(const Ctx& c, int64_t threads) {
-  Row r;
-  r.program = "../tools/bench/users/nested_inline.ab";
-  r.batch = c.quick ? 256 : threads;
-  r.name = "nested_inline_" + std::to_string(r.batch);
-  r.step_unit = "pairs";
+  Row r = shape_row(c, "nested_inline", threads, "pairs");
   std::mt19937_64 g(113);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<double> x(r.batch * 32);
@@ -418,16 +422,8 @@ Row row_nested_inline(const Ctx& c, int64_t threads) {
   time_cpp(r, reps, kCppPlain, [&] {
     for (int64_t i = 0; i < r.batch; ++i) want[i] = nested_energy(&x[i * 32], width);
   });
-  const double* e = got[0].as<double>();
-  bool same = true;
-  double rel = 0;
-  for (int64_t i = 0; i < r.batch; ++i) {
-    same = same && e[i] == want[i];
-    rel = std::max(rel, std::fabs(e[i] - want[i]) / (1.0 + std::fabs(want[i])));
-  }
   r.thread_steps = r.batch * 496;
-  r.check("outputs within 1e-12 of the C++ baseline's (relative)", rel <= 1e-12, rel, 1e-12);
-  r.extra["bit_for_bit"] = same;
+  check_close(r, got[0].as<double>(), want);
   return r;
 }
 
