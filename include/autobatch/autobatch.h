@@ -640,15 +640,21 @@ struct Summary {
   std::string json() const;   // {"chains", "draws", "rows": [{...}]}, one line
 };
 
+// How a summary names an element of a quantity: Zero, NAME[i, j] counted
+// from 0 as the language indexes; Stan, NAME[i,j] counted from 1, as Stan
+// and CmdStan's stansummary print them.
+enum class ElementNames { Zero, Stan };
+
 // Summarizes named draws, each shaped [chains, draws, event...] (any dtype;
 // every quantity must have the same chains and draws): one row per element
 // of each event, NAME or NAME[i] or NAME[i, j]. The first `skip` draws of
 // every chain are left out (warm-up).
 Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& draws,
-                          int64_t skip = 0);
+                          int64_t skip = 0, ElementNames names = ElementNames::Zero);
 // The same for files: FILE.npy (named after the file) or DIR/ (every *.npy
 // in it, by name).
-Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t skip = 0);
+Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t skip = 0,
+                                ElementNames names = ElementNames::Zero);
 
 // ---------------------------------------------------------------- sample
 
@@ -670,6 +676,7 @@ struct SampleOptions {
   std::optional<uint64_t> seed;  // unset: one from the clock (SampleResult::seed)
   int64_t max_depth = 10;
   double target_accept = 0.8;
+  ElementNames names = ElementNames::Zero;  // the summary's element names
   // "": each chain starts uniformly in (-2, 2) on the unconstrained space
   // (drawn again, up to 100 times, while the log density is not finite); a
   // number R: uniformly in (-R, R); else a JSON file {"theta": [...]} with one

@@ -369,7 +369,7 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
 
   std::vector<std::pair<std::string, ArrayView>> views;
   for (const auto& [name, a] : r.draws) views.emplace_back(name, a.view());
-  auto s = summarize(views);
+  auto s = summarize(views, 0, o.names);
   if (!s) return s.diagnostics();
   r.summary = std::move(*s);
   const int64_t total = o.chains * o.samples;

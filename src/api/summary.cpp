@@ -44,16 +44,20 @@ double element(const ArrayView& a, int64_t i) {
   return NAN;
 }
 
-// NAME[i, j] for element k of an event of `shape` (C order), NAME for a scalar.
-std::string element_name(const std::string& name, const std::vector<int64_t>& shape, int64_t k) {
+// NAME[i, j] for element k of an event of `shape` (C order), NAME for a
+// scalar; NAME[i+1,j+1] with Stan's names.
+std::string element_name(const std::string& name, const std::vector<int64_t>& shape, int64_t k,
+                         ElementNames names) {
   if (shape.empty()) return name;
   std::vector<int64_t> idx(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {
     idx[d] = k % shape[d];
     k /= shape[d];
   }
+  const bool stan = names == ElementNames::Stan;
   std::string s = name + "[";
-  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
+  for (size_t d = 0; d < idx.size(); ++d)
+    s += (d ? (stan ? "," : ", ") : "") + std::to_string(idx[d] + (stan ? 1 : 0));
   return s + "]";
 }
 
@@ -100,7 +104,7 @@ void add_warnings(Summary& s) {
 }  // namespace
 
 Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& draws,
-                          int64_t skip) {
+                          int64_t skip, ElementNames names) {
   if (draws.empty()) return std::vector<Diagnostic>{option_error("no draws to summarize")};
   if (skip < 0) return std::vector<Diagnostic>{option_error("--skip must not be negative")};
   Summary s;
@@ -126,7 +130,7 @@ Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& 
         for (int64_t i = 0; i < kept; ++i)
           x[static_cast<size_t>(c * kept + i)] = element(a, (c * total + skip + i) * elems + k);
       const ab::sample::Summary m = ab::sample::summarize(x.data(), chains, kept);
-      s.rows.push_back({element_name(name, event, k), m.mean, m.mcse, m.sd, m.q5, m.q50, m.q95,
+      s.rows.push_back({element_name(name, event, k, names), m.mean, m.mcse, m.sd, m.q5, m.q50, m.q95,
                         m.ess_bulk, m.ess_tail, m.rhat});
     }
   }
@@ -134,7 +138,8 @@ Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& 
   return s;
 }
 
-Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t skip) {
+Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t skip,
+                                ElementNames names) {
   namespace fs = std::filesystem;
   std::vector<std::pair<std::string, std::string>> files;  // name, path
   for (const std::string& p : paths) {
@@ -168,7 +173,7 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
     if (!why.empty()) return std::vector<Diagnostic>{option_error(why)};
     views.push_back({name, ArrayView{to_public(n.dtype), n.shape, n.data.data()}});
   }
-  return summarize(views, skip);
+  return summarize(views, skip, names);
 }
 
 std::string Summary::table() const {

@@ -232,8 +232,12 @@ int cmd_run(const Options& opt) {
   return write_result(r, opt);
 }
 
+autobatch::ElementNames element_names(const Options& opt) {
+  return opt.names == "stan" ? autobatch::ElementNames::Stan : autobatch::ElementNames::Zero;
+}
+
 int cmd_summary(const Options& opt) {
-  auto s = autobatch::summarize_files(opt.draws, opt.skip);
+  auto s = autobatch::summarize_files(opt.draws, opt.skip, element_names(opt));
   if (!s) return report(s);
   std::cout << (opt.json ? s->json() + "\n" : s->table());
   for (const std::string& w : s->warnings) std::cerr << "autobatch: warning: " << w << "\n";
@@ -321,6 +325,7 @@ int cmd_sample(const Options& opt) {
   so.seed = opt.seed;
   so.max_depth = opt.max_depth;
   so.target_accept = opt.target_accept;
+  so.names = element_names(opt);
   so.init = opt.init;
   so.program_only = opt.print_program;
   if (opt.threads) so.run.threads = static_cast<int>(*opt.threads);
@@ -533,6 +538,10 @@ void register_commands(CLI::App& app, Options& opt) {
       ->required();
   sum->add_option("--skip", opt.skip, "leave out the first N draws of every chain (warm-up)");
   sum->add_flag("--json", opt.json, "print JSON instead of the table");
+  sum->add_option("--names", opt.names,
+                  "elements named from 0 as the language indexes, theta[0, 1] (zero, default), "
+                  "or as Stan prints them, theta[1,2] (stan)")
+      ->check(CLI::IsMember({"zero", "stan"}));
 
   CLI::App* smp = app.add_subcommand(
       "sample", "Bayesian inference: NUTS with warm-up on a model's log density, one chain per "
@@ -557,9 +566,14 @@ void register_commands(CLI::App& app, Options& opt) {
       ->check(CLI::Range(0.0, 1.0));
   smp->add_option("--init", opt.init,
                   "R: start uniformly in (-R, R) (default 2); or a JSON file {\"theta\": [...]}");
+  smp->add_option("--names", opt.names,
+                  "the summary's elements named from 0, theta[0] (zero, default), or as Stan "
+                  "prints them, theta[1] (stan)")
+      ->check(CLI::IsMember({"zero", "stan"}));
   smp->add_option("-o,--output", opt.output,
                   "DIR/: write theta.npy and one NAME.npy per quantity ([chains, draws, ...]), "
-                  "the sampler's statistics (lp__.npy, ...); the adaptation's step_size.npy and inv_metric.npy in DIR/adaptation/");
+                  "the sampler's statistics (lp__.npy, ...); the adaptation's step_size.npy and "
+                  "inv_metric.npy in DIR/adaptation/");
   smp->add_option("--threads", opt.threads, "OS threads (default: automatic)")->check(at_least(1));
   smp->add_flag("-q,--quiet", opt.quiet, "no progress line on stderr");
   smp->add_flag("--print-program", opt.print_program,

@@ -52,6 +52,7 @@ struct Options {
   std::vector<std::string> draws;
   int64_t skip = 0;
   bool json = false;
+  std::string names = "zero";  // summary and sample: element names, zero or stan
 };
 
 void register_commands(CLI::App& app, Options& opt);

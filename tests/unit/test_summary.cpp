@@ -72,6 +72,35 @@ TEST_CASE("summary: one row per element, named as the language indexes; skip lea
   CHECK(t->rows[1].ess_tail == u->rows[1].ess_tail);
 }
 
+// Stan's names: counted from 1, no space after the comma (b[1,2]), as stansummary prints
+// them; the same rows otherwise. The CLI's --names picks them.
+TEST_CASE("summary: --names stan counts from 1, as Stan prints b[1,2]") {
+  const auto x = chains_of(2, 100, 0.0, 5);  // [2, 100, 2], read as [2, 100, 1, 2] too
+  autobatch::ArrayView v{autobatch::DType::F64, {2, 100, 1, 2}, x.data()};
+  auto zero = autobatch::summarize({{"b", v}});
+  auto stan = autobatch::summarize({{"b", v}}, 0, autobatch::ElementNames::Stan);
+  REQUIRE(zero.ok());
+  REQUIRE(stan.ok());
+  REQUIRE(stan->rows.size() == 2);
+  CHECK(zero->rows[1].name == "b[0, 1]");
+  CHECK(stan->rows[0].name == "b[1,1]");
+  CHECK(stan->rows[1].name == "b[1,2]");
+  CHECK(stan->rows[1].mean == zero->rows[1].mean);
+  ab_test::TempDir dir("ab_summary_names");
+  autobatch::ArrayView flat{autobatch::DType::F64, {2, 100, 2}, x.data()};
+  autobatch::RunResult r;
+  r.batch = 2;
+  r.outputs.push_back(autobatch::Array::copy_of(flat));
+  r.names.push_back("theta");
+  REQUIRE(autobatch::write_outputs(r, dir / "d/", false).ok());
+  auto p = cli({"summary", dir / "d/", "--names", "stan"});
+  CHECK(p.code == 0);
+  CHECK(p.out.find("theta[1] ") != std::string::npos);
+  CHECK(p.out.find("theta[2] ") != std::string::npos);
+  CHECK(p.out.find("theta[0]") == std::string::npos);
+  CHECK(cli({"summary", dir / "d/", "--names", "one"}).code == 2);
+}
+
 TEST_CASE("summary: a chain elsewhere and too few draws are warned about, naming the quantity") {
   const auto x = chains_of(4, 1000, 2.0, 5);
   autobatch::ArrayView v{autobatch::DType::F64, {4, 1000, 2}, x.data()};
