@@ -301,6 +301,7 @@ case $case_name in
     data=programs/models/eight_schools.data.json
     args=(sample "$model" --data "$data" --chains 3 --warmup 150 --samples 100 --seed 7)
     drop_seconds() { sed 's/draws each, [0-9.]* s$/draws each/'; }
+    rm -rf "$work/one"  # (the work folder outlives a run)
     "$ab" "${args[@]}" --output "$work/one/" 2>"$work/one.err" | drop_seconds >"$work/one.txt"
     for flags in "" "--mpi-split dynamic --mpi-chunk 1"; do
       rm -rf "$work/many"
@@ -310,8 +311,10 @@ case $case_name in
         fail "sample -np 2 $flags: the summary differs: $(diff "$work/one.txt" "$work/many.txt")"
       cmp -s "$work/one.err" "$work/many.err" || fail "sample -np 2 $flags: stderr differs"
       n=0
-      for f in "$work"/one/*.npy; do
-        cmp -s "$f" "$work/many/${f##*/}" || fail "sample -np 2 $flags: ${f##*/} differs"
+      # The draws and statistics (10), and the adaptation's results in adaptation/ (2).
+      for f in "$work"/one/*.npy "$work"/one/adaptation/*.npy; do
+        rel=${f#"$work"/one/}
+        cmp -s "$f" "$work/many/$rel" || fail "sample -np 2 $flags: $rel differs"
         n=$((n + 1))
       done
       [ "$n" = 12 ] || fail "sample: $n .npy files, expected 12"
