@@ -2,7 +2,8 @@
 // users`): programs written the way a user writes them (programs/simpson.ab, dopri.ab,
 // gillespie.ab, walk.ab, metropolis.ab, nuts_gauss.ab, and tools/bench/users/*.ab: the
 // shapes of issue 34 at 10,000 and 100,000 threads: timeseries, an AR(5) log density, a
-// loop of 195 steps holding a loop of 5 with indexed reads; grid_paths, a plain recursion
+// loop of 195 steps holding a loop of 5 with indexed reads; gillespie_sir, an SIR epidemic,
+// a `while i > 0` loop of random draws until it dies out; grid_paths, a plain recursion
 // over a per-thread bool[8, 8] grid; nested_inline, a loop in a loop calling an inline
 // function), each run through the public API in four modes of the VM, on one OS thread:
 //   default    the stack VM with the JIT, persistent schedule (what `autobatch run` does)

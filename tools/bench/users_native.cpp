@@ -305,6 +305,29 @@ double timeseries(const double* y, double alpha, const double* beta, double sigm
   return total;
 }
 
+SirResult gillespie_sir(std::mt19937_64& g, int64_t n, int64_t i0, double beta, double gamma) {
+  std::exponential_distribution<double> exponential(1.0);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  int64_t s = n - i0, i = i0, r = 0, events = 0;
+  double t = 0.0;
+  while (i > 0) {
+    const double infect =
+        beta * static_cast<double>(s) * static_cast<double>(i) / static_cast<double>(n);
+    const double recover = gamma * static_cast<double>(i);
+    const double total = infect + recover;
+    t = t + exponential(g) / total;
+    if (uniform(g) * total < infect) {
+      --s;
+      ++i;
+    } else {
+      --i;
+      ++r;
+    }
+    ++events;
+  }
+  return {s, i, r, events, t};
+}
+
 int64_t grid_paths(const bool* grid, int64_t i, int64_t j) {
   if (grid[i * 8 + j]) return 0;
   if (i == 7 && j == 7) return 1;

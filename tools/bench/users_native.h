@@ -58,6 +58,14 @@ int64_t nuts(std::mt19937_64& g, const std::vector<double>& prec, const std::vec
 // same order) on y[200], evaluated `evals` times with alpha + 0.001 i; their sum.
 double timeseries(const double* y, double alpha, const double* beta, double sigma, int64_t evals);
 
+// Gillespie's SSA of the SIR epidemic of tools/bench/users/gillespie_sir.ab (the same
+// rates, computed in the same order): population n from i0 infected, until none is infected.
+struct SirResult {
+  int64_t s, i, r, events;
+  double t;
+};
+SirResult gillespie_sir(std::mt19937_64& g, int64_t n, int64_t i0, double beta, double gamma);
+
 // The monotone paths through an 8 x 8 grid avoiding blocked cells
 // (tools/bench/users/grid_paths.ab): the same plain recursion.
 int64_t grid_paths(const bool* grid, int64_t i, int64_t j);

@@ -9,7 +9,7 @@ generator, np.random.default_rng(seed), so they are not the VM's: the bench
 compares the results statistically.
 
 Usage: users_numpy.py ROW PARAMS_JSON REPS
-  ROW          walk, gillespie or metropolis
+  ROW          walk, gillespie, gillespie_sir or metropolis
   PARAMS_JSON  the row's parameters (batch, seed, ...), inline JSON
 Prints one JSON object: {"seconds": [...], "stats": {...}}: the loop's time
 (only the loop, once per repetition) and summary statistics of the last
@@ -56,6 +56,29 @@ def gillespie(prm, rng):
     return {"n": pop, "events": events}
 
 
+def gillespie_sir(prm, rng):
+    """Gillespie's SSA of the SIR epidemic until no one is infected: final susceptibles,
+    event counts and durations."""
+    n, pop, beta, gamma = prm["batch"], prm["n"], prm["beta"], prm["gamma"]
+    s = np.full(n, pop - prm["i0"], np.int64)
+    i = np.full(n, prm["i0"], np.int64)
+    t = np.zeros(n)
+    events = np.zeros(n, np.int64)
+    while True:
+        active = i > 0
+        if not active.any():
+            break
+        infect = beta * s * i / pop
+        total = infect + gamma * i
+        t = np.where(active, t + rng.exponential(size=n) / np.where(active, total, 1.0), t)
+        infection = active & (rng.random(n) * total < infect)
+        recovery = active & ~infection
+        s -= infection
+        i += infection.astype(np.int64) - recovery
+        events += active
+    return {"s": s, "events": events, "t": t}
+
+
 def metropolis(prm, rng):
     """Random-walk Metropolis on the logistic-regression posterior, one chain per row."""
     chains, n_iter, scale, prior_sd = prm["batch"], prm["n_iter"], prm["scale"], prm["prior_sd"]
@@ -87,7 +110,8 @@ def metropolis(prm, rng):
     return out
 
 
-ROWS = {"walk": walk, "gillespie": gillespie, "metropolis": metropolis}
+ROWS = {"walk": walk, "gillespie": gillespie, "gillespie_sir": gillespie_sir,
+        "metropolis": metropolis}
 
 
 def main():

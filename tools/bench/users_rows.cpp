@@ -369,12 +369,105 @@ Row row_timeseries(const Ctx& c, int64_t threads) {
   return r;
 }
 
-// Lattice paths through a per-thread 8 x 8 grid with 30% of the cells blocked: a plain
-// recursion of two calls, against the same recursion in C++, exactly.
-Row row_grid_paths(const Ctx& c, int64_t threads) {
+// The SIR epidemic's final susceptible count: its exact law, from the embedded jump chain
+// (from (s, i) an infection with probability beta s / (beta s + gamma n), else a
+// recovery), and the exact mean duration (each state visited adds 1 / its total rate).
+struct SirExact {
+  double mean_s, var_s, mean_t;
+};
+SirExact sir_exact(int64_t n, int64_t i0, double beta, double gamma) {
+  std::vector<double> p((n + 1) * (n + 2), 0.0);  // p[s (n + 2) + i]: the chance to visit (s, i)
+  auto at = [&](int64_t s, int64_t i) -> double& { return p[s * (n + 2) + i]; };
+  at(n - i0, i0) = 1.0;
+  SirExact e{0, 0, 0};
+  double m2 = 0;
+  for (int64_t s = n; s >= 0; --s) {
+    for (int64_t i = n - s; i > 0; --i) {
+      double q = at(s, i);
+      if (q == 0.0) continue;
+      double infect = beta * static_cast<double>(s * i) / static_cast<double>(n);
+      double total = infect + gamma * static_cast<double>(i);
+      e.mean_t += q / total;
+      if (s > 0) at(s - 1, i + 1) += q * infect / total;
+      at(s, i - 1) += q * (1.0 - infect / total);
+    }
+    e.mean_s += at(s, 0) * static_cast<double>(s);
+    m2 += at(s, 0) * static_cast<double>(s * s);
+  }
+  e.var_s = m2 - e.mean_s * e.mean_s;
+  return e;
+}
+
+// Gillespie's SSA of an SIR epidemic (n = 100 from 2 infected, beta 2, gamma 1: R0 = 2) until
+// no one is infected, a `while i > 0` loop of random draws, threads ending after a few events
+// (the epidemic dies out) or some 160: the final susceptibles of the VM, C++ and NumPy
+// against their exact law, the mean duration of the VM against its exact value and C++'s
+// and NumPy's, and every thread ending with i = 0 and s + r = n.
+Row row_gillespie_sir(const Ctx& c, int64_t threads) {
+  Row r = shape_row(c, "gillespie_sir", threads, "events");
+  const int64_t seed = 5, n = 100, i0 = 2;
+  const double beta = 2.0, gamma = 1.0;
+  Inputs in;
+  in.scalar(seed);
+  in.scalar(n);
+  in.scalar(i0);
+  in.scalar(beta);
+  in.scalar(gamma);
+  int reps = threads >= 100000 ? 1 : c.reps;
+  Outputs got = run_modes(c, r, in, reps);
+  std::vector<SirResult> want(r.batch);
+  time_cpp(r, reps, kCppRandom, [&] {
+    std::mt19937_64 g(seed);
+    for (int64_t k = 0; k < r.batch; ++k) want[k] = gillespie_sir(g, n, i0, beta, gamma);
+  });
+  Json np = run_numpy(
+      c, r, "gillespie_sir",
+      {{"batch", r.batch}, {"seed", seed}, {"n", n}, {"i0", i0}, {"beta", beta}, {"gamma", gamma}},
+      std::min(reps, 2));
+  const int64_t* s = got[0].as<int64_t>();
+  const int64_t* i = got[1].as<int64_t>();
+  const int64_t* rec = got[2].as<int64_t>();
+  const int64_t* events = got[3].as<int64_t>();
+  const double* t = got[4].as<double>();
+  r.thread_steps = std::accumulate(events, events + r.batch, int64_t{0});
+  bool closed = true;
+  std::vector<int64_t> cs(r.batch);
+  std::vector<double> ct(r.batch);
+  for (int64_t k = 0; k < r.batch; ++k) {
+    closed = closed && i[k] == 0 && s[k] + rec[k] == n && events[k] == 2 * (n - s[k]) - i0;
+    cs[k] = want[k].s;
+    ct[k] = want[k].t;
+  }
+  SirExact e = sir_exact(n, i0, beta, gamma);
+  Moments mt = moments(t, r.batch);
+  double z_vm = z_known(moments(s, r.batch), e.mean_s, e.var_s);
+  double z_cpp = z_known(moments(cs.data(), r.batch), e.mean_s, e.var_s);
+  double z_np = z_known(from_json(np["s"]), e.mean_s, e.var_s);
+  double z_t = z_known(mt, e.mean_t, mt.var);
+  double z_t_cpp = z_two(mt, moments(ct.data(), r.batch));
+  double z_t_np = z_two(mt, from_json(np["t"]));
+  r.check("VM: every thread ends with i = 0, s + r = n, events = 2 (n - s) - i0", closed, closed,
+          1);
+  r.check("VM: mean final susceptibles vs the exact mean, in standard errors", z_vm <= kZ, z_vm,
+          kZ);
+  r.check("C++: mean final susceptibles vs the exact mean", z_cpp <= kZ, z_cpp, kZ);
+  r.check("NumPy: mean final susceptibles vs the exact mean", z_np <= kZ, z_np, kZ);
+  r.check("VM: mean duration vs the exact mean (the VM's standard error)", z_t <= kZ, z_t, kZ);
+  r.check("mean duration, VM vs C++", z_t_cpp <= kZ, z_t_cpp, kZ);
+  r.check("mean duration, VM vs NumPy", z_t_np <= kZ, z_t_np, kZ);
+  r.extra["exact_mean_susceptible"] = e.mean_s;
+  r.extra["exact_mean_duration"] = e.mean_t;
+  return r;
+}
+
+// Lattice paths through a per-thread 8 x 8 grid, each cell but the first and the last
+// blocked with probability `blocked_fraction`: a plain recursion of two calls, against the
+// same recursion in C++, exactly. The calls per thread fall fast with the fraction (about
+// 2150 at 15%, 600 at 25%, 310 at 30%).
+Row row_grid_paths(const Ctx& c, int64_t threads, double blocked_fraction) {
   Row r = shape_row(c, "grid_paths", threads, "calls of paths");
   std::mt19937_64 g(109);
-  std::bernoulli_distribution blocked(0.3);
+  std::bernoulli_distribution blocked(blocked_fraction);
   std::vector<uint8_t> grid(r.batch * 64);
   for (int64_t i = 0; i < r.batch; ++i)
     for (int k = 0; k < 64; ++k) grid[i * 64 + k] = k != 0 && k != 63 && blocked(g);
@@ -401,6 +494,7 @@ Row row_grid_paths(const Ctx& c, int64_t threads) {
   for (int64_t i = 0; i < r.batch; ++i) count(&grid[i * 64], 0, 0);
   r.thread_steps = calls;
   r.check("path counts equal the C++ baseline's", same, same, 1);
+  r.extra["blocked_fraction"] = blocked_fraction;
   return r;
 }
 
@@ -441,8 +535,12 @@ const std::vector<RowSpec>& row_table() {
       {"nuts_65536", [](const Ctx& c) { return row_nuts(c, c.quick ? 256 : 65536); }},
       {"timeseries_10000", [](const Ctx& c) { return row_timeseries(c, 10000); }},
       {"timeseries_100000", [](const Ctx& c) { return row_timeseries(c, 100000); }},
-      {"grid_paths_10000", [](const Ctx& c) { return row_grid_paths(c, 10000); }},
-      {"grid_paths_100000", [](const Ctx& c) { return row_grid_paths(c, 100000); }},
+      {"gillespie_sir_10000", [](const Ctx& c) { return row_gillespie_sir(c, 10000); }},
+      {"gillespie_sir_100000", [](const Ctx& c) { return row_gillespie_sir(c, 100000); }},
+      // 15% of the cells blocked; 25% at 100,000 threads, where 15% (2150 calls per thread)
+      // takes 27-35 s per mode but the stackless one.
+      {"grid_paths_10000", [](const Ctx& c) { return row_grid_paths(c, 10000, 0.15); }},
+      {"grid_paths_100000", [](const Ctx& c) { return row_grid_paths(c, 100000, 0.25); }},
       {"nested_inline_10000", [](const Ctx& c) { return row_nested_inline(c, 10000); }},
       {"nested_inline_100000", [](const Ctx& c) { return row_nested_inline(c, 100000); }},
   };
