@@ -31,8 +31,10 @@ bool StackVM::scalar_leaf(int32_t l) const {
   return x.type.shape.empty() && x.ebytes > 0;
 }
 
-DType StackVM::ref_dtype(const Ref& r) const {
-  return r.constant >= 0 ? constants_[r.constant].type.dtype : leaves_[r.leaf].type.dtype;
+DType StackVM::ref_dtype(const Ref& r) const { return ref_type(r).dtype; }
+
+const TensorType& StackVM::ref_type(const Ref& r) const {
+  return r.constant >= 0 ? constants_[r.constant].type : leaves_[r.leaf].type;
 }
 
 bool StackVM::compilable(const Op& op) const {
@@ -72,20 +74,17 @@ StackVM::SegForm StackVM::seg_form(const Op& op) const {
   if (op.kind == Op::Kind::Kernel && op.fn && prim_random(op.prim)) return SegForm::Call;
   if (compilable(op)) return SegForm::Lane;
   if (op.outs.empty()) return runs ? SegForm::Call : SegForm::None;
-  auto type = [&](const Ref& r) -> const TensorType& {
-    return r.constant >= 0 ? constants_[r.constant].type : leaves_[r.leaf].type;
-  };
   bool inline_ok = true;
   for (const auto& o : op.outs) inline_ok = inline_ok && !leaves_[o.leaf].shared;
   if (op.kind == Op::Kind::Copy) {
     inline_ok = inline_ok && op.outs.size() == op.args.size();
     for (size_t k = 0; inline_ok && k < op.outs.size(); ++k)
-      inline_ok = type(op.args[k]) == leaves_[op.outs[k].leaf].type;
+      inline_ok = ref_type(op.args[k]) == leaves_[op.outs[k].leaf].type;
     return inline_ok ? SegForm::Tensor : SegForm::Call;
   }
   if (inline_ok && op.outs.size() == 1) {
     std::vector<TensorType> args;
-    for (const auto& a : op.args) args.push_back(type(a));
+    for (const auto& a : op.args) args.push_back(ref_type(a));
     const TensorType& out = leaves_[op.outs[0].leaf].type;
     const bool moves = op.prim == PrimId::Get || op.prim == PrimId::Set ||
                        op.prim == PrimId::Size || op.prim == PrimId::Reshape;
@@ -423,11 +422,8 @@ bool StackVM::dense_read(const Op& op, const CBlock& cb) const {
   if (op.prim != PrimId::Get && op.prim != PrimId::Size) return false;
   const int32_t out = op.outs[0].leaf;
   if (!scalar_leaf(out) || leaves_[out].shared || leaves_[out].full()) return false;
-  auto type = [&](const Ref& r) -> const TensorType& {
-    return r.constant >= 0 ? constants_[r.constant].type : leaves_[r.leaf].type;
-  };
   const Ref& x = op.args[0];
-  if (type(x).shape.empty()) return false;
+  if (ref_type(x).shape.empty()) return false;
   if (x.constant < 0) {
     const Leaf& l = leaves_[x.leaf];
     if (l.in_scratch() || l.ebytes == 0) return false;
@@ -439,10 +435,10 @@ bool StackVM::dense_read(const Op& op, const CBlock& cb) const {
     }
   }
   for (size_t a = 1; a < op.args.size(); ++a)
-    if (op.args[a].constant >= 0 ? !type(op.args[a]).shape.empty() : !scalar_leaf(op.args[a].leaf))
+    if (op.args[a].constant >= 0 ? !ref_type(op.args[a]).shape.empty() : !scalar_leaf(op.args[a].leaf))
       return false;
   std::vector<TensorType> args;
-  for (const auto& a : op.args) args.push_back(type(a));
+  for (const auto& a : op.args) args.push_back(ref_type(a));
   return jit::supported_tensor(op.prim, args, leaves_[out].type);
 }
 

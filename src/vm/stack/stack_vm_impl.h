@@ -358,6 +358,7 @@ class StackVM {
   // ---- jit_plan.cpp ------------------------------------------------
   bool scalar_leaf(int32_t l) const;
   DType ref_dtype(const Ref& r) const;
+  const TensorType& ref_type(const Ref& r) const;
   bool compilable(const Op& op) const;
   // How an op compiles in a gather segment: per lane on scalars (Lane, as
   // compilable), inline on tensors (Tensor), or handed back to the VM for
