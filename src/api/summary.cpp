@@ -103,8 +103,8 @@ void add_warnings(Summary& s) {
 
 }  // namespace
 
-Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& draws,
-                          int64_t skip, ElementNames names) {
+Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& draws, int64_t skip,
+                          ElementNames names) {
   if (draws.empty()) return std::vector<Diagnostic>{option_error("no draws to summarize")};
   if (skip < 0) return std::vector<Diagnostic>{option_error("--skip must not be negative")};
   Summary s;
@@ -130,8 +130,8 @@ Result<Summary> summarize(const std::vector<std::pair<std::string, ArrayView>>& 
         for (int64_t i = 0; i < kept; ++i)
           x[static_cast<size_t>(c * kept + i)] = element(a, (c * total + skip + i) * elems + k);
       const ab::sample::Summary m = ab::sample::summarize(x.data(), chains, kept);
-      s.rows.push_back({element_name(name, event, k, names), m.mean, m.mcse, m.sd, m.q5, m.q50, m.q95,
-                        m.ess_bulk, m.ess_tail, m.rhat});
+      s.rows.push_back({element_name(name, event, k, names), m.mean, m.mcse, m.sd, m.q5, m.q50,
+                        m.q95, m.ess_bulk, m.ess_tail, m.rhat});
     }
   }
   add_warnings(s);

@@ -690,7 +690,8 @@ std::string foreign_advice(const std::string& text, size_t at) {
   size_t b = at;
   while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;
   size_t w = b;
-  while (w > 0 && (std::isalnum(static_cast<unsigned char>(text[w - 1])) || text[w - 1] == '_')) --w;
+  while (w > 0 && (std::isalnum(static_cast<unsigned char>(text[w - 1])) || text[w - 1] == '_'))
+    --w;
   const std::string word = text.substr(w, b - w);
   size_t line = w;
   while (line > 0 && (text[line - 1] == ' ' || text[line - 1] == '\t')) --line;

@@ -18,7 +18,6 @@ namespace ab::kern {
 
 namespace {
 
-
 // Gathered lanes whose slots are consecutive (a chunk of threads that have
 // kept together): their rows are already one [n, E] matrix.
 inline bool consecutive(Access a, const uint32_t* index, int64_t n) {

@@ -195,14 +195,14 @@ bool use_isa(const char* name) {
 }
 
 #ifdef AB_ORDERED_X86
-#define AB_DISPATCH(call)                            \
-  switch (host_isa()) {                              \
-    case Isa::Avx512:                                \
-      return avx512::call;                           \
-    case Isa::Avx2:                                  \
-      return avx2::call;                             \
-    default:                                         \
-      return scalar::call;                           \
+#define AB_DISPATCH(call)  \
+  switch (host_isa()) {    \
+    case Isa::Avx512:      \
+      return avx512::call; \
+    case Isa::Avx2:        \
+      return avx2::call;   \
+    default:               \
+      return scalar::call; \
   }
 #else
 #define AB_DISPATCH(call) return scalar::call;

@@ -262,8 +262,8 @@ std::string index_loop_inputs(int threads, int bad_thread) {
            ", " + std::to_string((t / 3) % 4) + ", 0]";
     k += sep + std::to_string(t == bad_thread ? 6 : (t * 5) % 12 - 6);
   }
-  return "{\"w\": [" + w + "], \"c\": [[0.25, -3.0, 8.0, 1e-3]], \"idx\": [" + idx +
-         "], \"k\": [" + k + "]}";
+  return "{\"w\": [" + w + "], \"c\": [[0.25, -3.0, 8.0, 1e-3]], \"idx\": [" + idx + "], \"k\": [" +
+         k + "]}";
 }
 
 TEST_CASE("jit: a loop body reading tensors by index runs dense and matches the reference") {

@@ -302,16 +302,15 @@ void check_ordered_gemm() {
           for (size_t i = 0; i < B.size(); ++i) B[i] = T(std::cos(1.1 + 0.31 * double(i)));
           const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
           const int64_t rsc = tc ? 1 : ldc, csc = tc ? ldc : 1;
-          kern::ordered::gemm<T>(M, N, K, A.data(), rsa, csa, B.data(), ldb, 1, C.data(), rsc,
-                                 csc);
+          kern::ordered::gemm<T>(M, N, K, A.data(), rsa, csa, B.data(), ldb, 1, C.data(), rsc, csc);
           int64_t wrong = 0;
           for (int64_t i = 0; i < M; ++i)
             for (int64_t j = 0; j < N; ++j)
-              wrong += C[i * rsc + j * csc] != chain<T>(K, A.data() + i * rsa, csa, B.data() + j, ldb);
+              wrong +=
+                  C[i * rsc + j * csc] != chain<T>(K, A.data() + i * rsa, csa, B.data() + j, ldb);
           CHECK(wrong == 0);
           int64_t touched = 0;  // the padding of C is left alone
-          for (int64_t r = 0; r < (tc ? N : M); ++r)
-            touched += C[r * ldc + (tc ? M : N)] != T(42);
+          for (int64_t r = 0; r < (tc ? N : M); ++r) touched += C[r * ldc + (tc ? M : N)] != T(42);
           CHECK(touched == 0);
         }
 }
@@ -334,7 +333,8 @@ TEST_CASE("ordered products: each element is its fma chain, on every instruction
       }
     for (int n = 1; n <= 4; ++n) {
       std::vector<float> a(100 * n), b(100 * n);
-      for (size_t i = 0; i < a.size(); ++i) a[i] = float(std::sin(0.5 * double(i))), b[i] = 0.25f + float(i % 7);
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = float(std::sin(0.5 * double(i))), b[i] = 0.25f + float(i % 7);
       const float* xs[4];
       const float* ys[4];
       float out[4];
@@ -358,17 +358,22 @@ TEST_CASE("linalg kernels: a lane's result does not depend on the batch it is in
   for (int64_t n : {1, 2, 3, 7, 9, 64, 301}) {
     CAPTURE(n);
     std::vector<double> xs(X.begin(), X.begin() + n * k), bs(Bm.begin(), Bm.begin() + n * k * q);
-    auto mv = run(PrimId::Matvec, n, {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), xs)});
+    auto mv =
+        run(PrimId::Matvec, n, {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), xs)});
     auto mm = run(PrimId::Matmul, n,
                   {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k, q}), bs)});
     for (int64_t j = 0; j < n; j += (n > 9 ? 17 : 1)) {
       std::vector<double> x1(X.begin() + j * k, X.begin() + (j + 1) * k);
       std::vector<double> b1(Bm.begin() + j * k * q, Bm.begin() + (j + 1) * k * q);
-      auto alone = run(PrimId::Matvec, 1, {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), x1)});
-      auto lane = run(PrimId::Matvec, 1, {dense(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), x1)});
-      auto mm1 = run(PrimId::Matmul, 1, {dense(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k, q}), b1)});
+      auto alone = run(PrimId::Matvec, 1,
+                       {shared(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), x1)});
+      auto lane = run(PrimId::Matvec, 1,
+                      {dense(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k}), x1)});
+      auto mm1 = run(PrimId::Matmul, 1,
+                     {dense(tt(DType::F64, {m, k}), A), dense(tt(DType::F64, {k, q}), b1)});
       const auto got = mv.out<double>(), got_mm = mm.out<double>();
-      CHECK(std::vector<double>(got.begin() + j * m, got.begin() + (j + 1) * m) == alone.out<double>());
+      CHECK(std::vector<double>(got.begin() + j * m, got.begin() + (j + 1) * m) ==
+            alone.out<double>());
       CHECK(alone.out<double>() == lane.out<double>());
       CHECK(std::vector<double>(got_mm.begin() + j * m * q, got_mm.begin() + (j + 1) * m * q) ==
             mm1.out<double>());

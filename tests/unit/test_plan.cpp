@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <map>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "autobatch/autobatch.h"
 #include "support/env_options.h"

@@ -258,10 +258,10 @@ TEST_CASE("autobatch sample: the table, the files, and exit 2 on bad flags") {
   CHECK(p.out.find("\ntau ") != std::string::npos);
   CHECK(p.out.find("step sizes:") != std::string::npos);
   CHECK(p.out.find("divergent transitions:") != std::string::npos);
-  for (const char* f : {"theta.npy", "mu.npy", "tau.npy", "effect.npy", "lp__.npy",
-                        "accept_stat__.npy", "treedepth__.npy", "n_leapfrog__.npy",
-                        "divergent__.npy", "energy__.npy", "adaptation/step_size.npy",
-                        "adaptation/inv_metric.npy"})
+  for (const char* f :
+       {"theta.npy", "mu.npy", "tau.npy", "effect.npy", "lp__.npy", "accept_stat__.npy",
+        "treedepth__.npy", "n_leapfrog__.npy", "divergent__.npy", "energy__.npy",
+        "adaptation/step_size.npy", "adaptation/inv_metric.npy"})
     CHECK_MESSAGE(fs::exists((dir / "out") + "/" + f), f);
   // The files summarize as the command did, one file or the whole folder
   // (the adaptation's results, which are not draws, are in a folder of their own).

@@ -288,8 +288,7 @@ int64_t nuts(std::mt19937_64& g, const std::vector<double>& prec, const std::vec
   return n_leapfrog;
 }
 
-double timeseries(const double* y, double alpha, const double* beta, double sigma,
-                  int64_t evals) {
+double timeseries(const double* y, double alpha, const double* beta, double sigma, int64_t evals) {
   double total = 0.0;
   for (int64_t i = 0; i < evals; ++i) {
     const double a = alpha + 0.001 * static_cast<double>(i);

@@ -1,9 +1,10 @@
 // Ops on tensors (jit.h, Slot::tensor) in the gather form: one lane's
 // events, read and written in memory at base[s] + the lane's slot times the
 // event's elements (in the dense form, get and size read a per-thread
-// tensor through the event address its window holds for each lane). An elementwise primitive runs Gen::scalar_op on each
-// element, so it computes exactly what the scalar code and the kernels
-// compute; NumPy broadcasting maps each result element to the operand's.
+// tensor through the event address its window holds for each lane). An
+// elementwise primitive runs Gen::scalar_op on each element, so it computes
+// exactly what the scalar code and the kernels compute; NumPy broadcasting
+// maps each result element to the operand's.
 // Copies, reshape, get, set and size move elements as the kernels of
 // src/vm/kernels_index.cpp do. A bad index only raises the flag (the VM
 // then reruns the segment through the kernels, which report the error); the

@@ -435,7 +435,8 @@ bool StackVM::dense_read(const Op& op, const CBlock& cb) const {
     }
   }
   for (size_t a = 1; a < op.args.size(); ++a)
-    if (op.args[a].constant >= 0 ? !ref_type(op.args[a]).shape.empty() : !scalar_leaf(op.args[a].leaf))
+    if (op.args[a].constant >= 0 ? !ref_type(op.args[a]).shape.empty()
+                                 : !scalar_leaf(op.args[a].leaf))
       return false;
   std::vector<TensorType> args;
   for (const auto& a : op.args) args.push_back(ref_type(a));
@@ -528,7 +529,8 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
       f.dense_fails = !f.dense_fail_op.empty();
       // A random primitive weighs as Tuning::random_op_weight ops.
       size_t weight = 0;
-      for (const auto& op : c.dense.ops) weight += !op.copy && prim_random(op.prim) ? kTuning.random_op_weight : 1;
+      for (const auto& op : c.dense.ops)
+        weight += !op.copy && prim_random(op.prim) ? kTuning.random_op_weight : 1;
       f.dense_copies = f.dense_fails ? 1 : loop_copies(weight);
       c.dense.copies = f.dense_copies;
     }

@@ -82,9 +82,9 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
                      : l == kFirstThreadLeaf            ? thread_operand(l)
                      : l <= kConstLeaf  // a tensor literal
                          ? static_cast<void*>(constants_[kConstLeaf - l].data.data())
-                     : d.kind[s] == jit::SlotKind::Scratch
-                         ? static_cast<void*>(leaves_[l].scratch.data())
-                         : static_cast<void*>(leaves_[l].top.data());
+                         : d.kind[s] == jit::SlotKind::Scratch
+                               ? static_cast<void*>(leaves_[l].scratch.data())
+                               : static_cast<void*>(leaves_[l].top.data());
   }
   // A tensor slot's value for thread t: the address of its event.
   auto event_address = [&](size_t s, uint32_t t) {
