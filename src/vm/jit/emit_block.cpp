@@ -44,6 +44,16 @@ Function* Gen::block(const Segment& s, const std::string& name) {
 
   b_.SetInsertPoint(body);
   block_ops(c);
+  // A check that failed (a bad index; only in blocks without pushes, pops,
+  // calls or returns, so the lane has changed nothing yet): the lane is
+  // the interpreter's, which reports the error, with the rest of the list.
+  BasicBlock* failed = nullptr;
+  if (!llvm::isa<llvm::Constant>(bad_) || !llvm::cast<llvm::Constant>(bad_)->isZeroValue()) {
+    failed = BasicBlock::Create(ctx_, "failed", fn);
+    BasicBlock* ok = BasicBlock::Create(ctx_, "checked", fn);
+    b_.CreateCondBr(bad_, failed, ok);
+    b_.SetInsertPoint(ok);
+  }
   const size_t pcs = c.stacks.size() - 1;
   Value* acc_next = acc;
   switch (s.exit) {
@@ -72,17 +82,25 @@ Function* Gen::block(const Segment& s, const std::string& name) {
   acc->addIncoming(acc_next, loop_end);
   mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit), false);
 
-  // From the entry (no lanes), a lane that needs a new row (j lanes done),
-  // or the end of the list.
+  if (failed) {
+    b_.SetInsertPoint(failed);
+    b_.CreateBr(exit);
+  }
+  // From the entry (no lanes), a lane that needs a new row or failed a
+  // check (j lanes done), or the end of the list.
   b_.SetInsertPoint(exit);
-  PHINode* r = b_.CreatePHI(i64, 3);
+  PHINode* r = b_.CreatePHI(i64, 4);
   r->addIncoming(b_.getInt64(0), entry);
   r->addIncoming(acc, loop);
   r->addIncoming(acc_next, loop_end);
-  PHINode* count = b_.CreatePHI(i64, 3);
+  PHINode* count = b_.CreatePHI(i64, 4);
   count->addIncoming(b_.getInt64(0), entry);
   count->addIncoming(j, loop);
   count->addIncoming(jn, loop_end);
+  if (failed) {
+    r->addIncoming(acc, failed);
+    count->addIncoming(j, failed);
+  }
   b_.CreateStore(count, done);
   b_.CreateRet(r);
   return fn;

@@ -102,7 +102,9 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     c.depth_home.assign(c.stacks.size(), nullptr);
     c.buf_home.assign(c.stacks.size(), nullptr);
     for (size_t i = 0; i < s.slots.size(); ++i) {
-      if (s.slots[i].kind != SlotKind::Thread || i >= s.slot_var.size()) continue;
+      // (A tensor stays in memory: get and size read the lane's event.)
+      if (s.slots[i].kind != SlotKind::Thread || s.slots[i].tensor || i >= s.slot_var.size())
+        continue;
       Home& h = tops[s.slot_var[i]];
       if (!h.at) {
         h.type = ty(s.slots[i].dtype);
@@ -341,6 +343,14 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     stuck_pc.push_back(s.pc | kChainStuck);
     b_.SetInsertPoint(body);
     block_ops(ctx[k]);
+    // A failed check (a bad index; the block pushes, pops, calls and
+    // returns nothing, so only its stores, not yet made, would change the
+    // lane): stuck here, the interpreter reports the error.
+    if (!llvm::isa<llvm::Constant>(bad_) || !llvm::cast<llvm::Constant>(bad_)->isZeroValue()) {
+      BasicBlock* ok = BasicBlock::Create(ctx_, "checked", fn, stop);
+      b_.CreateCondBr(bad_, stuck_k, ok);
+      b_.SetInsertPoint(ok);
+    }
     const size_t pcs = ctx[k].stacks.size() - 1;
     Value* r1 = counted.count(s.pc) ? b_.CreateSub(runs_k, b_.getInt64(1)) : runs_k;
     Value* cond = nullptr;

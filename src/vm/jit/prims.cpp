@@ -14,12 +14,22 @@ Value* Gen::libm(const char* name, DType d, std::vector<Value*> args) {
   if (d == DType::F32) n += "f";
   std::vector<Type*> ts(args.size(), ty(d));
   FunctionCallee f = m_.getOrInsertFunction(n, FunctionType::get(ty(d), ts, false));
+  if (auto* decl = dyn_cast<Function>(f.getCallee())) {
+    // A function of its operands only (errno, which it may set, is never
+    // read; the rounding mode is never changed): LLVM may compute it once
+    // for a loop whose operands do not change (log(sigma) in a loop over
+    // time), or ahead of a branch, with the same result.
+    decl->setDoesNotAccessMemory();
+    decl->addFnAttr(Attribute::Speculatable);
+    decl->addFnAttr(Attribute::WillReturn);
+    decl->addFnAttr(Attribute::NoUnwind);
+  }
   CallInst* c = b_.CreateCall(f, args);
   // Exactly the C library's function: no folding or rewriting as a builtin.
   c->addFnAttr(Attribute::NoBuiltin);
   c->addFnAttr(Attribute::WillReturn);
   c->addFnAttr(Attribute::NoUnwind);
-  c->setOnlyReadsMemory();  // errno is not observed
+  c->setDoesNotAccessMemory();
   return c;
 }
 

@@ -292,18 +292,17 @@ bool StackVM::word_stack(int32_t l) const {
          (x.ebytes == 1 || x.ebytes == 4 || x.ebytes == 8);
 }
 
-// Whether block bi can be compiled whole (jit::BlockFn): not a loop, ending
-// in goto, branch, push_goto or indirect_goto, every op compilable and
-// unable to fail, every pushed or popped variable a word_stack.
+// Whether block bi can be compiled whole (jit::BlockFn): ending in goto,
+// branch, push_goto or indirect_goto, every op compilable (or a read by
+// index, dense_read), every pushed or popped variable a word_stack. (Ops
+// that can fail are checked on the segment: gather_facts.) A loop block
+// compiled whole runs in the chain only, when it is nested in a loop.
 bool StackVM::block_form(const CBlock& cb) const {
-  if (cb.self >= 0) return false;
   switch (cb.term) {
-    case TermKind::Goto:
-      if (cb.ops.empty()) return false;  // nothing to gain
-      break;
     case TermKind::Branch:
       if (!scalar_leaf(cb.cond)) return false;
       break;
+    case TermKind::Goto:  // (with no instructions: a jump within the chain)
     case TermKind::PushGoto:
     case TermKind::IndirectGoto:
       break;
@@ -317,7 +316,7 @@ bool StackVM::block_form(const CBlock& cb) const {
       continue;
     }
     if (shared_done(op)) continue;  // computed before the run (precompute_shared)
-    if (!compilable(op)) return false;
+    if (!compilable(op) && !dense_read(op, cb)) return false;
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf)) return false;
   }
@@ -347,6 +346,10 @@ void StackVM::bind_blocks() {
     for (int32_t l : cb.block_slots) {
       if (l == kRowLeaf || l == kFirstThreadLeaf) {
         base.push_back(thread_operand(l));
+        continue;
+      }
+      if (l <= kConstLeaf) {  // a tensor literal (get, size)
+        base.push_back(const_cast<std::byte*>(constants_[kConstLeaf - l].data.data()));
         continue;
       }
       Leaf& x = leaves_[l];
@@ -534,13 +537,19 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
       f.dense_copies = f.dense_fails ? 1 : loop_copies(weight);
       c.dense.copies = f.dense_copies;
     }
-    return;
   }
   f.whole_blocker = whole_blocker(cb);
   if (f.whole_blocker.empty()) {
     c.whole = make_segment(bi, 0, cb.ops.size(), false, c.whole_slots, &c.whole_stacks);
     const std::string fails = failing_op(c.whole);
-    if (!fails.empty()) f.whole_blocker = "op '" + fails + "' can fail";
+    // A lane whose check fails leaves the compiled block before it changes
+    // anything, so the interpreter can run the block for it and report the
+    // error: only a block with no push or pop, and no call or return.
+    bool stacks = cb.term == TermKind::PushGoto || cb.term == TermKind::IndirectGoto;
+    for (const auto& f2 : c.whole.ops) stacks = stacks || f2.kind != jit::FOp::Kind::Compute;
+    if (!fails.empty() && stacks)
+      f.whole_blocker = "op '" + fails + "' can fail in a block that pushes, pops, calls or returns";
+    f.whole_fail_op = fails;
   }
   f.whole_form = f.whole_blocker.empty();
 }
@@ -549,7 +558,6 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
 std::string StackVM::whole_blocker(const CBlock& cb) const {
   if (block_form(cb)) return "";
   if (cb.term == TermKind::Halt || cb.term == TermKind::Return) return "it ends its threads";
-  if (cb.term == TermKind::Goto && cb.ops.empty()) return "no instructions";
   if (cb.term == TermKind::Branch && !scalar_leaf(cb.cond)) return "its condition is not a scalar";
   for (const auto& op : cb.ops) {
     if (op.kind == Op::Kind::Pop) {
@@ -559,7 +567,7 @@ std::string StackVM::whole_blocker(const CBlock& cb) const {
       continue;
     }
     if (shared_done(op)) continue;
-    if (!compilable(op)) return per_lane_blocker(op);
+    if (!compilable(op) && !dense_read(op, cb)) return per_lane_blocker(op);
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf))
         return "the stack of '" + leaves_[o.leaf].var + "' is not of one-word scalars";

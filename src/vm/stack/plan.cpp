@@ -32,6 +32,12 @@ std::string count(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// ", none can fail", or which op can and what a failed check does.
+std::string fail_note(const BlockFacts& f) {
+  if (f.whole_fail_op.empty()) return ", none can fail";
+  return " ('" + f.whole_fail_op + "' can fail: the interpreter reruns the block and reports it)";
+}
+
 // Rule 4: segments where runs of compilable ops are long enough, else op at
 // a time. `why` says why the block is not compiled in a larger form.
 BlockPlan segments_or_interpreted(const BlockFacts& f, std::string why) {
@@ -118,11 +124,69 @@ int64_t chain_exit(const std::vector<BlockFacts>& facts, const std::vector<Block
   return -1;
 }
 
+// Per block, whether it lies on a cycle of two or more blocks of its own
+// function (gotos, branches and calls' return blocks; a loop block's edge to
+// itself does not count): a loop body's blocks, and a loop nested in
+// another loop. Each strongly connected component (Tarjan, iterative) gets
+// a number in comp (-1 for a block on no such cycle).
+std::vector<int64_t> loop_components(const std::vector<BlockFacts>& facts) {
+  const size_t n = facts.size();
+  std::vector<int64_t> index(n, -1), low(n, 0), comp(n, -1);
+  std::vector<bool> on(n, false);
+  std::vector<uint32_t> stack;
+  int64_t counter = 0, comps = 0;
+  for (uint32_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    std::vector<std::pair<uint32_t, size_t>> work{{root, 0}};  // (block, next edge)
+    index[root] = low[root] = counter++;
+    stack.push_back(root);
+    on[root] = true;
+    while (!work.empty()) {
+      auto& [v, e] = work.back();
+      if (e < facts[v].next.size()) {
+        const uint32_t w = facts[v].next[e++];
+        if (w >= n || w == v) continue;
+        if (index[w] < 0) {
+          index[w] = low[w] = counter++;
+          stack.push_back(w);
+          on[w] = true;
+          work.push_back({w, 0});
+        } else if (on[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      const uint32_t done = v;
+      work.pop_back();
+      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
+      if (low[done] != index[done]) continue;
+      std::vector<uint32_t> members;
+      uint32_t w;
+      do {
+        w = stack.back();
+        stack.pop_back();
+        on[w] = false;
+        members.push_back(w);
+      } while (w != done);
+      if (members.size() < 2) continue;
+      for (uint32_t m : members) comp[m] = comps;
+      ++comps;
+    }
+  }
+  return comp;
+}
+
 }  // namespace
 
 std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const PlanOptions& o) {
   std::vector<BlockPlan> plan(facts.size());
   const bool counted = o.traced || o.stats || o.max_steps > 0;
+  const bool can_chain = o.persistent && !counted && o.chain && o.whole_blocks;
+  const std::vector<int64_t> comp = loop_components(facts);
+  // What a block in a loop nest gets when its nest cannot be chained (rules
+  // 2 to 4 without the nest's case), filled in as the plan is made.
+  std::vector<BlockPlan> unnested(facts.size());
+  std::vector<bool> nest(facts.size(), false);
   for (size_t b = 0; b < facts.size(); ++b) {
     const BlockFacts& f = facts[b];
     BlockPlan& p = plan[b];
@@ -132,7 +196,9 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
       if (f.loop && o.persistent) p.reason += "; a chunk stays in the loop until its threads leave";
       continue;
     }
-    // 2. Loop blocks under the persistent schedule.
+    // 2. Loop blocks under the persistent schedule: in a loop nest (rule 3)
+    // chained; else the dense forms.
+    const bool nested = comp[b] >= 0 && can_chain && f.whole_form;
     if (f.loop && o.persistent) {
       const std::string body = "loop body of " + count(f.ops, "instruction", "instructions");
       if (o.max_steps > 0) {
@@ -155,11 +221,29 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
         p.reason = body + ", every op compiles but '" + f.dense_fail_op +
                    "' can fail: a chunk at a time, rerun op at a time on a failed check";
       }
+      if (nested) {
+        unnested[b] = p;
+        nest[b] = true;
+        p.mode = ExecMode::Chained;
+        p.reason = body + " inside another loop, every op compiles" + fail_note(f) +
+                   ": chained with the loop around it, threads run the nest alone";
+      }
       continue;
     }
-    // 3. Blocks compiled whole, in programs with calls.
-    if (o.calls && o.whole_blocks && !f.loop && f.whole_form) {
-      const std::string what = "program with calls, every op compiles, none can fail";
+    // 3. Blocks compiled whole: in programs with calls, and in loop nests
+    // (chained only).
+    if (nested && !o.calls) {
+      unnested[b] = segments_or_interpreted(
+          f, "blocks are compiled whole only in programs with calls and in loops of several "
+             "blocks");
+      nest[b] = true;
+      p.mode = ExecMode::Chained;
+      p.reason = "in a loop of several blocks, every op compiles" + fail_note(f) +
+                 ": threads run on alone through the blocks compiled whole";
+      continue;
+    }
+    if (o.calls && o.whole_blocks && !f.loop && f.whole_form && (f.ops > 0 || can_chain)) {
+      const std::string what = "program with calls, every op compiles" + fail_note(f);
       if (o.persistent && !counted && o.chain) {
         p.mode = ExecMode::Chained;
         p.reason = what + ": threads run on alone through the blocks compiled whole";
@@ -189,17 +273,35 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
       why = "not compiled whole: " + f.whole_blocker;
     p = segments_or_interpreted(f, why);
   }
+  // A loop nest is chained only whole: a block of it left out would make
+  // every thread leave the chain and enter it again at each iteration.
+  for (size_t b = 0; b < facts.size(); ++b) {
+    if (comp[b] < 0 || plan[b].mode == ExecMode::Chained) continue;
+    for (size_t x = 0; x < facts.size(); ++x)
+      if (comp[x] == comp[b] && nest[x] && plan[x].mode == ExecMode::Chained) {
+        plan[x] = unnested[x];
+        plan[x].reason += "; not chained with its loop: block '" + facts[b].name +
+                          "' of the loop is not compiled whole";
+      }
+  }
   // The chain's rule (plan.h, rule 3).
   if (const int64_t out = chain_exit(facts, plan); out >= 0) {
     const std::string why =
         "; not chained: block '" + facts[out].name +
         "', in a function that runs many times per thread, is not compiled whole (threads "
         "would leave the chain there and enter it again, copying their stacks)";
-    for (BlockPlan& p : plan)
-      if (p.mode == ExecMode::Chained) {
-        p.mode = ExecMode::WholeBlock;
-        p.reason = "program with calls, every op compiles, none can fail: a chunk per call" + why;
+    for (size_t b = 0; b < plan.size(); ++b) {
+      BlockPlan& p = plan[b];
+      if (p.mode != ExecMode::Chained) continue;
+      if (nest[b] || facts[b].ops == 0) {
+        p = nest[b] ? unnested[b] : segments_or_interpreted(facts[b], "");
+        p.reason += why;
+        continue;
       }
+      p.mode = ExecMode::WholeBlock;
+      p.reason = "program with calls, every op compiles" + fail_note(facts[b]) +
+                 ": a chunk per call" + why;
+    }
   }
   return plan;
 }

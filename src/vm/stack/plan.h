@@ -100,6 +100,7 @@ struct BlockFacts {
   // Whole form (not loops): possible (jit::BlockFn), or why not.
   bool whole_form = false;
   std::string whole_blocker;
+  std::string whole_fail_op;  // an op of the whole form that can fail ("" when none)
   // Segments: the runs of compilable ops long enough to compile.
   size_t segments = 0;
   size_t segment_ops = 0;
