@@ -28,7 +28,7 @@ constexpr size_t kCopyOps = static_cast<size_t>(kTuning.chain_copy_ops);
 // predicts each jump on its own). Every block's code starts by counting
 // the lane's budget and checking its stacks.
 Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint32_t>& return_to,
-                     uint32_t frames, const std::string& name) {
+                     uint32_t frames, const std::string& name, bool count_runs) {
   Type* i64 = b_.getInt64Ty();
   Type* i32 = b_.getInt32Ty();
   Type* ptr = PointerType::get(ctx_, 0);
@@ -184,12 +184,28 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   PHINode* stop_pc = b_.CreatePHI(i32, 4);
   PHINode* stop_runs = b_.CreatePHI(i64, 4);
   // An edge to block `pc` with the lane's runs so far: its code, or stop.
-  auto edge = [&](Value* pc, Value* r) {
+  // --stats (kChainCounts): per block, the lane's entries into it from
+  // within the chain (its first block is the VM's step), in registers until
+  // the lane leaves. A lane stuck at a block it entered is counted there:
+  // the interpreter runs the block for it within the same step.
+  std::vector<Value*> entered;
+  if (count_runs) {
+    IRBuilder<> eb(entry, entry->begin());
+    for (size_t k = 0; k < blocks.size(); ++k) entered.push_back(eb.CreateAlloca(i64));
+    for (Value* a : entered) eb.CreateStore(eb.getInt64(0), a);
+  }
+  auto count_entry = [&](IRBuilder<>& eb, size_t k, int64_t by) {
+    if (entered.empty()) return;
+    Value* was = eb.CreateLoad(i64, entered[k]);
+    eb.CreateStore(eb.CreateAdd(was, eb.getInt64(static_cast<uint64_t>(by))), entered[k]);
+  };
+  auto edge = [&](Value* pc, Value* r, bool first = false) {
     BasicBlock* e = BasicBlock::Create(ctx_, "edge", fn, stop);
     IRBuilder<> eb(e);
     auto* c = dyn_cast<ConstantInt>(pc);
     auto it = c ? at.find(static_cast<uint32_t>(c->getZExtValue())) : at.end();
     if (it != at.end()) {
+      if (!first) count_entry(eb, it->second, 1);
       eb.CreateBr(enter[it->second]);
       runs[it->second]->addIncoming(r, e);
     } else {
@@ -202,6 +218,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
 
   b_.SetInsertPoint(entry);
   homes(true);
+
   // A lane whose stacks go deeper than the rows the code addresses is
   // the interpreter's (stuck at its first block); else its entries are
   // copied to the local arrays.
@@ -224,7 +241,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     BasicBlock* other = BasicBlock::Create(ctx_, "edge", fn, stop);
     SwitchInst* first = b_.CreateSwitch(start_pc, other, static_cast<unsigned>(blocks.size()));
     for (size_t k = 0; k < blocks.size(); ++k)
-      first->addCase(b_.getInt32(blocks[k].pc), edge(b_.getInt32(blocks[k].pc), budget));
+      first->addCase(b_.getInt32(blocks[k].pc), edge(b_.getInt32(blocks[k].pc), budget, true));
     IRBuilder<> eb(other);
     eb.CreateBr(stop);
     stop_pc->addIncoming(start_pc, other);
@@ -305,6 +322,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   auto copy_edge = [&](Copy& c, Value* r) {
     BasicBlock* e = BasicBlock::Create(ctx_, "edge", fn, stop);
     IRBuilder<> eb(e);
+    count_entry(eb, c.k, 1);
     eb.CreateBr(c.enter);
     c.runs->addIncoming(r, e);
     return e;
@@ -328,10 +346,14 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     };
     restore(ctx[k]);
     b_.SetInsertPoint(enter_k);
-    if (counted.count(s.pc))
-      b_.CreateCondBr(b_.CreateICmpNE(runs_k, b_.getInt64(0)), check_k,
-                      edge_to_stop(stop, stop_pc, stop_runs, s.pc, runs_k, fn));
-    else
+    if (counted.count(s.pc)) {
+      // Out of budget: the lane stops before the block, which a later step
+      // runs (so its entry is not counted here).
+      BasicBlock* spent = edge_to_stop(stop, stop_pc, stop_runs, s.pc, runs_k, fn);
+      IRBuilder<> sb(spent->getTerminator());
+      count_entry(sb, k, -1);
+      b_.CreateCondBr(b_.CreateICmpNE(runs_k, b_.getInt64(0)), check_k, spent);
+    } else
       b_.CreateBr(check_k);
     BasicBlock* body = BasicBlock::Create(ctx_, "body", fn, stop);
     b_.SetInsertPoint(check_k);
@@ -418,6 +440,14 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   }
   Value* used = b_.CreateSub(budget, ran);
   homes(false);
+  if (!entered.empty()) {
+    Value* counts = b_.CreateIntToPtr(
+        b_.CreateLoad(i64, b_.CreateConstGEP1_64(i64, limits, 1)), ptr);
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      Value* at_k = b_.CreateConstGEP1_64(i64, counts, k);
+      b_.CreateStore(b_.CreateAdd(b_.CreateLoad(i64, at_k), b_.CreateLoad(i64, entered[k])), at_k);
+    }
+  }
   for (auto& [v, buf] : bufs) {
     const auto& [blk, pos] = rows_at.at(v);
     copy_rows(buf, reload(blk, pos), b_.CreateLoad(i64, depths.at(v).at), v < 0, false);

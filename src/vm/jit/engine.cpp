@@ -456,7 +456,8 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
     }
     if (chain && !blocks.empty()) {
       cname = prefix + "chain";
-      gb.chain(blocks, *chain, chain_frames, cname);
+      gb.chain(blocks, *chain, chain_frames & ~kChainCounts, cname,
+               (chain_frames & kChainCounts) != 0);
       copy_sites = gb.copy_sites_;
     }
     Gen g(*ctx, *m);

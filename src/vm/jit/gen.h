@@ -49,7 +49,7 @@ class Gen {
   Function* dense_multi(const Segment& s, const std::string& name);
   Function* block(const Segment& s, const std::string& name);
   Function* chain(const std::vector<Segment>& blocks, const std::vector<uint32_t>& return_to,
-                  uint32_t frames, const std::string& name);
+                  uint32_t frames, const std::string& name, bool count_runs);
 
   size_t copy_sites_ = 0;  // the chain's call sites that jump to copies
 

@@ -152,6 +152,10 @@ bool supported(PrimId op, const std::vector<DType>& args, DType out);
 bool supported_tensor(PrimId op, const std::vector<TensorType>& args, const TensorType& out);
 // Whether an op may fail at run time (and so needs the restore path).
 bool may_fail(const FOp& op, const std::vector<Slot>& slots);
+// Whether an op compiles to a call of a C function (the C library's math,
+// the scalar samplers of normal, gamma, poisson, exponential's log1p): a
+// loop body holding one is not vectorised by LLVM, so it runs lane by lane.
+bool calls_c(const FOp& op, const std::vector<Slot>& slots);
 
 // Returns 0, or 1 if some lane's check failed.
 using GatherFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n);
@@ -212,6 +216,12 @@ using BlockFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n, u
 // rows when it starts and leaves. bases[k]: the base (BlockFn) of the k-th
 // block given to compile(). Returns the budget used, over all lanes.
 constexpr uint32_t kChainStuck = 0x80000000u;
+// Or'ed into compile()'s chain_frames: the chain counts, per block, the
+// times lanes went on into it from another block of the chain (a lane's
+// first block is the VM's step), and adds them to the int64_t array whose
+// address is limits[1] (in the order of the blocks given to compile()):
+// --stats, which counts the work of every mode.
+constexpr uint32_t kChainCounts = 0x80000000u;
 using ChainFn = int64_t (*)(void* const* const* bases, const uint32_t* idx, int64_t n,
                             int64_t start, uint32_t* out_pc, const int64_t* limits);
 

@@ -179,4 +179,33 @@ bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
   }
 }
 
+bool calls_c(const FOp& op, const std::vector<Slot>& slots) {
+  if (op.kind == FOp::Kind::Call) return true;
+  if (op.copy || op.kind != FOp::Kind::Compute) return false;
+  const bool f = !op.args.empty() &&
+                 is_float(op.args[0].slot >= 0 ? slots[op.args[0].slot].dtype : op.args[0].dtype);
+  switch (prim_jit(op.prim)) {
+    case JitKind::Libm:
+    case JitKind::Batched:
+    case JitKind::None:
+      return true;
+    default:
+      break;
+  }
+  switch (op.prim) {
+    case PrimId::Mod:
+    case PrimId::Pow:
+      return f;
+    case PrimId::Lgamma:
+    case PrimId::Sigmoid:
+    case PrimId::Exponential:
+    case PrimId::Normal:
+    case PrimId::Gamma:
+    case PrimId::Poisson:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace ab::jit

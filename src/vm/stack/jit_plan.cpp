@@ -536,6 +536,12 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
         weight += !op.copy && prim_random(op.prim) ? kTuning.random_op_weight : 1;
       f.dense_copies = f.dense_fails ? 1 : loop_copies(weight);
       c.dense.copies = f.dense_copies;
+      bool draws = false, calls = false;
+      for (const auto& op : c.dense.ops) {
+        draws = draws || (!op.copy && prim_random(op.prim));
+        calls = calls || jit::calls_c(op, c.dense.slots);
+      }
+      f.dense_scalar_draws = draws && calls;
     }
   }
   f.whole_blocker = whole_blocker(cb);
@@ -747,8 +753,9 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
     if (cb.term == TermKind::PushGoto) return_to.push_back(cb.t1);
   std::sort(return_to.begin(), return_to.end());
   return_to.erase(std::unique(return_to.begin(), return_to.end()), return_to.end());
-  const auto frames = static_cast<uint32_t>(
+  auto frames = static_cast<uint32_t>(
       std::clamp<int64_t>(opt_.max_stack_depth, 0, int64_t{jit::kFlatLevels}));
+  if (chain && opt_.stats) frames |= jit::kChainCounts;  // --stats counts the chain's runs
   char line[192];
   std::snprintf(line, sizeof line,
                 "%zu of %zu instructions fused into %zu segments and %zu blocks, "

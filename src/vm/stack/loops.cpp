@@ -186,11 +186,14 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
       append_lanes(b, idx + next, n - next);
       return std::nullopt;
     }
-    if (d.solo && m == 1 && next == n && !tracing && !opt_.stats && step_ < check_at_) {
+    if (d.solo && m == 1 && next == n && !tracing && step_ < check_at_) {
       // The last thread in the loop (a straggler): it runs on alone, up to
       // the next checkpoint, without masks; one step per iteration.
       const int64_t limit = std::min<int64_t>(check_at_ - step_, kTuning.solo_burst);
-      step_ += d.solo(dense_base_.data(), limit, active_);
+      const int64_t ran = d.solo(dense_base_.data(), limit, active_);
+      step_ += ran;
+      if (opt_.stats)
+        for (int64_t k = 0; k < ran; ++k) opt_.stats->record_step(b, 1, loop_could(), cb.prims);
       if (active_[0] == 0) {
         compact(true);
         fill();

@@ -180,7 +180,9 @@ std::vector<int64_t> loop_components(const std::vector<BlockFacts>& facts) {
 
 std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const PlanOptions& o) {
   std::vector<BlockPlan> plan(facts.size());
-  const bool counted = o.traced || o.stats || o.max_steps > 0;
+  // Traces and --max-steps see every block run by every thread: no chain.
+  // (--stats counts the chain's work without changing the plan.)
+  const bool counted = o.traced || o.max_steps > 0;
   const bool can_chain = o.persistent && !counted && o.chain && o.whole_blocks;
   const std::vector<int64_t> comp = loop_components(facts);
   // What a block in a loop nest gets when its nest cannot be chained (rules
@@ -209,6 +211,12 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
       } else if (!f.dense_form) {
         p = segments_or_interpreted(
             f, "a chunk stays in the loop, not compiled whole: " + f.dense_blocker);
+      } else if (f.dense_scalar_draws && f.segments > 0) {
+        p = segments_or_interpreted(
+            f,
+            "a chunk stays in the loop, not compiled whole: the body draws random numbers and "
+            "calls a C function, which keeps its code from being vectorised, so its draws would "
+            "run lane by lane; in segments the batched kernels draw them for the chunk");
       } else if (!f.dense_fails) {
         p.mode = ExecMode::DenseLoop;
         p.reason = body + ", every op compiles, none can fail: a window of " +
@@ -252,7 +260,6 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
         p.reason = what + ": a chunk per call, not chained (" +
                    (!o.persistent ? std::string("--schedule min-pc")
                     : o.traced    ? std::string("traced")
-                    : o.stats     ? std::string("--stats counts every block run")
                     : o.max_steps ? std::string("--max-steps counts every block run")
                                   : std::string("AUTOBATCH_JIT_CHAIN=0")) +
                    ")";

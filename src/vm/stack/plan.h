@@ -97,6 +97,9 @@ struct BlockFacts {
   bool dense_fails = false;
   std::string dense_fail_op;
   int32_t dense_copies = 1;  // iterations per call of a body that cannot fail
+  // The body draws random numbers and calls a C function (so LLVM does not
+  // vectorise it): its draws would run lane by lane.
+  bool dense_scalar_draws = false;
   // Whole form (not loops): possible (jit::BlockFn), or why not.
   bool whole_form = false;
   std::string whole_blocker;

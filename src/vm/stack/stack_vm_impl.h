@@ -281,6 +281,7 @@ class StackVM {
   std::vector<void* const*> chain_bases_;
   int64_t chain_calls_ = 0, chain_runs_ = 0, chain_stuck_ = 0, chain_spent_ = 0;  // for the log
   int64_t chain_poll_at_ = kTuning.chain_poll;  // chain_runs_ at which run_chain polls
+  std::vector<int64_t> chain_counts_;  // --stats: the chain's runs per block (jit.h, kChainCounts)
   uint32_t ids_[kChunk];
   jit::ActiveWord active_[kChunk];
   jit::ActiveWord active_backup_[kChunk];
