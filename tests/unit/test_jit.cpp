@@ -349,6 +349,77 @@ TEST_CASE("jit: a loop nest reading tensors by index is chained whole and matche
   same_bits(r, interpreted);
 }
 
+// In-place sets in a loop, and reads by index in a recursion whose blocks
+// push and pop: compiled whole (chained, or whole blocks). A bad index in
+// either leaves the thread to the interpreter as it was before the block
+// (its stacks' depths put back, no element written), which reports it.
+const char* kIndexRecursion = R"(func twice_sum(v: f64[5], i: i64, n: i64) -> f64 {
+  if i >= n {
+    return 0.0
+  }
+  x = v[i] * 2.0
+  r = twice_sum(v, i + 1, n)
+  return x + r
+}
+
+func main(v: f64[5], m: i64, n: i64) -> (f64, f64[5]) {
+  w = v
+  for i in range(m) {
+    w[i] = w[i] + cast(i, dtype=f64)
+  }
+  return twice_sum(w, 0, n), w
+}
+)";
+
+std::string index_recursion_inputs(int threads, int bad_set, int bad_get) {
+  std::string v, m, n;
+  for (int t = 0; t < threads; ++t) {
+    const char* sep = t ? ", " : "";
+    v += sep + std::string("[");
+    for (int e = 0; e < 5; ++e) v += (e ? ", " : "") + std::to_string(0.25 * ((t * 3 + e) % 11));
+    v += "]";
+    m += sep + std::to_string(t == bad_set ? 6 : t % 6);
+    n += sep + std::to_string(t == bad_get ? 7 : (t * 7) % 6);
+  }
+  return "{\"v\": [" + v + "], \"m\": [" + m + "], \"n\": [" + n + "]}";
+}
+
+TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad index is undone") {
+  Prog p = load(kIndexRecursion, index_recursion_inputs(600, -1, -1), "main");
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    same_bits(r, ref);
+    if (m.jit && m.persistent && jit::available()) {
+      // No block leaves compiled code because it indexes.
+      for (const auto& e : r.execution) {
+        CAPTURE(e.block);
+        CAPTURE(e.reason);
+        if (e.mode == "segments" || e.mode == "interpreted")
+          CHECK((e.reason.find("'get'") == std::string::npos &&
+                 e.reason.find("'set'") == std::string::npos));
+      }
+      CHECK(mode_of(r, "main.body.4") == "chained");
+    }
+  }
+  for (auto [bad_set, bad_get] : {std::pair{317, -1}, std::pair{-1, 412}, std::pair{90, 91}}) {
+    CAPTURE(bad_set);
+    CAPTURE(bad_get);
+    Prog bad = load(kIndexRecursion, index_recursion_inputs(600, bad_set, bad_get), "main");
+    RunResult want = reference(bad);
+    same_error_in_every_mode(bad, want);
+    RunOptions o;
+    o.record_errors = true;
+    RunResult r = stack(bad, o);
+    o.jit = false;
+    RunResult interpreted = stack(bad, o);
+    CHECK(r.failed.size() == (bad_set >= 0) + (bad_get >= 0));
+    same_bits(r, interpreted);
+  }
+}
+
 TEST_CASE("jit: errors inside a persistent loop: the same thread and message in every mode") {
   // Thread 1 divides by zero in its 3rd iteration, thread 3 casts NaN in its 2nd.
   Prog p = load(R"(func main(d: i64, x: f64) -> i64 {

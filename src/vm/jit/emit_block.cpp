@@ -43,15 +43,19 @@ Function* Gen::block(const Segment& s, const std::string& name) {
   b_.CreateCondBr(block_check(c, nullptr), body, exit);
 
   b_.SetInsertPoint(body);
+  std::vector<Value*> depths = stack_depths(c);
   block_ops(c);
-  // A check that failed (a bad index; only in blocks without pushes, pops,
-  // calls or returns, so the lane has changed nothing yet): the lane is
-  // the interpreter's, which reports the error, with the rest of the list.
+  // A check that failed (a bad index): the lane's stacks go back to their
+  // depths (block_check made sure nothing else changed, gather_facts), and
+  // the lane is the interpreter's, which reports the error, with the rest
+  // of the list.
   BasicBlock* failed = nullptr;
-  if (!llvm::isa<llvm::Constant>(bad_) || !llvm::cast<llvm::Constant>(bad_)->isZeroValue()) {
+  if (may_have_failed()) {
     failed = BasicBlock::Create(ctx_, "failed", fn);
     BasicBlock* ok = BasicBlock::Create(ctx_, "checked", fn);
     b_.CreateCondBr(bad_, failed, ok);
+    b_.SetInsertPoint(failed);
+    restore_depths(depths);
     b_.SetInsertPoint(ok);
   }
   const size_t pcs = c.stacks.size() - 1;
@@ -82,7 +86,7 @@ Function* Gen::block(const Segment& s, const std::string& name) {
   acc->addIncoming(acc_next, loop_end);
   mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit), false);
 
-  if (failed) {
+  if (failed) {  // (restore_depths adds no blocks: `failed` is still open)
     b_.SetInsertPoint(failed);
     b_.CreateBr(exit);
   }
@@ -206,6 +210,7 @@ void Gen::pop(int32_t k, int32_t s) {
 // insertion point; the block's alias scopes are the current ones.
 Gen::BlockCtx Gen::block_context(const Segment& s, Value* base) {
   seg_ = &s;
+  guard_writes_ = true;
   const size_t ns = s.slots.size();
   Type* i32 = b_.getInt32Ty();
   Type* ptr = PointerType::get(ctx_, 0);
@@ -251,6 +256,7 @@ Gen::BlockCtx Gen::block_context(const Segment& s, Value* base) {
 void Gen::restore(const BlockCtx& c) {
   seg_ = c.seg;
   dense_ = false;
+  guard_writes_ = true;
   ptr_ = c.ptr;
   shared_ = c.shared;
   scope_ = c.scope;
@@ -335,6 +341,26 @@ Value* Gen::pop_frame(size_t pcs) {
   store_depth(pcs, d);
   if (Value* buf = local_stack(pcs)) return b_.CreateLoad(i32, local_entry(buf, d, true));
   return get_word(pcs, d, true);
+}
+
+// Whether the block's code so far may have raised the flag (a check).
+bool Gen::may_have_failed() const {
+  return !llvm::isa<llvm::Constant>(bad_) || !llvm::cast<llvm::Constant>(bad_)->isZeroValue();
+}
+
+// The depths of the stacks block c pushes or pops, before its ops; and
+// those depths put back (a failed check: what the ops pushed lies above the
+// top again, what they popped is still below it).
+std::vector<Value*> Gen::stack_depths(const BlockCtx& c) {
+  std::vector<Value*> d(c.stacks.size(), nullptr);
+  for (size_t k = 0; k + 1 < c.stacks.size(); ++k)
+    if (c.used[k]) d[k] = load_depth(k);
+  return d;
+}
+
+void Gen::restore_depths(const std::vector<Value*>& d) {
+  for (size_t k = 0; k < d.size(); ++k)
+    if (d[k]) store_depth(k, d[k]);
 }
 
 // The Thread slots the block wrote, back to memory.

@@ -118,7 +118,8 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     for (const FOp& o : s.ops) {
       if (o.kind == FOp::Kind::Push) continue;
       for (int32_t out : o.outs)  // (split writes two)
-        if (static_cast<size_t>(out) < s.slot_var.size() && s.slots[out].kind == SlotKind::Thread)
+        if (static_cast<size_t>(out) < s.slot_var.size() && s.slots[out].kind == SlotKind::Thread &&
+            !s.slots[out].tensor)  // (a tensor is written in memory: set)
           tops[s.slot_var[out]].written = true;
     }
     for (size_t st = 0; st < c.stacks.size(); ++st) {
@@ -364,13 +365,18 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     stuck.push_back({stuck_k, runs_k});
     stuck_pc.push_back(s.pc | kChainStuck);
     b_.SetInsertPoint(body);
+    std::vector<Value*> depths = stack_depths(ctx[k]);
     block_ops(ctx[k]);
-    // A failed check (a bad index; the block pushes, pops, calls and
-    // returns nothing, so only its stores, not yet made, would change the
-    // lane): stuck here, the interpreter reports the error.
-    if (!llvm::isa<llvm::Constant>(bad_) || !llvm::cast<llvm::Constant>(bad_)->isZeroValue()) {
+    // A failed check (a bad index): the stacks' depths back (its slots'
+    // values are not stored yet, its calls and returns not made): stuck
+    // here, the interpreter runs the block and reports the error.
+    if (may_have_failed()) {
+      BasicBlock* failed = BasicBlock::Create(ctx_, "failed", fn, stop);
       BasicBlock* ok = BasicBlock::Create(ctx_, "checked", fn, stop);
-      b_.CreateCondBr(bad_, stuck_k, ok);
+      b_.CreateCondBr(bad_, failed, ok);
+      b_.SetInsertPoint(failed);
+      restore_depths(depths);
+      b_.CreateBr(stuck_k);
       b_.SetInsertPoint(ok);
     }
     const size_t pcs = ctx[k].stacks.size() - 1;

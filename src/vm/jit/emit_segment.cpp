@@ -15,6 +15,7 @@ Function* Gen::start_function(const Segment& s, const std::string& name, bool de
                               std::initializer_list<Type*> params) {
   seg_ = &s;
   dense_ = dense;
+  guard_writes_ = false;
   Function* fn = Function::Create(
       FunctionType::get(b_.getInt64Ty(), ArrayRef<Type*>(params.begin(), params.size()), false),
       Function::ExternalLinkage, name, m_);

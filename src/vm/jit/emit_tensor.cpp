@@ -165,6 +165,18 @@ void Gen::set(const FOp& o) {
   Value* dst = b_.CreateGEP(t, po, b_.CreateMul(r, b_.getInt64(row)));
   const Arg& v = o.args[2];
   const std::vector<int64_t> row_shape(x.shape.begin() + 1, x.shape.end());
+  // Block forms: written only if no check has failed (this one included),
+  // so that a failed lane is left as it was (StackVM::gather_facts). The
+  // flag is kept aside: the element loop carries its own.
+  BasicBlock* after = nullptr;
+  Value* bad = bad_;
+  if (guard_writes_) {
+    Function* fn = b_.GetInsertBlock()->getParent();
+    BasicBlock* write = BasicBlock::Create(ctx_, "set", fn);
+    after = BasicBlock::Create(ctx_, "set_done", fn);
+    b_.CreateCondBr(bad_, after, write);
+    b_.SetInsertPoint(write);
+  }
   if (v.slot >= 0 && seg_->slots[v.slot].tensor) {
     const Slot& vs = seg_->slots[v.slot];
     Value* pv = event(v.slot);
@@ -172,10 +184,15 @@ void Gen::set(const FOp& o) {
       Value* e = b_.CreateLoad(t, b_.CreateGEP(t, pv, element_index(vs.shape, row_shape, k)));
       b_.CreateStore(e, b_.CreateGEP(t, dst, k));
     });
-    return;
+  } else {
+    Value* sv = read(v);
+    element_loop(row, [&](Value* k) { b_.CreateStore(sv, b_.CreateGEP(t, dst, k)); });
   }
-  Value* sv = read(v);
-  element_loop(row, [&](Value* k) { b_.CreateStore(sv, b_.CreateGEP(t, dst, k)); });
+  if (after) {
+    b_.CreateBr(after);
+    b_.SetInsertPoint(after);
+    bad_ = bad;
+  }
 }
 
 bool Gen::tensor_op(const FOp& o) {

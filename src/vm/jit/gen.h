@@ -108,6 +108,9 @@ class Gen {
   Value* push_frame(size_t pcs, uint32_t ret_pc);
   Value* pop_frame(size_t pcs);
   void store_written();
+  bool may_have_failed() const;
+  std::vector<Value*> stack_depths(const BlockCtx& c);
+  void restore_depths(const std::vector<Value*>& d);
   Value* local_stack(size_t k) const;
   Value* local_entry(Value* buf, Value* i, bool pc);
   Value* load_depth(size_t k);
@@ -168,6 +171,9 @@ class Gen {
   Value* lane_ = nullptr;                                  // j
   Value* slot_index_ = nullptr;                            // idx[j] (gather)
   Value* bad_ = nullptr;                                   // i1: a check failed in this lane
+  // Block forms: a tensor's element is written only while no check has
+  // failed (the lane must be left as it was for the interpreter).
+  bool guard_writes_ = false;
   Value* second_ = nullptr;  // op(): a second result (split's second key)
 };
 

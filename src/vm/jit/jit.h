@@ -152,6 +152,10 @@ bool supported(PrimId op, const std::vector<DType>& args, DType out);
 bool supported_tensor(PrimId op, const std::vector<TensorType>& args, const TensorType& out);
 // Whether an op may fail at run time (and so needs the restore path).
 bool may_fail(const FOp& op, const std::vector<Slot>& slots);
+// Per node of a graph (next[v]: v's successors), the number of the cycle of
+// two or more nodes it lies on (its strongly connected component; edges from
+// a node to itself do not count), or -1.
+std::vector<int64_t> cycle_components(const std::vector<std::vector<uint32_t>>& next);
 // Whether an op compiles to a call of a C function (the C library's math,
 // the scalar samplers of normal, gamma, poisson, exponential's log1p): a
 // loop body holding one is not vectorised by LLVM, so it runs lane by lane.

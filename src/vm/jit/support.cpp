@@ -208,4 +208,52 @@ bool calls_c(const FOp& op, const std::vector<Slot>& slots) {
   }
 }
 
+// Tarjan's strongly connected components, iteratively.
+std::vector<int64_t> cycle_components(const std::vector<std::vector<uint32_t>>& next) {
+  const size_t n = next.size();
+  std::vector<int64_t> index(n, -1), low(n, 0), comp(n, -1);
+  std::vector<bool> on(n, false);
+  std::vector<uint32_t> stack;
+  int64_t counter = 0, comps = 0;
+  for (uint32_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    std::vector<std::pair<uint32_t, size_t>> work{{root, 0}};  // (block, next edge)
+    index[root] = low[root] = counter++;
+    stack.push_back(root);
+    on[root] = true;
+    while (!work.empty()) {
+      auto& [v, e] = work.back();
+      if (e < next[v].size()) {
+        const uint32_t w = next[v][e++];
+        if (w >= n || w == v) continue;
+        if (index[w] < 0) {
+          index[w] = low[w] = counter++;
+          stack.push_back(w);
+          on[w] = true;
+          work.push_back({w, 0});
+        } else if (on[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+        continue;
+      }
+      const uint32_t done = v;
+      work.pop_back();
+      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
+      if (low[done] != index[done]) continue;
+      std::vector<uint32_t> members;
+      uint32_t w;
+      do {
+        w = stack.back();
+        stack.pop_back();
+        on[w] = false;
+        members.push_back(w);
+      } while (w != done);
+      if (members.size() < 2) continue;
+      for (uint32_t m : members) comp[m] = comps;
+      ++comps;
+    }
+  }
+  return comp;
+}
+
 }  // namespace ab::jit

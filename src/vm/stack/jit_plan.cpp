@@ -294,7 +294,7 @@ bool StackVM::word_stack(int32_t l) const {
 
 // Whether block bi can be compiled whole (jit::BlockFn): ending in goto,
 // branch, push_goto or indirect_goto, every op compilable (or a read by
-// index, dense_read), every pushed or popped variable a word_stack. (Ops
+// index, whole_index), every pushed or popped variable a word_stack. (Ops
 // that can fail are checked on the segment: gather_facts.) A loop block
 // compiled whole runs in the chain only, when it is nested in a loop.
 bool StackVM::block_form(const CBlock& cb) const {
@@ -316,7 +316,7 @@ bool StackVM::block_form(const CBlock& cb) const {
       continue;
     }
     if (shared_done(op)) continue;  // computed before the run (precompute_shared)
-    if (!compilable(op) && !dense_read(op, cb)) return false;
+    if (!compilable(op) && !whole_index(op, cb)) return false;
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf)) return false;
   }
@@ -446,6 +446,61 @@ bool StackVM::dense_read(const Op& op, const CBlock& cb) const {
   return jit::supported_tensor(op.prim, args, leaves_[out].type);
 }
 
+// An op the whole form (jit::BlockFn, the chain) compiles although it
+// reads or writes a tensor: a read as dense_read, its result possibly a
+// variable that calls save (pushed); or x = set(x, i, v) in place, a scalar
+// v into an element of x, a per-thread tensor (an input or a variable) that
+// nothing pushes. Tensors stay in memory (each lane's event); a bad index
+// raises the block's flag before anything is written (gather_facts).
+bool StackVM::whole_index(const Op& op, const CBlock& cb) const {
+  if (op.kind != Op::Kind::Kernel || op.shared || op.outs.size() != 1) return false;
+  if (op.prim == PrimId::Get || op.prim == PrimId::Size) {
+    const int32_t out = op.outs[0].leaf;
+    if (!scalar_leaf(out) || leaves_[out].shared) return false;
+    // The tensor: a literal, or a variable the block does not pop nor write
+    // other than by an in-place set (read and written in memory, in order).
+    const Ref& x = op.args[0];
+    if (ref_type(x).shape.empty()) return false;
+    if (x.constant < 0) {
+      const Leaf& l = leaves_[x.leaf];
+      if (l.in_scratch() || l.ebytes == 0) return false;
+      for (const auto& other : cb.ops) {
+        for (int32_t p : other.pops)
+          if (p == x.leaf) return false;
+        for (const auto& o : other.outs)
+          if (o.leaf == x.leaf &&
+              !(other.kind == Op::Kind::Kernel && other.prim == PrimId::Set &&
+                !other.args.empty() && other.args[0].leaf == x.leaf && !l.full()))
+            return false;
+      }
+    }
+    for (size_t a = 1; a < op.args.size(); ++a)
+      if (op.args[a].constant >= 0 ? !ref_type(op.args[a]).shape.empty()
+                                   : !scalar_leaf(op.args[a].leaf))
+        return false;
+    std::vector<TensorType> args;
+    for (const auto& a : op.args) args.push_back(ref_type(a));
+    return jit::supported_tensor(op.prim, args, leaves_[out].type);
+  }
+  if (op.prim != PrimId::Set || op.args.size() != 3) return false;
+  const int32_t x = op.outs[0].leaf;
+  if (op.args[0].constant >= 0 || op.args[0].leaf != x) return false;
+  const Leaf& l = leaves_[x];
+  if (l.shared || l.in_scratch() || l.ebytes == 0 || l.full()) return false;
+  // The index a scalar; the value a scalar, or a row from a literal or a
+  // per-thread variable in memory.
+  const Ref& i = op.args[1];
+  if (i.constant >= 0 ? !ref_type(i).shape.empty() : !scalar_leaf(i.leaf)) return false;
+  const Ref& v = op.args[2];
+  if (v.constant < 0 && !scalar_leaf(v.leaf)) {
+    const Leaf& lv = leaves_[v.leaf];
+    if (lv.shared || lv.in_scratch() || lv.ebytes == 0 || lv.full()) return false;
+  }
+  std::vector<TensorType> args;
+  for (const auto& a : op.args) args.push_back(ref_type(a));
+  return jit::supported_tensor(op.prim, args, l.type);
+}
+
 // The runs of block bi's compilable ops long enough to compile (ops [first,
 // last) and the full variables each pushes; not yet compiled).
 std::vector<Seg> StackVM::find_segments(uint32_t bi) const {
@@ -548,13 +603,25 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
   if (f.whole_blocker.empty()) {
     c.whole = make_segment(bi, 0, cb.ops.size(), false, c.whole_slots, &c.whole_stacks);
     const std::string fails = failing_op(c.whole);
-    // A lane whose check fails leaves the compiled block before it changes
-    // anything, so the interpreter can run the block for it and report the
-    // error: only a block with no push or pop, and no call or return.
-    bool stacks = cb.term == TermKind::PushGoto || cb.term == TermKind::IndirectGoto;
-    for (const auto& f2 : c.whole.ops) stacks = stacks || f2.kind != jit::FOp::Kind::Compute;
-    if (!fails.empty() && stacks)
-      f.whole_blocker = "op '" + fails + "' can fail in a block that pushes, pops, calls or returns";
+    // A lane whose check fails leaves the compiled block as it found it, so
+    // that the interpreter can run the block for it and report the error:
+    // the compiled code puts its stacks' depths back (what a pop read stays
+    // below the top, what a push wrote above it), which a push after a pop
+    // of the same stack would overwrite; and it writes an element of a
+    // tensor only if no check has failed, so no check may come after.
+    if (!fails.empty()) {
+      std::set<int32_t> popped;
+      bool written = false;
+      for (const auto& fo : c.whole.ops) {
+        if (fo.kind == jit::FOp::Kind::Pop) popped.insert(fo.stack);
+        if (fo.kind == jit::FOp::Kind::Push && popped.count(fo.stack))
+          f.whole_blocker = "op '" + fails + "' can fail in a block that pops and then pushes";
+        if (written && jit::may_fail(fo, c.whole.slots))
+          f.whole_blocker = "op '" + fails + "' can fail after an element of a tensor is set";
+        if (fo.kind == jit::FOp::Kind::Compute && !fo.copy && fo.prim == PrimId::Set)
+          written = true;
+      }
+    }
     f.whole_fail_op = fails;
   }
   f.whole_form = f.whole_blocker.empty();
@@ -573,7 +640,7 @@ std::string StackVM::whole_blocker(const CBlock& cb) const {
       continue;
     }
     if (shared_done(op)) continue;
-    if (!compilable(op) && !dense_read(op, cb)) return per_lane_blocker(op);
+    if (!compilable(op) && !whole_index(op, cb)) return per_lane_blocker(op);
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf))
         return "the stack of '" + leaves_[o.leaf].var + "' is not of one-word scalars";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "vm/jit/jit.h"
 #include "vm/tuning.h"
 
 namespace ab::stack {
@@ -124,56 +125,14 @@ int64_t chain_exit(const std::vector<BlockFacts>& facts, const std::vector<Block
   return -1;
 }
 
-// Per block, whether it lies on a cycle of two or more blocks of its own
-// function (gotos, branches and calls' return blocks; a loop block's edge to
-// itself does not count): a loop body's blocks, and a loop nested in
-// another loop. Each strongly connected component (Tarjan, iterative) gets
-// a number in comp (-1 for a block on no such cycle).
+// Per block, the cycle of two or more blocks of its own function it lies on
+// (gotos, branches and calls' return blocks; a loop block's edge to itself
+// does not count), or -1: a loop body's blocks, and a loop nested in another
+// loop.
 std::vector<int64_t> loop_components(const std::vector<BlockFacts>& facts) {
-  const size_t n = facts.size();
-  std::vector<int64_t> index(n, -1), low(n, 0), comp(n, -1);
-  std::vector<bool> on(n, false);
-  std::vector<uint32_t> stack;
-  int64_t counter = 0, comps = 0;
-  for (uint32_t root = 0; root < n; ++root) {
-    if (index[root] >= 0) continue;
-    std::vector<std::pair<uint32_t, size_t>> work{{root, 0}};  // (block, next edge)
-    index[root] = low[root] = counter++;
-    stack.push_back(root);
-    on[root] = true;
-    while (!work.empty()) {
-      auto& [v, e] = work.back();
-      if (e < facts[v].next.size()) {
-        const uint32_t w = facts[v].next[e++];
-        if (w >= n || w == v) continue;
-        if (index[w] < 0) {
-          index[w] = low[w] = counter++;
-          stack.push_back(w);
-          on[w] = true;
-          work.push_back({w, 0});
-        } else if (on[w]) {
-          low[v] = std::min(low[v], index[w]);
-        }
-        continue;
-      }
-      const uint32_t done = v;
-      work.pop_back();
-      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
-      if (low[done] != index[done]) continue;
-      std::vector<uint32_t> members;
-      uint32_t w;
-      do {
-        w = stack.back();
-        stack.pop_back();
-        on[w] = false;
-        members.push_back(w);
-      } while (w != done);
-      if (members.size() < 2) continue;
-      for (uint32_t m : members) comp[m] = comps;
-      ++comps;
-    }
-  }
-  return comp;
+  std::vector<std::vector<uint32_t>> next;
+  for (const BlockFacts& f : facts) next.push_back(f.next);
+  return jit::cycle_components(next);
 }
 
 }  // namespace
@@ -235,6 +194,15 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
         p.mode = ExecMode::Chained;
         p.reason = body + " inside another loop, every op compiles" + fail_note(f) +
                    ": chained with the loop around it, threads run the nest alone";
+      } else if (!f.dense_form && f.whole_form && can_chain && o.max_steps == 0) {
+        // Not dense (a tensor written, a push), but whole: each thread runs
+        // the loop alone in the chain.
+        unnested[b] = p;
+        nest[b] = true;
+        p.mode = ExecMode::Chained;
+        p.reason = body + ", every op compiles" + fail_note(f) +
+                   ", not in the dense form (" + f.dense_blocker +
+                   "): chained, threads run the loop alone";
       }
       continue;
     }

@@ -377,6 +377,7 @@ class StackVM {
                             std::vector<uint32_t>* call_ops = nullptr);
   bool word_stack(int32_t l) const;
   bool block_form(const CBlock& cb) const;
+  bool whole_index(const Op& op, const CBlock& cb) const;
   void bind_blocks();
   std::string not_compiled(const Op& op) const;
   std::vector<Seg> find_segments(uint32_t bi) const;
