@@ -670,6 +670,8 @@ void StackVM::plan() {
     facts[bi].ops = cb.ops.size();
     facts[bi].loop = cb.self >= 0;
     facts[bi].fused_cmp = cb.fused_cmp;
+    for (const auto& op : cb.ops)
+      facts[bi].draws = facts[bi].draws || (op.kind == Op::Kind::Kernel && prim_random(op.prim));
     facts[bi].name = p_.blocks[bi].label.name;
     switch (cb.term) {
       case TermKind::Goto:

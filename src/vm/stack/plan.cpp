@@ -144,6 +144,12 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
   const bool counted = o.traced || o.max_steps > 0;
   const bool can_chain = o.persistent && !counted && o.chain && o.whole_blocks;
   const std::vector<int64_t> comp = loop_components(facts);
+  // Loops that draw random numbers: in a program without calls they are not
+  // chained, where each thread would draw alone (segments draw for the
+  // chunk, vectorised: 1.3x faster on random_walk.ab).
+  std::vector<bool> comp_draws(facts.size(), false);
+  for (size_t b = 0; b < facts.size(); ++b)
+    if (comp[b] >= 0 && facts[b].draws) comp_draws[static_cast<size_t>(comp[b])] = true;
   // What a block in a loop nest gets when its nest cannot be chained (rules
   // 2 to 4 without the nest's case), filled in as the plan is made.
   std::vector<BlockPlan> unnested(facts.size());
@@ -159,7 +165,8 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
     }
     // 2. Loop blocks under the persistent schedule: in a loop nest (rule 3)
     // chained; else the dense forms.
-    const bool nested = comp[b] >= 0 && can_chain && f.whole_form;
+    const bool nested = comp[b] >= 0 && can_chain && f.whole_form &&
+                        (o.calls || !comp_draws[static_cast<size_t>(comp[b])]);
     if (f.loop && o.persistent) {
       const std::string body = "loop body of " + count(f.ops, "instruction", "instructions");
       if (o.max_steps > 0) {

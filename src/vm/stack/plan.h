@@ -87,6 +87,7 @@ struct BlockFacts {
   size_t ops = 0;          // ops the block runs (copies coalesced away excluded)
   bool loop = false;       // branches to itself on a per-thread condition
   bool fused_cmp = false;  // its branch compares and splits in one pass
+  bool draws = false;      // it draws random numbers
   // Why some op does not compile ("op 'matmul' on tensors is not compiled"),
   // "" when every op does.
   std::string not_compiled;
