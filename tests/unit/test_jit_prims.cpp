@@ -584,7 +584,9 @@ finish:
         }
     }
   }
-  // The same loop inside another loop: chained, every draw inline per lane.
+  // The same loop inside another loop, in a program with calls: chained,
+  // every draw inline per lane. (Without calls a loop that draws is not
+  // chained: segments draw for the chunk.)
   std::string nested = text;
   const std::string entry_end = "  branch done, finish, loop\nloop:\n";
   const size_t at = nested.find(entry_end);
@@ -596,8 +598,9 @@ finish:
   const size_t at2 = nested.find(back);
   REQUIRE(at2 != std::string::npos);
   nested.replace(at2, back.size(),
-                 "  branch done, after, loop\nafter:\n  rep = add(rep, 1)\n"
+                 "  branch done, after, loop\nafter:\n  rep = call inc(rep)\n"
                  "  again = lt(rep, 2)\n  branch again, outer, finish\nfinish:");
+  nested += "\nfunc inc(r: i64) -> i64 {\nentry:\n  s = add(r, 1)\n  return s\n}\n";
   Loaded ln = load_prog(nested.c_str(), in);
   RunResult noff = run_prog(ln, false, true);
   RunResult non = run_prog(ln, true, true);
