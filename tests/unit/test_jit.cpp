@@ -420,6 +420,49 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
   }
 }
 
+TEST_CASE("jit: a loop nest paused inside its inner loop resumes there and matches") {
+  // Inner loops of up to 9000 iterations: a thread uses up the chain's
+  // budget inside the inner loop and starts there again at a later step
+  // (a copy of the loop's blocks takes it back to the outer loop's header).
+  Prog p = load(R"(func main(n: i64, m: i64) -> (i64, i64) {
+entry:
+  s = 0
+  i = 0
+  goto outer
+outer:
+  j = 0
+  goto inner
+inner:
+  t = mul(i, j)
+  s = add(s, t)
+  s = mod(s, 1000003)
+  j = add(j, 1)
+  d = lt(j, m)
+  branch d, inner, after
+after:
+  i = add(i, 1)
+  e = lt(i, n)
+  branch e, outer, finish
+finish:
+  return s, i
+}
+)",
+                two_inputs("n", "m", 300, [](int t) { return 1 + t % 4; },
+                           [](int t) { return t % 7 == 0 ? 9000 : 1 + (t * 13) % 50; }));
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    same_bits(r, ref);
+    if (m.jit && m.persistent && jit::available()) {
+      CHECK(mode_of(r, "main.inner") == "chained");
+      CAPTURE(r.log);
+      CHECK(r.log.find(", 0 threads paused") == std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("jit: errors inside a persistent loop: the same thread and message in every mode") {
   // Thread 1 divides by zero in its 3rd iteration, thread 3 casts NaN in its 2nd.
   Prog p = load(R"(func main(d: i64, x: f64) -> i64 {
