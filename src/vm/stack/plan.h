@@ -8,31 +8,37 @@
 // Cost rule, block by block (the first case that applies decides):
 //  1. Without the JIT (--jit off, or a build without LLVM) nothing is
 //     compiled: interpreted (op at a time through the kernels).
-//  2. A loop block (it branches to itself on a per-thread condition) under
-//     the persistent schedule and without --max-steps (a dense body counts
-//     no steps per thread) is compiled whole in the dense form when every op
-//     but those computing shared values compiles, none pushes a stack and
-//     the condition is a scalar: dense_loop when the body cannot fail (a
-//     window of threads gathered into dense arrays and refilled from the
-//     block's list; a short body runs several iterations per call and a
-//     thread left alone runs without masks), dense_chunks when it can (one
-//     chunk at a time; a failed check reruns that chunk op at a time, which
-//     reports the error).
-//  3. In a program with calls (its blocks run once per call, so many times
-//     per thread) a block that is not a loop, whose every op compiles and
-//     cannot fail and whose stacks hold one-word scalars, is compiled whole:
-//     chained (threads run on alone through the blocks compiled whole, calls
-//     and returns included) under the persistent schedule unless traced or
-//     counted per block (--stats, --max-steps), whole_block otherwise.
-//     Without calls a block runs about once per thread and its compilation
-//     (full code generation) would not repay itself.
-//     The chain pays only where threads stay in it: a thread that reaches a
-//     block outside it leaves, and entering again copies every level of its
-//     stacks. So when a block that is not compiled whole lies in a function
-//     that runs many times per thread (a recursive function, or one called
-//     from it), no block is chained: each is whole_block (on mergesort.ab,
-//     whose merge works on a tensor, the chain took twice the time).
-//     Blocks with no instructions outside the chain count too.
+//  2. A loop block (it branches to itself) under the persistent schedule and
+//     without --max-steps (a dense body counts no steps per thread): inside
+//     another loop (a cycle of blocks holding it) and compiled whole,
+//     chained with that loop (each thread runs the nest alone); else in the
+//     dense form when every op but those computing shared values compiles,
+//     none pushes a stack and the condition is a scalar: dense_loop when the
+//     body cannot fail (a window of threads gathered into dense arrays and
+//     refilled from the block's list; a short body runs several iterations
+//     per call and a thread left alone runs without masks), dense_chunks when
+//     it can (one chunk at a time; a failed check reruns that chunk op at a
+//     time, which reports the error). A body that draws random numbers and
+//     calls a C function is not vectorised by LLVM: segments instead, whose
+//     batched kernels draw for the chunk. A loop that cannot be dense but
+//     compiles whole is chained.
+//  3. A block that is not a loop, whose every op compiles (an op that can
+//     fail included: the lane is left to the interpreter as it was) and
+//     whose stacks hold one-word scalars, in a program with calls (its
+//     blocks run once per call, so many times per thread) or on a loop of
+//     several blocks that draws no random numbers: chained (threads run on
+//     alone through the blocks compiled whole, calls and returns included)
+//     under the persistent schedule unless traced or bounded (--trace,
+//     --max-steps), whole_block otherwise (in programs with calls).
+//     Outside loops, without calls, a block runs about once per thread and
+//     its compilation (full code generation) would not repay itself.
+//     A loop nest is chained whole or not at all. The chain pays only where
+//     threads stay in it: a thread that reaches a block outside it leaves,
+//     and entering again copies every level of its stacks. So when a block
+//     that is not compiled whole lies in a function that runs many times per
+//     thread (a recursive function, or one called from it), no block is
+//     chained: each is whole_block (on mergesort.ab, whose merge worked on a
+//     tensor, the chain took twice the time).
 //  4. Otherwise runs of at least Tuning::min_segment consecutive compilable
 //     ops are compiled as segments (a shorter run gains nothing over its
 //     kernels), and so is a block whose every op compiles, however short;
@@ -52,8 +58,9 @@
 // once: the batched kernel, where a shared matrix is one GEMM over the
 // chunk, which code run lane by lane cannot match. The forms of rules 2
 // and 3 run lane by lane throughout and keep values in registers, so they
-// take scalar ops only: a block with tensors or batched calls runs as
-// segments.
+// take scalar ops, reads of a tensor by index and in-place sets only: a
+// block with other tensor ops or batched calls runs as segments. --stats
+// changes nothing here (the chain counts its work when asked).
 #pragma once
 #include <cstdint>
 #include <string>
