@@ -686,6 +686,10 @@ std::string foreign_advice(const std::string& text, size_t at) {
   if (starts("||")) return "'||' is not an operator in this language: write 'or'";
   if (starts("?"))
     return "there is no '? :' in this language: write select(condition, a, b), or an if/else";
+  if (starts("~"))
+    return "there is no '~' statement in this language: a model's log density is its function's "
+           "result; add each term to it, as in 'lp += normal_lpdf(y, mu, sigma)' (import dists), "
+           "and return lp";
   // A declaration keyword before the name the error stands at: `var n = 0`.
   size_t b = at;
   while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;

@@ -11,6 +11,14 @@
 namespace ab {
 namespace {
 
+// Stan's `target += ...` read as this language's `x += e` on a variable
+// never set: what to write instead.
+std::string stan_target(const std::string& n) {
+  if (n != "target") return "";
+  return " (Stan's 'target +=' has no counterpart here: a model's log density is its function's "
+         "result; set 'lp = 0.0', add each term with 'lp += ...', and return lp)";
+}
+
 // Dotted names belong to lowered programs, except the front end's own
 // temporaries and labels (`t.3`, parse/syntax.h).
 bool dotted(const std::string& s) {
@@ -408,10 +416,11 @@ class FunctionVerifier {
         auto it = index.find(n);
         if (it == index.end()) {
           reported.insert(n);
-          d_.error(loc, "unknown variable '" + n + "'" + did_you_mean(n, names));
+          d_.error(loc, "unknown variable '" + n + "'" + did_you_mean(n, names) + stan_target(n));
         } else if (!in[b][static_cast<size_t>(tracked[it->second])]) {
           reported.insert(n);
-          d_.error(loc, "variable '" + n + "' is not defined on every path to this use");
+          d_.error(loc, "variable '" + n + "' is not defined on every path to this use" +
+                            stan_target(n));
         }
       });
     }
