@@ -56,8 +56,7 @@ TEST_CASE("warnings: an unused variable and an unused entry parameter, with did-
   CHECK(w[0].rendered.rfind("typo.ab:5:7: warning: variable 'evnts'", 0) == 0);
   CHECK(w[1].line == 1);
   CHECK(w[1].column == 23);
-  CHECK(w[1].message.find("parameter 'thrshold' of the entry function 'main' is never used") ==
-        0);
+  CHECK(w[1].message.find("parameter 'thrshold' of the entry function 'main' is never used") == 0);
   // The warnings change nothing a run computes.
   double xs[8] = {0.9, 0.1, 0.7, 0.2, 0.0, 0.0, 0.0, 0.0};
   double t[2] = {0.5, 0.5};
@@ -160,9 +159,8 @@ TEST_CASE("warnings: --no-warnings changes stderr only; outputs and exit status 
     }
   }
   // -q silences the progress line, not the warnings.
-  ab_test::Proc quiet =
-      ab_test::run_binary(dir.path, {"run", "typo.ab", "--inputs", "in.json", "-q"}, std::nullopt,
-                          120);
+  ab_test::Proc quiet = ab_test::run_binary(
+      dir.path, {"run", "typo.ab", "--inputs", "in.json", "-q"}, std::nullopt, 120);
   CHECK(quiet.code == 0);
   CHECK(quiet.err.find("warning: variable 'evnts'") != std::string::npos);
   CHECK(quiet.out == "{\"outputs\": [[0, 0]], \"names\": [\"events\"]}\n");
