@@ -530,6 +530,8 @@ PYBIND11_MODULE(_autobatch, m) {
       .def_property_readonly("entry", &autobatch::Program::entry)
       .def_property_readonly("is_lowered", &autobatch::Program::is_lowered)
       .def_property_readonly(
+          "warnings", [](const autobatch::Program& p) { return diagnostics_list(p.warnings()); })
+      .def_property_readonly(
           "parameters",
           [](const autobatch::Program& p) {
             py::list out;

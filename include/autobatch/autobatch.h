@@ -377,6 +377,13 @@ class Program {
   const std::string& entry() const;
   bool is_lowered() const;  // the file held a lowered program
 
+  // Compile-time warnings about the program's own file (never the shipped
+  // library or imported files): variables assigned and never used, and
+  // parameters of the entry never used (docs/language.md, "Warnings").
+  // Severity::Warning each; they never change what a run computes. The CLI
+  // prints them on stderr unless --no-warnings.
+  const std::vector<Diagnostic>& warnings() const;
+
   // The names of the entry's results, one per result ("" for one without a
   // name; docs/language.md, "Result names"). Outputs are named per leaf
   // (RunResult::names). Empty for a lowered program.
@@ -718,6 +725,8 @@ struct SampleJob {
   std::optional<Program> program;  // set unless options.program_only
   Inputs inputs;
   std::vector<std::string> quantities;  // constrain's results, in order
+  // The model file's warnings (Program::warnings; the generated driver has none).
+  std::vector<Diagnostic> warnings;
   double prepare_seconds = 0;
 };
 Result<SampleJob> prepare_sample(const SampleOptions& options);

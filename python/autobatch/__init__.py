@@ -18,6 +18,7 @@ import tempfile
 import os
 import re
 import threading
+import warnings as _warnings
 
 import numpy as np
 
@@ -355,6 +356,13 @@ class Program:
         return self._p.is_lowered
 
     @property
+    def warnings(self):
+        """The compile-time warnings about the program's own file (a list of
+        Diagnostic, severity "warning"): variables assigned and never used,
+        unused parameters of the entry (docs/language.md, "Warnings")."""
+        return list(self._p.warnings)
+
+    @property
     def parameters(self):
         """The entry's inputs: a list of (name, declared type or None)."""
         return list(self._params)
@@ -503,8 +511,17 @@ def _passes(passes):
     return list(passes)
 
 
+def _warn(program, warn):
+    """Each of the program's warnings as a Python UserWarning (its rendered
+    text, source line and caret included), unless `warn` is false."""
+    if warn:
+        for d in program.warnings:
+            _warnings.warn(d.rendered.rstrip("\n"), UserWarning, stacklevel=3)
+    return program
+
+
 def compile(text, entry="", *, name="<input>", primitives=None, passes=None,
-            schedule="persistent"):
+            schedule="persistent", warnings=True):
     """Compiles a program from its text; returns a Program.
 
     entry: the entry function (default: main, or the only function).
@@ -513,22 +530,28 @@ def compile(text, entry="", *, name="<input>", primitives=None, passes=None,
     passes: the compiler's pipeline, a list or "a,b,c" of pass_names()
         (default: every pass).
     schedule: the default schedule of run(): "persistent" or "min-pc".
+    warnings: issue the program's warnings (Program.warnings: variables
+        assigned and never used, unused parameters of the entry) as Python
+        UserWarnings; False leaves them in Program.warnings only. They
+        never change what a run computes.
 
     Raises CompileError (with .diagnostics) when the program does not parse,
     verify or type-check (types that depend on the inputs are checked when
     it runs).
     """
     prims = _primitive_set(primitives)
-    return Program(_ab.compile(text, entry=entry, name=name, passes=_passes(passes),
-                               schedule=schedule, primitives=prims), schedule)
+    return _warn(Program(_ab.compile(text, entry=entry, name=name, passes=_passes(passes),
+                                     schedule=schedule, primitives=prims), schedule), warnings)
 
 
-def load(path, entry="", *, primitives=None, passes=None, schedule="persistent"):
+def load(path, entry="", *, primitives=None, passes=None, schedule="persistent",
+         warnings=True):
     """Compiles the program in the file `path` (an .ab file, or a lowered
     program); returns a Program. Options as for compile()."""
     prims = _primitive_set(primitives)
-    return Program(_ab.compile_file(os.fspath(path), entry=entry, passes=_passes(passes),
-                                    schedule=schedule, primitives=prims), schedule)
+    return _warn(Program(_ab.compile_file(os.fspath(path), entry=entry, passes=_passes(passes),
+                                          schedule=schedule, primitives=prims), schedule),
+                 warnings)
 
 
 def ops(primitives=None):

@@ -60,3 +60,27 @@ def test_help_has_a_docstring(obj):
     text = pydoc.render_doc(obj, renderer=pydoc.plaintext)
     assert obj.__doc__ and len(obj.__doc__.strip()) > 20
     assert obj.__doc__.strip().split("\n")[0] in text
+
+
+def test_warnings_are_python_warnings_and_never_change_outputs():
+    text = ("func main(xs: f64[4], thrshold: f64) -> i64 {\n  events = 0\n"
+            "  for i in range(4) {\n    if xs[i] > 0.5 {\n      evnts = events + 1\n    }\n  }\n"
+            "  return events\n}\n")
+    with pytest.warns(UserWarning) as caught:
+        prog = autobatch.compile(text, name="typo.ab")
+    shown = [str(w.message) for w in caught]
+    assert len(shown) == 2
+    assert shown[0].startswith("typo.ab:5:7: warning: variable 'evnts' is assigned but never "
+                               "used (did you mean 'events'?)")
+    assert "parameter 'thrshold' of the entry function 'main'" in shown[1]
+    assert [(d.line, d.column, d.severity) for d in prog.warnings] == [
+        (5, 7, "warning"), (1, 23, "warning")]
+    import warnings as w
+    with w.catch_warnings():
+        w.simplefilter("error")  # any warning would raise
+        quiet = autobatch.compile(text, name="typo.ab", warnings=False)
+        clean = autobatch.compile("func main(x) {\n  return x * 2\n}\n")
+    assert len(quiet.warnings) == 2 and clean.warnings == []
+    xs = np.array([[0.9, 0.1, 0.7, 0.2], [0.0, 0.0, 0.0, 0.0]])
+    t = np.array([0.5, 0.5])
+    assert np.array_equal(prog.run(xs=xs, thrshold=t)[0], quiet.run(xs=xs, thrshold=t)[0])

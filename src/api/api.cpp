@@ -79,6 +79,13 @@ std::vector<Diagnostic> to_public(const ab::Diagnostics& d) {
   return out;
 }
 
+std::vector<Diagnostic> module_warnings(const ab::Module& m, const std::string& entry) {
+  ab::Diagnostics d(m.source);
+  for (const auto& w : m.warnings)
+    if (w.entry_only.empty() || w.entry_only == entry) d.warning(w.diag.loc, w.diag.message);
+  return to_public(d);
+}
+
 bool known_schedule(const std::string& s) { return s == "persistent" || s == "min-pc"; }
 
 std::string schedule_error(const std::string& s) {
@@ -251,6 +258,7 @@ Result<Program> compile_module(ab::Result<ab::Module> parsed, const CompileOptio
       impl->entry_error = d;  // reported when an entry is needed
     }
   }
+  impl->warnings = module_warnings(m, impl->entry);
   return ProgramAccess::make(std::move(impl));
 }
 
@@ -334,6 +342,7 @@ std::shared_ptr<const Prepared> Program::Impl::prepare(
 }
 
 const std::string& Program::entry() const { return impl_->entry; }
+const std::vector<Diagnostic>& Program::warnings() const { return impl_->warnings; }
 bool Program::is_lowered() const { return impl_->module.program.has_value(); }
 std::vector<std::string> Program::result_names() const { return impl_->result_names; }
 

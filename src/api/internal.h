@@ -20,6 +20,9 @@ namespace autobatch {
 
 // Public diagnostics from internal ones (each rendered with its source).
 std::vector<Diagnostic> to_public(const ab::Diagnostics& d);
+// The front end's warnings about a module (ab::Module::warnings): those that
+// always apply, and those about `entry`'s parameters ("" for none).
+std::vector<Diagnostic> module_warnings(const ab::Module& m, const std::string& entry);
 // One diagnostic about an option or a flag (no source): "autobatch: error: MESSAGE".
 Diagnostic option_error(const std::string& message);
 
@@ -54,6 +57,7 @@ struct Program::Impl {
   std::string entry;  // "" when none could be chosen
   std::vector<std::string> result_names;  // the entry's (passes/result_names.h)
   ab::Diagnostics entry_error;
+  std::vector<Diagnostic> warnings;  // module_warnings for the entry
   std::vector<ab::PrimId> prims;  // the per-compile custom primitives
   std::vector<std::string> passes;  // the pipeline chosen (empty: every pass)
   mutable std::mutex mu;

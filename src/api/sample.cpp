@@ -206,6 +206,7 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
 
   SampleJob r;
   r.options = o;
+  r.warnings = module_warnings(*m, "");
   if (o.seed) {
     r.seed = *o.seed;
   } else {

@@ -65,6 +65,7 @@ std::optional<int> load_given_inputs(const autobatch::Program& p, const Options&
 int cmd_check(const Options& opt) {
   auto p = autobatch::compile_file(opt.program, compile_options(opt));
   if (!p) return report(p);
+  print_warnings(p->warnings(), opt);
   GivenInputs given;
   if (auto e = load_given_inputs(*p, opt, given)) return *e;
   auto lines = p->signature(given.views_or_null());
@@ -192,6 +193,7 @@ int run_over_mpi(const Options& opt) {
   req.output = opt.output;
   req.split = opt.mpi_split;
   req.chunk = opt.mpi_chunk;
+  req.warnings = !opt.no_warnings;
   req.finish = [&opt](autobatch::RunResult& r) { return write_result(r, opt); };
   return ab::mpi::run(req);
 }
@@ -205,6 +207,7 @@ int cmd_run(const Options& opt) {
   if (auto s = autobatch::check_output_target(opt.output); !s) return report(s);
   auto p = autobatch::compile_file(opt.program, compile_options(opt));
   if (!p) return report(p);
+  print_warnings(p->warnings(), opt);
   double parse_seconds = seconds_since(t0);
   autobatch::RunOptions ro = run_options(opt);
   if (auto s = p->check(ro); !s) return report(s);
@@ -307,6 +310,7 @@ int sample_over_mpi(const Options& opt, const autobatch::SampleOptions& so) {
     return ab::mpi::Made{*job->program, job->inputs};
   };
   req.finish = [&](autobatch::RunResult& r) {
+    print_warnings(job->warnings, opt);  // rank 0 only, once
     auto s = autobatch::finish_sample(*job, r, seconds_since(made));
     if (!s) return report(s);
     return print_sample(*s, opt);
@@ -344,6 +348,7 @@ int cmd_sample(const Options& opt) {
 #endif
   auto job = autobatch::prepare_sample(so);
   if (!job) return report(job);
+  print_warnings(job->warnings, opt);
   if (opt.print_program) {
     std::cout << job->driver;
     return kOk;
@@ -374,6 +379,7 @@ int cmd_lower(const Options& opt) {
     if (auto s = autobatch::check_pass_name(opt.print_after); !s) return report(s);
   auto p = autobatch::compile_file(opt.program, compile_options(opt));
   if (!p) return report(p);
+  print_warnings(p->warnings(), opt);
   GivenInputs given;
   if (auto e = load_given_inputs(*p, opt, given)) return *e;
   auto text = p->lower(opt.print_after, given.views_or_null());
@@ -389,6 +395,11 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+void print_warnings(const std::vector<autobatch::Diagnostic>& warnings, const Options& opt) {
+  if (opt.no_warnings) return;
+  for (const auto& w : warnings) std::cerr << w.rendered;
+}
 
 void print_recorded_errors(const autobatch::RunResult& r) {
   constexpr size_t kShown = 10;
@@ -591,6 +602,12 @@ void register_commands(CLI::App& app, Options& opt) {
                         " per chunk (default: about 16 chunks per process)")
         ->check(at_least(1));
   }
+
+  // Warnings are on by default; -q (the progress line) leaves them on.
+  for (CLI::App* sub : {run, lower, check, smp})
+    sub->add_flag("--no-warnings", opt.no_warnings,
+                  "do not print compile-time warnings (variables assigned and never used, "
+                  "unused parameters of the entry) on stderr");
 
   for (CLI::App* sub : {run, lower, check, fmt}) {
     sub->add_flag("-v,--verbose", opt.verbose,

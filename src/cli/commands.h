@@ -27,6 +27,7 @@ struct Options {
   std::string trace_mask = "bits";
   std::string trace_format = "auto";
   bool quiet = false;      // run: no progress line
+  bool no_warnings = false;  // run, check, lower, sample: no compile-time warnings on stderr
   std::string trace_file;  // report TRACE
   std::string report_out;  // report -o FILE
   bool stats = false;
@@ -62,6 +63,8 @@ int dispatch(CLI::App& app, const Options& opt);
 // src/mpi, which takes the public API's options only).
 autobatch::CompileOptions compile_options(const Options& opt);
 autobatch::RunOptions run_options(const Options& opt);
+// The program's compile-time warnings on stderr, unless --no-warnings.
+void print_warnings(const std::vector<autobatch::Diagnostic>& warnings, const Options& opt);
 // --on-error record: the failed threads on stderr (the first ten, then a count).
 void print_recorded_errors(const autobatch::RunResult& r);
 

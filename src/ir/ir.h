@@ -9,6 +9,7 @@
 
 #include "ir/ops.h"
 #include "ir/type.h"
+#include "support/diag.h"
 #include "support/source.h"
 
 namespace ab {
@@ -187,11 +188,20 @@ struct Program {
   bool operator==(const Program&) const = default;
 };
 
+// A warning the front end found in the user's file (parse/unused.h):
+// `entry_only` names the function that must be the entry for it to apply
+// (an unused parameter), "" when it always applies.
+struct ModuleWarning {
+  std::string entry_only;
+  Diagnostic diag;
+};
+
 // One parsed file: functions, or (lowered) one program with its variables.
 struct Module {
   std::vector<Function> funcs;
   std::optional<Program> program;
-  SourceRef source;  // not compared
+  SourceRef source;                     // not compared
+  std::vector<ModuleWarning> warnings;  // not compared
   bool operator==(const Module& o) const { return funcs == o.funcs && program == o.program; }
   const Function* find_func(const std::string& name) const;
   bool is_lowered() const { return program.has_value(); }

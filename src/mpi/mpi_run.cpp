@@ -151,6 +151,8 @@ int Job::run() {
   }
   if ((code = agree(w_, code, msg)) != kOk) return code;
   program_ = **compiled;
+  if (w_.rank == 0 && req_.warnings)
+    for (const auto& w : program_->warnings()) std::cerr << w.rendered;
   parse_seconds_ = seconds_since(t0);
 
   // Inputs: rank 0 loads and plans; the plan goes to everyone.

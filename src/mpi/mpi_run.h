@@ -46,6 +46,9 @@ struct Request {
   // include the "parse" and "inputs" phases) and returns the exit status,
   // which every process then returns.
   std::function<int(autobatch::RunResult&)> finish;
+  // Rank 0 prints the compiled program's warnings (Program::warnings) on
+  // stderr, once (the CLI's --no-warnings clears it).
+  bool warnings = true;
 };
 
 // The run over every process of MPI_COMM_WORLD: the same outputs, --stats

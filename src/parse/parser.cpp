@@ -18,6 +18,7 @@
 #include "parse/inline.h"
 #include "parse/shipped.h"
 #include "parse/syntax.h"
+#include "parse/unused.h"
 
 namespace ab {
 namespace {
@@ -816,6 +817,12 @@ Result<std::pair<std::string, SourceRef>> find_import(const syntax::ImportItem& 
 Result<Module> parse_module(SourceRef source) {
   Result<syntax::File> f = syntax::parse_syntax(source);
   if (!f) return f.diags();
+  // Warnings about the user's own functions, before the imported ones join
+  // them; none for a lowered program (the compiler's, not the user's).
+  std::vector<ModuleWarning> warnings;
+  bool lowered = false;
+  for (const auto& item : f->items) lowered |= item.kind == syntax::Item::Kind::Program;
+  if (!lowered) syntax::unused_variables(*f, warnings);
   // Imports, breadth first: every file once, its functions added to the
   // module; an imported file's locations carry its index (source.h).
   std::vector<SourceRef> imported;
@@ -859,6 +866,7 @@ Result<Module> parse_module(SourceRef source) {
   Diagnostics diags(source);
   Module m = syntax::to_blocks(*f, diags);
   m.source = source;
+  m.warnings = std::move(warnings);
   if (!diags.has_errors()) inline_calls(m, diags);
   if (diags.has_errors()) return diags;
   return m;
