@@ -404,7 +404,9 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
       CHECK(mode_of(r, "main.body.4") == "chained");
     }
   }
-  for (auto [bad_set, bad_get] : {std::pair{317, -1}, std::pair{-1, 412}, std::pair{90, 91}}) {
+  for (auto bad_pair : {std::pair{317, -1}, std::pair{-1, 412}, std::pair{90, 91}}) {
+    const int bad_set = bad_pair.first;  // (clang 15 cannot capture a structured binding)
+    const int bad_get = bad_pair.second;
     CAPTURE(bad_set);
     CAPTURE(bad_get);
     Prog bad = load(kIndexRecursion, index_recursion_inputs(600, bad_set, bad_get), "main");
