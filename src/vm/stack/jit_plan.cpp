@@ -421,20 +421,30 @@ std::string StackVM::per_lane_blocker(const Op& op) const {
 // window holds addresses, not copies); a bad index raises the body's flag,
 // and the interpreter reruns that iteration and reports it.
 bool StackVM::dense_read(const Op& op, const CBlock& cb) const {
+  return index_read(op, cb, false) && !leaves_[op.outs[0].leaf].full();
+}
+
+// get or size with a scalar result from a tensor operand (a literal, or a
+// variable the block neither pops nor writes; with in_place_sets, one it
+// writes by in-place sets, when no call saves it), scalar indices.
+bool StackVM::index_read(const Op& op, const CBlock& cb, bool in_place_sets) const {
   if (op.kind != Op::Kind::Kernel || op.shared || op.outs.size() != 1) return false;
   if (op.prim != PrimId::Get && op.prim != PrimId::Size) return false;
   const int32_t out = op.outs[0].leaf;
-  if (!scalar_leaf(out) || leaves_[out].shared || leaves_[out].full()) return false;
+  if (!scalar_leaf(out) || leaves_[out].shared) return false;
   const Ref& x = op.args[0];
   if (ref_type(x).shape.empty()) return false;
   if (x.constant < 0) {
     const Leaf& l = leaves_[x.leaf];
     if (l.in_scratch() || l.ebytes == 0) return false;
     for (const auto& other : cb.ops) {
-      for (const auto& o : other.outs)
-        if (o.leaf == x.leaf) return false;
       for (int32_t p : other.pops)
         if (p == x.leaf) return false;
+      for (const auto& o : other.outs)
+        if (o.leaf == x.leaf &&
+            !(in_place_sets && other.kind == Op::Kind::Kernel && other.prim == PrimId::Set &&
+              !other.args.empty() && other.args[0].leaf == x.leaf && !l.full()))
+          return false;
     }
   }
   for (size_t a = 1; a < op.args.size(); ++a)
@@ -454,34 +464,7 @@ bool StackVM::dense_read(const Op& op, const CBlock& cb) const {
 // raises the block's flag before anything is written (gather_facts).
 bool StackVM::whole_index(const Op& op, const CBlock& cb) const {
   if (op.kind != Op::Kind::Kernel || op.shared || op.outs.size() != 1) return false;
-  if (op.prim == PrimId::Get || op.prim == PrimId::Size) {
-    const int32_t out = op.outs[0].leaf;
-    if (!scalar_leaf(out) || leaves_[out].shared) return false;
-    // The tensor: a literal, or a variable the block does not pop nor write
-    // other than by an in-place set (read and written in memory, in order).
-    const Ref& x = op.args[0];
-    if (ref_type(x).shape.empty()) return false;
-    if (x.constant < 0) {
-      const Leaf& l = leaves_[x.leaf];
-      if (l.in_scratch() || l.ebytes == 0) return false;
-      for (const auto& other : cb.ops) {
-        for (int32_t p : other.pops)
-          if (p == x.leaf) return false;
-        for (const auto& o : other.outs)
-          if (o.leaf == x.leaf &&
-              !(other.kind == Op::Kind::Kernel && other.prim == PrimId::Set &&
-                !other.args.empty() && other.args[0].leaf == x.leaf && !l.full()))
-            return false;
-      }
-    }
-    for (size_t a = 1; a < op.args.size(); ++a)
-      if (op.args[a].constant >= 0 ? !ref_type(op.args[a]).shape.empty()
-                                   : !scalar_leaf(op.args[a].leaf))
-        return false;
-    std::vector<TensorType> args;
-    for (const auto& a : op.args) args.push_back(ref_type(a));
-    return jit::supported_tensor(op.prim, args, leaves_[out].type);
-  }
+  if (op.prim == PrimId::Get || op.prim == PrimId::Size) return index_read(op, cb, true);
   if (op.prim != PrimId::Set || op.args.size() != 3) return false;
   const int32_t x = op.outs[0].leaf;
   if (op.args[0].constant >= 0 || op.args[0].leaf != x) return false;

@@ -370,6 +370,7 @@ class StackVM {
   bool op_may_fail(const Op& op) const;
   std::string per_lane_blocker(const Op& op) const;
   bool dense_read(const Op& op, const CBlock& cb) const;
+  bool index_read(const Op& op, const CBlock& cb, bool in_place_sets) const;
   static int64_t seg_call(void* ctx, const uint32_t* idx, int64_t n);
   jit::Segment make_segment(uint32_t bi, size_t first, size_t last, bool dense,
                             std::vector<int32_t>& slot_leaf,
