@@ -103,6 +103,7 @@ void StackVM::start_all_lanes() {
     wait_[0].resize(L);
     for (size_t t = 0; t < L; ++t) wait_[0][t] = static_cast<uint32_t>(t);
     bits_[0] |= 1;
+    wait_hi_[0] = wait_lo_[0] = 1;
   }
   next_input_ = lanes_;
 }

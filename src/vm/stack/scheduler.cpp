@@ -18,6 +18,10 @@ RunResult StackVM::run() {
   wait_.assign(nb, {});
   bits_.assign((nb + 63) / 64, 0);
   pcs_.init(static_cast<size_t>(lanes_), 1);
+  depth_order_ = opt_.persistent && has_calls();
+  if (opt_.persistent) find_loops();
+  wait_hi_.assign(nb, 0);
+  wait_lo_.assign(nb, 0);
   set_shared_inputs();
   if (opt_.max_steps > 0) lane_steps_.assign(static_cast<size_t>(lanes_), 0);
   start_all_lanes();
@@ -49,9 +53,7 @@ RunResult StackVM::run() {
     }
     if (b == kHalt) b = next_block();
     if (b == kHalt) break;  // every remaining thread is stuck (cannot happen in a sound program)
-    cur.swap(wait_[b]);
-    wait_[b].clear();
-    bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
+    take_block(b, cur);
     // The block runs as the plan says (CBlock::mode, jit_plan.cpp).
     const CBlock& cb = blocks_[b];
     if (cb.mode == ExecMode::DenseLoop) {
@@ -147,6 +149,199 @@ RunResult StackVM::run() {
     finish_failed(res.outputs, res.failed);
   }
   return res;
+}
+
+// The order within a depth (find_loops, next_block): over the blocks'
+// edges within their function (a call's edge goes to the block it returns
+// to), dominators by the iterative bitset method from each function's
+// entry; a back edge u -> h where h dominates u; h's loop the blocks that
+// reach such a u without passing h. Block b waits (before_[b]) for the
+// blocks that reach it without a back edge (threads that may still join
+// it), except a header whose loop holds b (those threads go round again),
+// and a header waits for the blocks of its loop (threads still in the
+// previous iteration).
+void StackVM::find_loops() {
+  const size_t nb = blocks_.size(), words = (nb + 63) / 64;
+  using Bits = std::vector<uint64_t>;
+  auto has = [](const Bits& s, uint32_t b) { return ((s[b >> 6] >> (b & 63)) & 1) != 0; };
+  auto add = [](Bits& s, uint32_t b) { s[b >> 6] |= uint64_t{1} << (b & 63); };
+  std::vector<std::vector<uint32_t>> succ(nb), pred(nb);
+  std::vector<bool> entry(nb, false);
+  if (nb > 0) entry[0] = true;
+  for (uint32_t b = 0; b < nb; ++b) {
+    const CBlock& cb = blocks_[b];
+    if (cb.term == TermKind::Goto) succ[b] = {cb.t1};
+    if (cb.term == TermKind::Branch) succ[b] = {cb.t1, cb.t2};
+    if (cb.term == TermKind::PushGoto) {
+      succ[b] = {cb.t1};
+      entry[cb.t2] = true;
+    }
+    for (uint32_t c : succ[b]) pred[c].push_back(b);
+  }
+  std::vector<Bits> dom(nb, Bits(words, ~uint64_t{0}));
+  for (uint32_t b = 0; b < nb; ++b)
+    if (entry[b]) {
+      dom[b].assign(words, 0);
+      add(dom[b], b);
+    }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t b = 0; b < nb; ++b) {
+      if (entry[b] || pred[b].empty()) continue;
+      Bits d(words, ~uint64_t{0});
+      for (uint32_t p : pred[b])
+        for (size_t w = 0; w < words; ++w) d[w] &= dom[p][w];
+      add(d, b);
+      if (d != dom[b]) {
+        dom[b] = std::move(d);
+        changed = true;
+      }
+    }
+  }
+  // Natural loops, and the reach of each block over forward edges.
+  std::vector<Bits> loop(nb), reach(nb, Bits(words, 0));
+  std::vector<std::vector<uint32_t>> fwd(nb);
+  for (uint32_t u = 0; u < nb; ++u)
+    for (uint32_t h : succ[u]) {
+      if (!has(dom[u], h)) {
+        fwd[u].push_back(h);
+        continue;
+      }
+      Bits& body = loop[h];  // u -> h is a back edge
+      if (body.empty()) body.assign(words, 0);
+      std::vector<uint32_t> work;
+      if (u != h && !has(body, u)) {
+        add(body, u);
+        work.push_back(u);
+      }
+      while (!work.empty()) {
+        const uint32_t x = work.back();
+        work.pop_back();
+        for (uint32_t p : pred[x])
+          if (p != h && !has(body, p)) {
+            add(body, p);
+            work.push_back(p);
+          }
+      }
+    }
+  // A block of h's loop also reaches, by going round, where h leads out
+  // of the loop.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t b = static_cast<uint32_t>(nb); b-- > 0;) {
+      Bits r = reach[b];
+      for (uint32_t s : fwd[b]) {
+        add(r, s);
+        for (size_t w = 0; w < words; ++w) r[w] |= reach[s][w];
+      }
+      for (uint32_t h = 0; h < nb; ++h)
+        if (!loop[h].empty() && has(loop[h], b))
+          for (size_t w = 0; w < words; ++w) r[w] |= reach[h][w] & ~loop[h][w];
+      if (r != reach[b]) {
+        reach[b] = std::move(r);
+        changed = true;
+      }
+    }
+  }
+  before_.assign(nb, Bits(words, 0));
+  for (uint32_t c = 0; c < nb; ++c)
+    for (uint32_t b = 0; b < nb; ++b)
+      if (b != c && has(reach[c], b) && !(!loop[c].empty() && has(loop[c], b)) &&
+          !(!loop[b].empty() && has(loop[b], c)))
+        add(before_[b], c);
+  for (uint32_t h = 0; h < nb; ++h)
+    if (!loop[h].empty())
+      for (size_t w = 0; w < words; ++w) before_[h][w] |= loop[h][w];
+  cand_.assign(words, 0);
+}
+
+// The block to run next: the smallest with waiting threads; in the
+// depth order, of those holding a thread at the deepest depth; and of
+// those, the smallest that waits for none of the others (before_).
+uint32_t StackVM::next_block() const {
+  uint32_t first = kHalt, deepest = 0;
+  const size_t words = bits_.size();
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t bits = bits_[w]; bits; bits &= bits - 1) {
+      const uint32_t b = static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+      if (first == kHalt || (depth_order_ && wait_hi_[b] > deepest)) {
+        first = b;
+        deepest = wait_hi_[b];
+      }
+      if (!depth_order_) break;
+    }
+  if (first == kHalt || before_.empty()) return first;
+  // The candidates: blocks with threads at the deepest depth.
+  for (size_t w = 0; w < words; ++w) {
+    uint64_t c = bits_[w];
+    if (depth_order_)
+      for (uint64_t bits = c; bits; bits &= bits - 1) {
+        const uint32_t b =
+            static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+        if (wait_hi_[b] != deepest) c &= ~(uint64_t{1} << (b & 63));
+      }
+    cand_[w] = c;
+  }
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t bits = cand_[w]; bits; bits &= bits - 1) {
+      const uint32_t b = static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+      const std::vector<uint64_t>& before = before_[b];
+      bool wait = false;
+      for (size_t v = 0; v < words && !wait; ++v) wait = (before[v] & cand_[v]) != 0;
+      if (!wait) return b;
+    }
+  return first;
+}
+
+// Whether block b's shallower threads may run with its deepest: b
+// returns (each of them leaves its frame there, so none runs ahead of the
+// threads of its frame; at its caller's block it waits for them) and no
+// block with waiting threads, at any depth, waits before b (none could
+// still join b at their depths). Riding with the deepest takes no step
+// their frames would not take anyway, and a return climbing a deep
+// recursion carries the shallower threads returning through the same block.
+bool StackVM::joins_all(uint32_t b) const {
+  if (before_.empty() || blocks_[b].term != TermKind::IndirectGoto) return false;
+  const std::vector<uint64_t>& before = before_[b];
+  for (size_t w = 0; w < bits_.size(); ++w)
+    if (before[w] & bits_[w]) return false;
+  return true;
+}
+
+// Block b's waiting threads into `cur`: all of them, or in the depth order
+// those at the deepest depth in its list (the others stay, waiting for
+// their frames' turn).
+void StackVM::take_block(uint32_t b, PoolVector<uint32_t>& cur) {
+  PoolVector<uint32_t>& w = wait_[b];
+  if (!depth_order_ || wait_hi_[b] == wait_lo_[b] || joins_all(b)) {
+    cur.swap(w);
+    w.clear();
+    bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
+    return;
+  }
+  const uint32_t* depth = pc_depth_.data();
+  uint32_t hi = 0;
+  for (uint32_t t : w) hi = std::max(hi, depth[t]);
+  cur.clear();
+  size_t k = 0;
+  uint32_t rest_hi = 0, rest_lo = UINT32_MAX;
+  for (uint32_t t : w) {
+    const uint32_t d = depth[t];
+    if (d == hi) {
+      cur.push_back(t);
+    } else {
+      w[k++] = t;
+      rest_hi = std::max(rest_hi, d);
+      rest_lo = std::min(rest_lo, d);
+    }
+  }
+  w.resize(k);
+  if (k == 0) {
+    bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
+  } else {
+    wait_hi_[b] = rest_hi;
+    wait_lo_[b] = rest_lo;
+  }
 }
 
 // Tiered: the code compiled in the background replaces the interpreter,

@@ -204,6 +204,26 @@ class StackVM {
   std::vector<CBlock> blocks_;
   std::vector<PoolVector<uint32_t>> wait_;
   std::vector<uint64_t> bits_;
+  // The depth order (a program with calls, the persistent schedule): the
+  // deepest frames run first, and of them the smallest block, on the
+  // threads at that depth only; a thread that returns waits in its
+  // caller's frame until every deeper thread has returned, so returns
+  // and the callers' next blocks run together (the stackless VM's order,
+  // with each frame's threads found by depth). wait_hi_/wait_lo_: the
+  // deepest and shallowest depth in each block's list (hints: take_block
+  // reads the depths themselves).
+  bool depth_order_ = false;
+  std::vector<uint32_t> wait_hi_, wait_lo_;
+  // The order within a depth (persistent schedule): a block waits while
+  // a block whose threads may still join it holds threads at the same
+  // depth, and a loop header while its loop does (threads going round
+  // again wait for those still in the previous iteration: the lowered
+  // program has no join after an `if` whose arms both go back to the
+  // header). before_[b]: those blocks (bitset). cand_: next_block's
+  // scratch.
+  std::vector<std::vector<uint64_t>> before_;
+  mutable std::vector<uint64_t> cand_;
+  void find_loops();
   LaneStack<uint32_t> pcs_;        // program counters: where each frame returns
   PoolVector<uint32_t> pc_depth_;  // per lane: frames, counting the halt at the bottom
   PoolVector<int64_t> lane_input_;
@@ -404,22 +424,33 @@ class StackVM {
   void switch_to_code();
 
   // ---- called per lane or per op: inline -------------------------------
-  void push_lane(uint32_t block, uint32_t t) {
-    wait_[block].push_back(t);
-    bits_[block >> 6] |= uint64_t{1} << (block & 63);
-  }
+  void push_lane(uint32_t block, uint32_t t) { append_lanes(block, &t, 1); }
   void append_lanes(uint32_t block, const uint32_t* lanes, int64_t n) {
     if (n == 0) return;
     auto& w = wait_[block];
+    if (depth_order_) note_depths(block, w.empty(), lanes, n);
     w.insert(w.end(), lanes, lanes + n);
     bits_[block >> 6] |= uint64_t{1} << (block & 63);
   }
-  uint32_t next_block() const {
-    for (size_t w = 0; w < bits_.size(); ++w)
-      if (bits_[w])
-        return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits_[w])));
-    return kHalt;
+  void note_depths(uint32_t block, bool first, const uint32_t* lanes, int64_t n) {
+    uint32_t hi = first ? 0 : wait_hi_[block], lo = first ? UINT32_MAX : wait_lo_[block];
+    const uint32_t* depth = pc_depth_.data();
+    for (int64_t j = 0; j < n; ++j) {
+      const uint32_t d = depth[lanes[j]];
+      hi = std::max(hi, d);
+      lo = std::min(lo, d);
+    }
+    wait_hi_[block] = hi;
+    wait_lo_[block] = lo;
   }
+  uint32_t next_block() const;
+  bool has_calls() const {
+    for (const CBlock& cb : blocks_)
+      if (cb.term == TermKind::PushGoto) return true;
+    return false;
+  }
+  void take_block(uint32_t b, PoolVector<uint32_t>& cur);
+  bool joins_all(uint32_t b) const;
   // `off`: the first lane's position in the chunk (where its temporaries are).
   ArgView view(const Ref& r, const uint32_t* idx, int64_t off = 0) const {
     if (r.constant >= 0) {
