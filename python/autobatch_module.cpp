@@ -720,6 +720,10 @@ PYBIND11_MODULE(_autobatch, m) {
         out["divergent"] = s.divergent;
         out["warmup_divergent"] = s.warmup_divergent;
         out["max_depth_hits"] = s.max_depth_hits;
+        out["nonfinite"] = s.nonfinite_total;
+        out["warmup_nonfinite"] = s.warmup_nonfinite_total;
+        out["nonfinite_at"] = to_numpy(s.nonfinite_at);
+        out["nonfinite_theta"] = to_numpy(s.nonfinite_theta);
         out["seconds"] = s.seconds;
         out["program"] = s.driver;
         return out;

@@ -705,6 +705,13 @@ struct SampleResult {
   int64_t warmup_divergent = 0;  // over all chains
   int64_t divergent = 0;         // after warm-up
   int64_t max_depth_hits = 0;    // transitions that reached max_depth
+  // Transitions whose trajectory met a log density that is not finite (NaN,
+  // or -inf outside the model's support), per chain ([chains], i64) during
+  // warm-up and after it, and over all chains; the first such transition's
+  // iteration per chain (warm-up's first, sampling's numbered on from
+  // them; -1: none) and its point ([chains, D], unconstrained).
+  Array warmup_nonfinite, nonfinite, nonfinite_at, nonfinite_theta;
+  int64_t warmup_nonfinite_total = 0, nonfinite_total = 0;
   Summary summary;               // of the draws
   std::vector<std::string> warnings;  // divergences, tree depth, and the summary's
   std::string driver;  // the program that ran (the model, the sampler and this glue)

@@ -614,8 +614,13 @@ class SampleResult:
     accept_stat__, treedepth__, n_leapfrog__, divergent__, energy__:
     [chains, draws]), `step_size` [chains], `inv_metric` [chains, D],
     `summary` (a Summary), `warnings`, `seed`, `divergent` (after warm-up),
-    `warmup_divergent`, `max_depth_hits`, `seconds`, and `program` (the
-    program that ran)."""
+    `warmup_divergent`, `max_depth_hits`, `nonfinite` and
+    `warmup_nonfinite` (transitions whose trajectory met a log density that
+    is not finite: NaN, or -inf outside the model's support),
+    `nonfinite_at` ([chains]: each chain's first such iteration, warm-up's
+    first and sampling's numbered on from them, -1 if none) and
+    `nonfinite_theta` ([chains, D]: its unconstrained point), `seconds`, and
+    `program` (the program that ran)."""
 
     def __init__(self, d):
         self.draws = dict(d["draws"])
@@ -628,6 +633,10 @@ class SampleResult:
         self.divergent = d["divergent"]
         self.warmup_divergent = d["warmup_divergent"]
         self.max_depth_hits = d["max_depth_hits"]
+        self.nonfinite = d["nonfinite"]
+        self.warmup_nonfinite = d["warmup_nonfinite"]
+        self.nonfinite_at = d["nonfinite_at"]
+        self.nonfinite_theta = d["nonfinite_theta"]
         self.seconds = d["seconds"]
         self.program = d["program"]
 

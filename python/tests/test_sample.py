@@ -30,6 +30,10 @@ def test_eight_schools_with_dict_data():
                                rtol=1e-12)
     assert r.summary["tau"]["rhat"] < 1.01
     assert abs(r.summary["mu"]["mean"] - 4.40) < 4 * r.summary["mu"]["mcse"]
+    # On its support throughout: no log density that is not finite.
+    assert r.nonfinite == 0 and r.warmup_nonfinite == 0
+    assert r.nonfinite_at.tolist() == [-1] * 4
+    assert r.nonfinite_theta.shape == (4, 10)
 
 
 def test_the_same_draws_from_a_data_file_and_a_dict():

@@ -113,8 +113,9 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   t += "    finite = isfinite(lp)\n";
   t += "    tries += 1\n";
   t += "  }\n";
-  t += "  q, lp, g, key, step, inv_metric, warmup_divergent = nuts_warmup(q, key, data, n_warmup, "
-       "max_depth, target_accept)\n";
+  t += "  q, lp, g, key, step, inv_metric, warmup_divergent, warmup_nonfinite, nonfinite_at, "
+       "nonfinite_q = nuts_warmup(q, key, data, n_warmup, max_depth, target_accept)\n";
+  t += "  nonfinite = 0\n";
   const std::string S = std::to_string(samples);
   t += "  theta = zeros(shape=[" + S + ", " + std::to_string(dim) + "])\n";
   t += "  stats = zeros(shape=[" + S + ", 6])\n";
@@ -122,8 +123,17 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
     t += "  c_" + name + " = zeros(shape=[" + S + shape_text(shape) + "])\n";
   t += "  for s in range(" + S + ") {\n";
   t += "    key, k = split(key)\n";
-  t += "    q, lp, g, accept, depth, n_leapfrog, divergent, energy = nuts_transition(q, lp, g, k, "
-       "step, inv_metric, max_depth, data)\n";
+  t += "    q, lp, g, accept, depth, n_leapfrog, divergent, energy, bad, q_bad = "
+       "nuts_transition(q, lp, g, k, step, inv_metric, max_depth, data)\n";
+  // The first transition that met a log density that is not finite, over
+  // warm-up and sampling (iterations numbered on from warm-up's).
+  t += "    if bad {\n";
+  t += "      if nonfinite_at < 0 {\n";
+  t += "        nonfinite_at = n_warmup + s\n";
+  t += "        nonfinite_q = q_bad\n";
+  t += "      }\n";
+  t += "      nonfinite += 1\n";
+  t += "    }\n";
   t += "    theta[s] = q\n";
   t += "    stats[s] = [lp, accept, cast(depth, dtype=f64), cast(n_leapfrog, dtype=f64), "
        "cast(divergent, dtype=f64), energy]\n";
@@ -135,7 +145,9 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
     for (const auto& [name, shape] : quantities) t += "    c_" + name + "[s] = v_" + name + "\n";
   }
   t += "  }\n";
-  std::string ret = "theta, stats, step, inv_metric, warmup_divergent";
+  std::string ret =
+      "theta, stats, step, inv_metric, warmup_divergent, warmup_nonfinite, nonfinite, "
+      "nonfinite_at, nonfinite_q";
   for (const auto& q : quantities) ret += ", c_" + q.first;
   t += "  return " + ret + "\n}\n";
   return t;
@@ -339,6 +351,53 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   return r;
 }
 
+namespace {
+
+// Per chain: the transitions whose trajectory met a log density that is not
+// finite (warm-up and sampling apart), and the first one's iteration and
+// point (run outputs 5 to 8).
+void nonfinite_report(const SampleOptions& o, const RunResult& run, SampleResult& r) {
+  r.warmup_nonfinite = run.outputs[5];
+  r.nonfinite = run.outputs[6];
+  r.nonfinite_at = run.outputs[7];
+  r.nonfinite_theta = run.outputs[8];
+  for (int64_t c = 0; c < o.chains; ++c) {
+    r.warmup_nonfinite_total += r.warmup_nonfinite.as<int64_t>()[c];
+    r.nonfinite_total += r.nonfinite.as<int64_t>()[c];
+  }
+}
+
+// The warning: how many, in how many chains, and the first chain's first
+// point, so that the user sees where the model leaves its support.
+std::string nonfinite_warning(const SampleOptions& o, const SampleResult& r) {
+  const int64_t* wn = r.warmup_nonfinite.as<int64_t>();
+  const int64_t* sn = r.nonfinite.as<int64_t>();
+  const int64_t* at = r.nonfinite_at.as<int64_t>();
+  int64_t chains = 0, first = -1;
+  for (int64_t c = 0; c < o.chains; ++c)
+    if (wn[c] + sn[c] > 0) {
+      ++chains;
+      if (first < 0) first = c;
+    }
+  std::ostringstream w;
+  w << "the log density was not finite (NaN, or -inf outside the model's support) in the "
+       "trajectories of "
+    << r.warmup_nonfinite_total << " of " << o.chains * o.warmup << " warm-up and "
+    << r.nonfinite_total << " of " << o.chains * o.samples << " sampling transitions, in "
+    << chains << " of " << o.chains << " chain" << (o.chains == 1 ? "" : "s") << "; first in chain "
+    << first << " at " << (at[first] < o.warmup ? "warm-up" : "sampling") << " iteration "
+    << (at[first] < o.warmup ? at[first] : at[first] - o.warmup) << ", unconstrained theta = [";
+  const int64_t d = r.nonfinite_theta.num_elements() / std::max<int64_t>(1, o.chains);
+  const double* q = r.nonfinite_theta.as<double>() + first * d;
+  for (int64_t k = 0; k < d && k < 10; ++k) w << (k ? ", " : "") << q[k];
+  if (d > 10) w << ", ... (" << d << " values)";
+  w << "]. Those steps count as divergent; if the model can leave its support (a scale that "
+       "goes negative), map theta onto it (exp() with its log-Jacobian, or lib/transforms.ab)";
+  return w.str();
+}
+
+}  // namespace
+
 Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
                                    double run_seconds) {
   if (!run.ok()) return failure_of(run);
@@ -346,10 +405,11 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
   SampleResult r;
   r.seed = job.seed;
   r.driver = job.driver;
-  // Outputs: theta, stats, step, inv_metric, warmup_divergent, quantities.
+  // Outputs: theta, stats, step, inv_metric, warmup_divergent,
+  // warmup_nonfinite, nonfinite, nonfinite_at, nonfinite_q, quantities.
   r.draws.emplace_back("theta", run.outputs[0]);
   for (size_t k = 0; k < job.quantities.size(); ++k)
-    r.draws.emplace_back(job.quantities[k], run.outputs[5 + k]);
+    r.draws.emplace_back(job.quantities[k], run.outputs[9 + k]);
   const Array& st = run.outputs[1];  // [chains, samples, 6]
   const char* stat_names[6] = {"lp__",         "accept_stat__", "treedepth__",
                                "n_leapfrog__", "divergent__",   "energy__"};
@@ -367,6 +427,7 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
   r.step_size = run.outputs[2];
   r.inv_metric = run.outputs[3];
   for (int64_t c = 0; c < o.chains; ++c) r.warmup_divergent += run.outputs[4].as<int64_t>()[c];
+  nonfinite_report(o, run, r);
 
   std::vector<std::pair<std::string, ArrayView>> views;
   for (const auto& [name, a] : r.draws) views.emplace_back(name, a.view());
@@ -378,6 +439,7 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
     r.warnings.push_back(std::to_string(r.divergent) + " of " + std::to_string(total) +
                          " transitions after warm-up diverged; the draws may be biased (try a "
                          "larger --target-accept, or reparameterize the model)");
+  if (r.warmup_nonfinite_total + r.nonfinite_total > 0) r.warnings.push_back(nonfinite_warning(o, r));
   if (r.max_depth_hits > 0)
     r.warnings.push_back(std::to_string(r.max_depth_hits) + " of " + std::to_string(total) +
                          " transitions reached the maximum tree depth (" +

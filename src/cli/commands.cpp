@@ -285,6 +285,9 @@ int print_sample(const autobatch::SampleResult& s, const Options& opt) {
   for (int64_t c = 0; c < s.step_size.batch(); ++c) std::cout << " " << step[c];
   std::cout << "\ndivergent transitions: " << s.divergent << " (and " << s.warmup_divergent
             << " during warm-up); at the maximum tree depth: " << s.max_depth_hits << "\n";
+  if (s.nonfinite_total + s.warmup_nonfinite_total > 0)
+    std::cout << "transitions that met a log density not finite: " << s.nonfinite_total
+              << " (and " << s.warmup_nonfinite_total << " during warm-up)\n";
   for (const std::string& w : s.warnings) std::cerr << "autobatch: warning: " << w << "\n";
   return kOk;
 }

@@ -139,6 +139,49 @@ TEST_CASE("sample: a model that gives its own gradient (log_density_and_grad)") 
   }
 }
 
+TEST_CASE("sample: a log density that is not finite is counted per chain and named in a warning") {
+  ab_test::TempDir dir("ab_sample_nonfinite");
+  // sigma sampled unconstrained: where it goes negative the density is NaN.
+  autobatch::SampleOptions o;
+  o.model = dir / "neg.ab";
+  std::ofstream(o.model) << "import dists\n"
+                            "func log_density(theta: f64[2], y) -> f64 {\n"
+                            "  return sum(normal_lpdf(y, theta[0], theta[1])) + "
+                            "normal_lpdf(theta[1], 0.0, 5.0)\n}\n";
+  o.data = dir / "neg.json";
+  std::ofstream(o.data) << R"({"y": [1.0, 2.5, 0.3, 1.7, 2.2, 0.9]})";
+  o.chains = 4;
+  o.warmup = 200;
+  o.samples = 200;
+  o.seed = 3;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  CHECK(r->warmup_nonfinite_total > 0);
+  REQUIRE(r->nonfinite_at.shape() == std::vector<int64_t>{4});
+  REQUIRE(r->nonfinite_theta.shape() == std::vector<int64_t>{4, 2});
+  int64_t counted = 0;
+  for (int64_t c = 0; c < 4; ++c) {
+    const int64_t n = r->warmup_nonfinite.as<int64_t>()[c] + r->nonfinite.as<int64_t>()[c];
+    const int64_t at = r->nonfinite_at.as<int64_t>()[c];
+    counted += n;
+    CHECK((n == 0) == (at < 0));
+    // The point named is where the density is NaN: its sigma is negative.
+    if (n > 0) CHECK(r->nonfinite_theta.as<double>()[c * 2 + 1] < 0.0);
+  }
+  CHECK(counted == r->warmup_nonfinite_total + r->nonfinite_total);
+  bool warned = false;
+  for (const std::string& w : r->warnings)
+    warned = warned || w.find("the log density was not finite") != std::string::npos;
+  CHECK(warned);
+
+  // A model that stays on its support: none counted, no warning.
+  auto ok = autobatch::sample(options("eight_schools"));
+  REQUIRE_MESSAGE(ok, ok.rendered());
+  CHECK(ok->warmup_nonfinite_total == 0);
+  CHECK(ok->nonfinite_total == 0);
+  for (const std::string& w : ok->warnings) CHECK(w.find("not finite") == std::string::npos);
+}
+
 TEST_CASE("sample: the same seed gives the same draws, on any number of OS threads") {
   auto o = options("logistic");
   o.chains = 3;
