@@ -98,6 +98,10 @@ struct Instr {
   // it: the grad pass (passes/grad.h) replaces it by a call it generates.
   bool grad = false;
   SourceLoc loc;
+  // A copy of a shipped library's code (lib/*.ab) made by inlining it into
+  // the user's code: the user's call it came from (parse/inline.cpp), where
+  // errors in it are reported (passes/inference.h).
+  SourceLoc inlined_at;
   bool operator==(const Instr&) const = default;
 };
 

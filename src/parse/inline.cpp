@@ -1,5 +1,7 @@
 #include "parse/inline.h"
 
+#include "parse/shipped.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -214,9 +216,21 @@ class Inliner {
       }
       body.push_back(std::move(nb));
     }
+    // Library code copied into the user's: its errors are the user call's
+    // (an inner call's copy keeps the outermost user call).
+    const SourceLoc at = call.inlined_at.known() ? call.inlined_at : call.loc;
+    if (shipped(g.loc) && !shipped(at))
+      for (Block& nb : body)
+        for (Instr& in : nb.instrs)
+          if (!in.inlined_at.known()) in.inlined_at = at;
     body.push_back(std::move(rest));
     f.blocks.insert(f.blocks.begin() + static_cast<std::ptrdiff_t>(b) + 1,
                     std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
+  }
+
+  bool shipped(const SourceLoc& loc) const {
+    return m_.source && loc.known() &&
+           m_.source->name_of(loc.line).rfind(kShippedPrefix, 0) == 0;
   }
 
   // The returned values into the call's pattern.

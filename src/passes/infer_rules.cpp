@@ -315,8 +315,12 @@ void Inference::prim(size_t fi, const Instr& in, const std::vector<int>& ops,
           cause(first_node, first_op);
           cause(node, op);
         };
-        if (g.with_dest && !dest_pre.is_leaf())
-          pending_.push_back(report);  // the result's dtype may be fixed later
+        if (g.with_dest && !dest_pre.is_leaf())  // the result's dtype may be fixed later
+          pending_.push_back([this, report, at = inlined_at_] {
+            inlined_at_ = at;
+            report();
+            inlined_at_ = SourceLoc{};
+          });
         else
           report();
         return;
@@ -361,7 +365,10 @@ void Inference::prim(size_t fi, const Instr& in, const std::vector<int>& ops,
   PrimTypeResult r = prim_result_type(info->id, arg_types, resolve_attrs(in));
   if (!r.ok()) {
     reports_here_ = true;
-    if (reporting_) error(in.callee.loc, r.error);
+    if (reporting_) {
+      error(in.callee.loc, r.error);
+      taint(dest);  // what depends on it is not reported again
+    }
     return;
   }
   IType result = from_type(*r.type, follows ? result_strength : Strength::Strong);

@@ -230,7 +230,11 @@ IType Inference::read(const Slot& s) const {
 
 void Inference::write(const Slot& s, const IType& t, const SourceLoc& loc) {
   if (!s.is_tuple) {
-    if (t.state == IType::State::Unknown) return;
+    if (t.state == IType::State::Unknown) {
+      // Unknown because of a reported error: so is what it flows into.
+      if (t.tainted) taint(s);
+      return;
+    }
     IType& before = nodes_[s.node];
     IType j = before;
     if (!join(j, t)) {
@@ -325,7 +329,9 @@ void Inference::sweep() {
       for (size_t ii = 0; ii < b.instrs.size(); ++ii, ++k) {
         if (!due(k)) continue;
         reports_here_ = false;
+        inlined_at_ = b.instrs[ii].inlined_at;
         instr(fi, b.instrs[ii], operands_[fi][bi][ii], prim_info_[k]);
+        inlined_at_ = SourceLoc{};
         reports_[k] = reports_here_;
       }
       if (due(k)) terminator(fi, b.term, returns_[fi][bi]);
@@ -383,7 +389,9 @@ void Inference::report_unknown(const std::vector<std::string>& reachable) {
       if (def.second && def.second->kind == InstrKind::Call)
         msg += ": it comes from '" + def.second->callee.name +
                "', whose results never get a type (does its recursion reach a base case?)";
+      inlined_at_ = def.second ? def.second->inlined_at : SourceLoc{};
       error(def.first, msg);
+      inlined_at_ = SourceLoc{};
     }
   }
 }

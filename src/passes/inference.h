@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "parse/shipped.h"
 #include "passes/infer_types.h"
 
 namespace ab::infer {
@@ -251,10 +252,25 @@ class Inference {
     return static_cast<int>(nodes_.size()) - 1;
   }
 
+  // An error in a shipped library's code that inlining copied into the
+  // user's (inlined_at_: the instruction's user call) is reported at that
+  // call, naming the library line: the user's mistake is in the call.
   void error(const SourceLoc& loc, const std::string& msg) {
-    std::string key = std::to_string(loc.line) + ":" + std::to_string(loc.col) + msg;
-    if (said_.insert(key).second) d_.error(loc, msg);
+    SourceLoc at = loc;
+    std::string m = msg;
+    if (inlined_at_.known() && in_library(loc) && !in_library(inlined_at_)) {
+      at = inlined_at_;
+      m = "in the library code this call runs (" + m_.source->where(loc.line) + ": `" +
+          m_.source->statement(loc.line) + "`): " + msg;
+    }
+    std::string key = std::to_string(at.line) + ":" + std::to_string(at.col) + m;
+    if (said_.insert(key).second) d_.error(at, m);
   }
+  bool in_library(const SourceLoc& loc) const {
+    return m_.source && loc.known() &&
+           m_.source->name_of(loc.line).rfind(kShippedPrefix, 0) == 0;
+  }
+  SourceLoc inlined_at_;  // the instruction being checked: Instr::inlined_at
 
   Slot node_slot(int n) const { return Slot{n, false, {}}; }
 
