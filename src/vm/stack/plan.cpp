@@ -294,7 +294,7 @@ std::vector<BlockExecution> execution_report(const std::vector<std::string>& blo
   std::vector<BlockExecution> out;
   for (size_t b = 0; b < plan.size() && b < block_names.size(); ++b)
     out.push_back({block_names[b], exec_mode_name(plan[b].mode), plan[b].reason,
-                   b < locs.size() ? locs[b] : SourceLoc{}});
+                   b < locs.size() ? locs[b] : SourceLoc{}, {}});
   return out;
 }
 
