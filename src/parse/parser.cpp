@@ -691,6 +691,23 @@ std::string foreign_advice(const std::string& text, size_t at) {
     return "there is no '~' statement in this language: a model's log density is its function's "
            "result; add each term to it, as in 'lp += normal_lpdf(y, mu, sigma)' (import dists), "
            "and return lp";
+  if (starts(",")) {
+    // X[i, j] or X[:, j]: the innermost bracket still open is an index's.
+    int depth = 0;
+    for (size_t k = at; k-- > 0 && text[k] != '\n';) {
+      const char c = text[k];
+      if (c == ')' || c == ']') ++depth;
+      if (c == '(' && depth-- == 0) break;
+      if (c == '[' && depth-- == 0) {
+        if (k > 0 && (std::isalnum(static_cast<unsigned char>(text[k - 1])) || text[k - 1] == '_' ||
+                      text[k - 1] == ']' || text[k - 1] == ')'))
+          return "an index takes one position per bracket: write X[i][j] for an element of a "
+                 "matrix and X[i] for its row i; column j is transpose(X)[j], and columns a to b-1 "
+                 "are transpose(transpose(X)[a:b])";
+        break;
+      }
+    }
+  }
   // A declaration keyword before the name the error stands at: `var n = 0`.
   size_t b = at;
   while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;
