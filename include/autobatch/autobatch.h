@@ -201,7 +201,7 @@ struct Inputs {
 
 // A batched kernel sees n lanes (threads) of every operand; lane j's event
 // (of event_size elements, C order) starts at element slot(j) * event_size
-// of `data`. This is the contract of the built-in kernels (src/vm/kernel.h):
+// of `data`. This is the contract of the built-in kernels (src/vm/kernels/kernel.h):
 // - Dense: lane j at slot j; Shared: every lane at slot 0 (a value stored
 //   once for all threads); Gather: lane j at slot index[j].
 // - A result may alias an operand exactly (same data, access and index);

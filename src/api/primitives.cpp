@@ -1,12 +1,12 @@
 // Custom primitives: the public Primitive becomes an internal registration
-// (ir/ops.h: name, arity, type rule) and a kernel (vm/kernel.h) that sees the
+// (ir/ops.h: name, arity, type rule) and a kernel (vm/kernels/kernel.h) that sees the
 // public view of the same call.
 #include <array>
 #include <exception>
 #include <variant>
 
 #include "api/internal.h"
-#include "vm/kernel.h"
+#include "vm/kernels/kernel.h"
 
 namespace autobatch {
 

@@ -30,10 +30,10 @@
 #include "passes/result_names.h"
 #include "io/limits.h"
 #include "support/log.h"
-#include "vm/reference.h"
-#include "vm/reference_lowered.h"
-#include "vm/stack_vm.h"
-#include "vm/stackless_vm.h"
+#include "vm/reference/reference.h"
+#include "vm/reference/lowered.h"
+#include "vm/stack/stack_vm.h"
+#include "vm/stackless/stackless_vm.h"
 #include "vm/trace.h"
 
 namespace autobatch {

@@ -77,7 +77,7 @@ enum class JitKind : uint8_t {
   Inline,     // an instruction sequence of its own
   Intrinsic,  // the LLVM intrinsic named by its symbol
   Libm,       // the C library function named by its symbol ("f" appended for f32)
-  Kernel,     // the exported scalar function named by its symbol (vm/kernels_scalar.h)
+  Kernel,     // the exported scalar function named by its symbol (vm/kernels/scalar.h)
   Batched,    // its batched kernel, called from compiled code for a segment's lanes
   None,       // not compiled
 };

@@ -2,7 +2,7 @@
 // against memory, compile time or responsiveness. None changes what a
 // program computes; the planner's cost rule (vm/stack/plan.h), the run loop,
 // the JIT and the passes that shape blocks for batching read them from
-// kTuning. (The matrix products' tiles, src/vm/ordered_linalg_isa.inc, are
+// kTuning. (The matrix products' tiles, src/vm/kernels/ordered_linalg_isa.inc, are
 // fixed by the vector registers, not tuned.)
 #pragma once
 #include <cstdint>

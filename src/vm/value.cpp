@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "vm/kernel.h"
+#include "vm/kernels/kernel.h"
 
 namespace ab {
 

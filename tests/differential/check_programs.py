@@ -31,7 +31,7 @@ BATCHES = [1, 7, 64, 1000]
 SEED = 20240601
 
 # Every product sums each element as one fma chain in index order, whatever the
-# batch (src/vm/ordered_linalg.h): so these programs must agree bit for bit too,
+# batch (src/vm/kernels/ordered_linalg.h): so these programs must agree bit for bit too,
 # also when the batch is split over OS threads.
 THREAD_CONFIGS = ["stack+threads-2", "stack+threads-3", "stack+threads-7", "stackless+threads-3",
                   "stack+lanes-5"]

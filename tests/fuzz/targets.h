@@ -25,7 +25,7 @@
 #include "parse/parser.h"
 #include "passes/pipeline.h"
 #include "passes/verify.h"
-#include "vm/stack_vm.h"
+#include "vm/stack/stack_vm.h"
 
 namespace ab::fuzz {
 

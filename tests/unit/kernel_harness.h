@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ir/prim_types.h"
-#include "vm/kernel.h"
+#include "vm/kernels/kernel.h"
 
 namespace ab::test {
 

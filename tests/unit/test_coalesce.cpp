@@ -8,8 +8,8 @@
 #include "parse/parser.h"
 #include "passes/pipeline.h"
 #include "vm/coalesce.h"
-#include "vm/reference_lowered.h"
-#include "vm/stack_vm.h"
+#include "vm/reference/lowered.h"
+#include "vm/stack/stack_vm.h"
 
 using namespace ab;
 

@@ -10,7 +10,7 @@
 #include "passes/pipeline.h"
 #include "passes/infer_types.h"
 #include "passes/verify.h"
-#include "vm/reference.h"
+#include "vm/reference/reference.h"
 
 using namespace ab;
 

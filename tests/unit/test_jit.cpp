@@ -19,8 +19,8 @@
 #include "passes/pipeline.h"
 #include "passes/verify.h"
 #include "vm/jit/jit.h"
-#include "vm/reference.h"
-#include "vm/stack_vm.h"
+#include "vm/reference/reference.h"
+#include "vm/stack/stack_vm.h"
 #include "stack_harness.h"
 
 using namespace ab;

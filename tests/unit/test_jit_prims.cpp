@@ -25,8 +25,8 @@
 #include "passes/pipeline.h"
 #include "passes/verify.h"
 #include "vm/jit/jit.h"
-#include "vm/kernels_scalar.h"
-#include "vm/stack_vm.h"
+#include "vm/kernels/scalar.h"
+#include "vm/stack/stack_vm.h"
 #include "stack_harness.h"
 
 namespace {

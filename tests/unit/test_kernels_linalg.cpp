@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "kernel_harness.h"
-#include "vm/ordered_linalg.h"
+#include "vm/kernels/ordered_linalg.h"
 
 using namespace ab;
 using namespace ab::test;
@@ -270,7 +270,7 @@ TEST_CASE("linear algebra with empty dimensions") {
   CHECK(d.out<double>() == std::vector<double>{0});
 }
 
-// The ordered products (vm/ordered_linalg.h): every element is one fma
+// The ordered products (vm/kernels/ordered_linalg.h): every element is one fma
 // chain in index order, so each must equal that chain computed plainly, to
 // the last bit, on every instruction set the host has, for every tile shape
 // (rows around the tiles' 4, 6 and 8; columns around the vectors' 4, 8, 12,

@@ -12,8 +12,8 @@
 #include "passes/liveness.h"
 #include "passes/pipeline.h"
 #include "passes/verify.h"
-#include "vm/reference.h"
-#include "vm/reference_lowered.h"
+#include "vm/reference/reference.h"
+#include "vm/reference/lowered.h"
 
 using namespace ab;
 

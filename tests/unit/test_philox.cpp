@@ -6,7 +6,7 @@
 #include <set>
 
 #include "kernel_harness.h"
-#include "vm/philox.h"
+#include "vm/kernels/philox.h"
 
 using namespace ab;
 using namespace ab::test;

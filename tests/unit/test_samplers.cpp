@@ -11,7 +11,7 @@
 
 #include "cli_harness.h"
 #include "kernel_harness.h"
-#include "vm/philox.h"
+#include "vm/kernels/philox.h"
 
 using namespace ab;
 using namespace ab::test;

@@ -12,8 +12,8 @@
 #include "parse/parser.h"
 #include "passes/pipeline.h"
 #include "passes/verify.h"
-#include "vm/reference.h"
-#include "vm/stack_vm.h"
+#include "vm/reference/reference.h"
+#include "vm/stack/stack_vm.h"
 #include "stack_harness.h"
 
 using namespace ab;

@@ -18,8 +18,8 @@
 #include "parse/parser.h"
 #include "passes/infer_types.h"
 #include "passes/verify.h"
-#include "vm/reference.h"
-#include "vm/stackless_vm.h"
+#include "vm/reference/reference.h"
+#include "vm/stackless/stackless_vm.h"
 
 using namespace ab;
 namespace fs = std::filesystem;

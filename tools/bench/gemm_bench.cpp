@@ -1,4 +1,4 @@
-// The library's matrix products (src/vm/ordered_linalg.h) against
+// The library's matrix products (src/vm/kernels/ordered_linalg.h) against
 // OpenBLAS's dgemm on the shapes a batched matvec on a shared matrix takes:
 // Y[n, m] = X[n, k] * A^T for n lanes. Prints one JSON line per shape (best
 // of 7 repetitions, microseconds, GFLOP/s) and whether both agree within
@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "vm/ordered_linalg.h"
+#include "vm/kernels/ordered_linalg.h"
 
 int main() {
   using Clock = std::chrono::steady_clock;

@@ -9,7 +9,7 @@
 #include <ctime>
 #include <vector>
 
-#include "vm/kernel.h"
+#include "vm/kernels/kernel.h"
 
 using namespace ab;
 

@@ -5,7 +5,7 @@ Runs programs/random_walk.ab as a plain NumPy masked loop: every iteration
 computes one step for every walk, split + uniform included, and a mask keeps
 the walks that already reached the bound where they are; the loop ends when
 no walk is active. The random numbers are bit for bit those of the VM:
-Philox-4x32-10 and the key scheme of src/vm/philox.h, vectorised over the
+Philox-4x32-10 and the key scheme of src/vm/kernels/philox.h, vectorised over the
 walks in uint32/uint64 arithmetic.
 
 Usage: walk_numpy.py KEYS_FILE BOUND OUT_FILE [REPS]

@@ -6,7 +6,7 @@
 // exactly what the scalar code and the kernels compute; NumPy broadcasting
 // maps each result element to the operand's.
 // Copies, reshape, get, set and size move elements as the kernels of
-// src/vm/kernels_index.cpp do. A bad index only raises the flag (the VM
+// src/vm/kernels/index.cpp do. A bad index only raises the flag (the VM
 // then reruns the segment through the kernels, which report the error); the
 // code reads or writes row 0 instead, so it never leaves the event.
 #include "vm/jit/gen.h"

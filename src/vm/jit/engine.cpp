@@ -25,7 +25,7 @@
 #include "support/env_options.h"
 #include "vm/jit/gen.h"
 #include "vm/jit/jit.h"
-#include "vm/kernels_scalar.h"
+#include "vm/kernels/scalar.h"
 #include "vm/tuning.h"
 
 namespace ab::jit {

@@ -102,7 +102,7 @@ Value* Gen::int_pow(Value* a, Value* b, const Arg& barg, DType d) {
   return result;
 }
 
-// A call of an exported scalar kernel (kernels_scalar.h), which the engine
+// A call of an exported scalar kernel (kernels/scalar.h), which the engine
 // registers under its name.
 Value* Gen::kernel_call(const char* name, Type* ret, std::vector<Value*> args) {
   std::vector<Type*> ts;

@@ -1,5 +1,5 @@
 // The JIT's random primitives on scalars, bit for bit the kernels' numbers
-// (the scheme is in src/vm/philox.h): Philox-4x32-10 inline (split,
+// (the scheme is in src/vm/kernels/philox.h): Philox-4x32-10 inline (split,
 // fold_in, uniform, exponential, bernoulli draw one block each), and calls
 // of the exported scalar kernels for the samplers with libm chains or
 // rejection loops (normal, gamma, poisson). gamma and poisson check their
@@ -9,8 +9,8 @@
 
 #include "ir/ops.h"
 #include "vm/jit/gen.h"
-#include "vm/kernels_scalar.h"
-#include "vm/philox.h"
+#include "vm/kernels/scalar.h"
+#include "vm/kernels/philox.h"
 
 namespace ab::jit::detail {
 

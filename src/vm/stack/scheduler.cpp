@@ -2,7 +2,7 @@
 // runs next, on all its threads, chunk by chunk), steps (counting, trace,
 // stats, cancel and progress) and the entry point run_stack.
 #include "vm/stack/stack_vm_impl.h"
-#include "vm/stack_vm.h"
+#include "vm/stack/stack_vm.h"
 
 namespace ab::stack {
 

@@ -1,4 +1,4 @@
-// The stack VM's internals (the interface is vm/stack_vm.h, which describes
+// The stack VM's internals (the interface is vm/stack/stack_vm.h, which describes
 // the design): the compiled form of blocks (ops, segments, dense loops,
 // blocks compiled whole), the storage of variables (leaves), and the class
 // StackVM whose member functions are defined by responsibility in this
@@ -26,7 +26,7 @@
 #include "support/log.h"
 #include "vm/coalesce.h"
 #include "vm/jit/jit.h"
-#include "vm/kernel.h"
+#include "vm/kernels/kernel.h"
 #include "vm/lane_stack.h"
 #include "vm/literal.h"
 #include "vm/run.h"

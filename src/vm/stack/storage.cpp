@@ -2,7 +2,7 @@
 // every thread), each variable's leaves and their storage by class, inputs
 // read in place, and register variables coalesced into one storage.
 #include "vm/stack/stack_vm_impl.h"
-#include "vm/stack_vm.h"
+#include "vm/stack/stack_vm.h"
 
 namespace ab::stack {
 

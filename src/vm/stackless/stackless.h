@@ -1,4 +1,4 @@
-// The stackless VM's internals (the public entry point is vm/stackless_vm.h):
+// The stackless VM's internals (the public entry point is vm/stackless/stackless_vm.h):
 // a function compiled once into Ops and positions (Func), one activation's
 // storage and lane queues (Frame), and the interpreter class whose member
 // functions are defined in stackless/compile.cpp (IR -> Func),
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "vm/kernel.h"
-#include "vm/stackless_vm.h"
+#include "vm/kernels/kernel.h"
+#include "vm/stackless/stackless_vm.h"
 #include "vm/tuning.h"
 #include "vm/value.h"
 

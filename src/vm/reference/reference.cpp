@@ -1,10 +1,10 @@
-#include "vm/reference.h"
+#include "vm/reference/reference.h"
 
 #include <cstring>
 #include <map>
 
 #include "ir/tail_call.h"
-#include "vm/kernel.h"
+#include "vm/kernels/kernel.h"
 #include "vm/literal.h"
 #include "vm/slots.h"
 #include "vm/value.h"

@@ -11,8 +11,8 @@
 // AVX2 or none). A thread's result is therefore the same bits however the
 // batch is split (--threads, --lanes, shards, MPI ranks) and whichever VM
 // runs it.
-#include "vm/elementwise_impl.h"
-#include "vm/ordered_linalg.h"
+#include "vm/kernels/elementwise_impl.h"
+#include "vm/kernels/ordered_linalg.h"
 
 namespace ab::kern {
 

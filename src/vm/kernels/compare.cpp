@@ -1,7 +1,7 @@
 // Kernels of the comparisons (bool results), logic ops (bool operands) and
 // `select`. Bool is one byte holding 0 or 1, and the kernels keep it so.
 // select moves bits: it is instantiated per element width, not per dtype.
-#include "vm/elementwise_impl.h"
+#include "vm/kernels/elementwise_impl.h"
 
 namespace ab::kern {
 

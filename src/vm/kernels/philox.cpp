@@ -8,7 +8,7 @@
 // rounds are vectorised, so both paths give the same bits; the floating-point
 // steps (the 53-bit conversions, normal's log, sqrt, cos and sin) are the
 // scalar libm calls of the definition, in the same order.
-#include "vm/philox.h"
+#include "vm/kernels/philox.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // refilling lanes, outputs, --on-error record, --max-steps). The pieces:
 // stackless/stackless.h (the data and the class), stackless/compile.cpp,
 // stackless/step.cpp, stackless/calls.cpp.
-#include "vm/stackless_vm.h"
+#include "vm/stackless/stackless_vm.h"
 
 #include "vm/stackless/stackless.h"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "vm/elementwise_impl.h"
+#include "vm/kernels/elementwise_impl.h"
 
 namespace ab::kern {
 

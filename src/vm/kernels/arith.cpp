@@ -5,7 +5,7 @@
 #include <bit>
 #include <cmath>
 
-#include "vm/elementwise_impl.h"
+#include "vm/kernels/elementwise_impl.h"
 
 namespace ab::kern {
 

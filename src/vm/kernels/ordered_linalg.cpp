@@ -2,7 +2,7 @@
 // (ordered_linalg_isa.inc) and compiled three times: for AVX-512, for AVX2
 // with FMA (function attributes, so the build stays baseline x86-64), and
 // without a vector unit (libm's fma); the first the host runs is chosen once.
-#include "vm/ordered_linalg.h"
+#include "vm/kernels/ordered_linalg.h"
 
 #include <atomic>
 #include <cmath>
@@ -57,7 +57,7 @@ struct Ops {
   }
 };
 constexpr int kRowsWide = 4, kVecsWide = 4, kRowsNarrow = 4;
-#include "vm/ordered_linalg_isa.inc"
+#include "vm/kernels/ordered_linalg_isa.inc"
 #undef AB_TGT
 }  // namespace scalar
 
@@ -100,7 +100,7 @@ struct Ops<float> {
 };
 // 16 registers: 4 x 3 accumulators, 3 of B, 1 broadcast.
 constexpr int kRowsWide = 4, kVecsWide = 3, kRowsNarrow = 8;
-#include "vm/ordered_linalg_isa.inc"
+#include "vm/kernels/ordered_linalg_isa.inc"
 #undef AB_OP
 #undef AB_TGT
 }  // namespace avx2
@@ -139,7 +139,7 @@ struct Ops<float> {
 };
 // 32 registers: 6 x 4 accumulators, 4 of B, 1 broadcast.
 constexpr int kRowsWide = 6, kVecsWide = 4, kRowsNarrow = 8;
-#include "vm/ordered_linalg_isa.inc"
+#include "vm/kernels/ordered_linalg_isa.inc"
 #undef AB_OP
 #undef AB_TGT
 }  // namespace avx512

@@ -3,7 +3,7 @@
 // accept Python-style negative indices (-1 is the last row); any other
 // index outside [-d, d) is a runtime error. Moves are by element width, not
 // dtype.
-#include "vm/elementwise_impl.h"
+#include "vm/kernels/elementwise_impl.h"
 
 namespace ab::kern {
 

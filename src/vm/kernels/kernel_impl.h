@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "vm/kernel.h"
+#include "vm/kernels/kernel.h"
 
 namespace ab::kern {
 

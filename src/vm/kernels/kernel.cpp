@@ -8,7 +8,7 @@
 #include <new>
 #include <utility>
 
-#include "vm/kernel_impl.h"
+#include "vm/kernels/kernel_impl.h"
 
 namespace ab {
 

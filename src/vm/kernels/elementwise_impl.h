@@ -12,7 +12,7 @@
 // 3. anything else (NumPy broadcasting, gathered events): per-lane event
 //    pointers with per-element offsets.
 #pragma once
-#include "vm/kernel_impl.h"
+#include "vm/kernels/kernel_impl.h"
 
 // The build targets baseline x86-64 (SSE2: two doubles per instruction).
 // The elementwise loops also get a copy compiled for AVX2 (four), chosen

@@ -1,9 +1,9 @@
-// The scalar kernels compiled code calls (kernels_scalar.h).
-#include "vm/kernels_scalar.h"
+// The scalar kernels compiled code calls (kernels/scalar.h).
+#include "vm/kernels/scalar.h"
 
 #include <cmath>
 
-#include "vm/philox.h"
+#include "vm/kernels/philox.h"
 
 extern "C" {
 // lgamma_r, as the lgamma kernel (std::lgamma writes the global signgam).

@@ -6,7 +6,7 @@
 // bool -> number is 0/1; number -> bool is `!= 0` (NaN is true).
 #include <cmath>
 
-#include "vm/elementwise_impl.h"
+#include "vm/kernels/elementwise_impl.h"
 
 namespace ab::kern {
 

@@ -5,9 +5,9 @@
 // a Shared key is expanded once and copied to every lane.
 #include <cmath>
 
-#include "vm/elementwise_impl.h"
-#include "vm/kernels_scalar.h"
-#include "vm/philox.h"
+#include "vm/kernels/elementwise_impl.h"
+#include "vm/kernels/scalar.h"
+#include "vm/kernels/philox.h"
 
 namespace ab::kern {
 

@@ -1,10 +1,10 @@
-#include "vm/reference_lowered.h"
+#include "vm/reference/lowered.h"
 
 #include <cstring>
 #include <map>
 
 #include "ir/lowered_names.h"
-#include "vm/kernel.h"
+#include "vm/kernels/kernel.h"
 #include "vm/literal.h"
 #include "vm/slots.h"
 #include "vm/value.h"
