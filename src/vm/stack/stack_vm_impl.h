@@ -5,7 +5,10 @@
 // folder: storage.cpp (storage plan), compile.cpp (IR to ops), lanes.cpp
 // (lanes and stacks), interpreter.cpp, loops.cpp (persistent and dense
 // loops), dispatch.cpp (compiled and chained blocks), scheduler.cpp (the run
-// loop) and jit_plan.cpp (what is compiled). Functions called per lane stay
+// loop and the order of blocks), and for compiled code jit_ops.cpp (which ops
+// compile, in which form), jit_segments.cpp (blocks as jit::Segment),
+// jit_plan.cpp (each block's facts and the plan) and jit_build.cpp
+// (compiling, wiring the code to the blocks). Functions called per lane stay
 // inline here.
 #pragma once
 #include <algorithm>
@@ -158,7 +161,7 @@ struct Constant {
 };
 
 // The code each form of a block would compile, gathered with the block's
-// facts before the plan picks one (jit_plan.cpp).
+// facts before the plan picks one (jit_plan.cpp, jit_segments.cpp).
 struct Candidates {
   std::vector<Seg> segs;  // gather segments (not compiled yet)
   jit::Segment dense;     // loop blocks of the dense form
@@ -376,7 +379,7 @@ class StackVM {
   void note_running(uint32_t b, uint32_t lane);
   void trace_step(uint32_t b, const uint32_t* lanes, int64_t n, int64_t could);
 
-  // ---- jit_plan.cpp ------------------------------------------------
+  // ---- jit_ops.cpp, jit_segments.cpp, jit_plan.cpp, jit_build.cpp ----
   bool scalar_leaf(int32_t l) const;
   DType ref_dtype(const Ref& r) const;
   const TensorType& ref_type(const Ref& r) const;
