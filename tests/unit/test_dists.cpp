@@ -1,0 +1,134 @@
+// The shipped library's distributions (lib/dists.ab): each log density, log
+// mass and log (complementary) cumulative distribution at a few points
+// against the same formula in C++ (<cmath>'s erfc, lgamma, atan), and the
+// gradients value_and_grad takes of the new ones against central
+// differences. Values are summed over the broadcast elements, as Stan's are.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autobatch/autobatch.h"
+
+namespace {
+
+// `expr` (using x, a per-thread f64, and the library) at each x, on the
+// stack VM.
+std::vector<double> eval(const std::string& expr, const std::vector<double>& xs) {
+  const std::string text = "import dists\nfunc main(x: f64) -> f64 {\n  return " + expr + "\n}\n";
+  auto p = autobatch::compile(text);
+  REQUIRE_MESSAGE(p, p.rendered());
+  autobatch::RunResult r =
+      p->run({autobatch::ArrayView::of(xs.data(), static_cast<int64_t>(xs.size()))});
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  const double* v = r.outputs[0].as<double>();
+  return std::vector<double>(v, v + xs.size());
+}
+
+void close(const std::string& expr, const std::vector<double>& xs,
+           const std::function<double(double)>& want) {
+  std::vector<double> got = eval(expr, xs);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(expr);
+    CAPTURE(xs[i]);
+    const double w = want(xs[i]);
+    if (std::isinf(w)) {
+      CHECK(got[i] == w);
+      continue;
+    }
+    CHECK(std::abs(got[i] - w) <= 1e-12 * (1.0 + std::abs(w)));
+  }
+}
+
+double log_phi(double z) { return std::log(0.5 * std::erfc(-z / std::sqrt(2.0))); }
+const double kPi = 3.141592653589793;
+
+}  // namespace
+
+TEST_CASE("dists: log densities and log masses against their formulas") {
+  const std::vector<double> xs = {0.3, 1.0, 2.5, 7.0};
+  close("normal_lpdf(x, 0.5, 2.0)", xs, [](double x) {
+    const double z = (x - 0.5) / 2.0;
+    return -0.5 * z * z - std::log(2.0) - 0.5 * std::log(2 * kPi);
+  });
+  close("cauchy_lpdf(x, 0.5, 2.0)", xs, [](double x) {
+    const double z = (x - 0.5) / 2.0;
+    return -std::log1p(z * z) - std::log(2.0) - std::log(kPi);
+  });
+  close("student_t_lpdf(x, 3.0, 0.5, 2.0)", xs, [](double x) {
+    const double z = (x - 0.5) / 2.0, nu = 3.0;
+    return std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * kPi) -
+           std::log(2.0) - (nu + 1) / 2 * std::log1p(z * z / nu);
+  });
+  close("gamma_lpdf(x, 2.5, 1.5)", xs, [](double x) {
+    return 2.5 * std::log(1.5) - std::lgamma(2.5) + 1.5 * std::log(x) - 1.5 * x;
+  });
+  close("lognormal_lpdf(x, 0.2, 0.7)", xs, [](double x) {
+    const double z = (std::log(x) - 0.2) / 0.7;
+    return -0.5 * z * z - std::log(0.7) - 0.5 * std::log(2 * kPi) - std::log(x);
+  });
+  // Counts: x is cast to a whole number of events.
+  const std::vector<double> ns = {0.0, 1.0, 4.0, 9.0};
+  close("poisson_lpmf(cast(x, dtype=i64), 3.5)", ns,
+        [](double n) { return n * std::log(3.5) - 3.5 - std::lgamma(n + 1); });
+  close("poisson_log_lpmf(cast(x, dtype=i64), log(3.5))", ns,
+        [](double n) { return n * std::log(3.5) - 3.5 - std::lgamma(n + 1); });
+  close("binomial_lpmf(cast(x, dtype=i64), 10, 0.3)", ns, [](double n) {
+    return std::lgamma(11.0) - std::lgamma(n + 1) - std::lgamma(11.0 - n) + n * std::log(0.3) +
+           (10 - n) * std::log(0.7);
+  });
+  close("neg_binomial_2_lpmf(cast(x, dtype=i64), 3.0, 2.0)", ns, [](double n) {
+    const double mu = 3.0, phi = 2.0;
+    return std::lgamma(n + phi) - std::lgamma(n + 1) - std::lgamma(phi) +
+           phi * std::log(phi / (mu + phi)) + n * std::log(mu / (mu + phi));
+  });
+}
+
+TEST_CASE("dists: log cumulative distributions against their formulas") {
+  const std::vector<double> xs = {-40.0, -3.0, 0.3, 1.0, 2.5, 9.0};
+  close("normal_lcdf(x, 0.5, 2.0)", xs, [](double x) { return log_phi((x - 0.5) / 2.0); });
+  close("normal_lccdf(x, 0.5, 2.0)", xs, [](double x) { return log_phi(-(x - 0.5) / 2.0); });
+  close("cauchy_lcdf(x, 0.5, 2.0)", xs,
+        [](double x) { return std::log(0.5 + std::atan((x - 0.5) / 2.0) / kPi); });
+  close("cauchy_lccdf(x, 0.5, 2.0)", xs,
+        [](double x) { return std::log(0.5 - std::atan((x - 0.5) / 2.0) / kPi); });
+  const std::vector<double> pos = {0.01, 0.3, 1.0, 2.5, 9.0};
+  close("lognormal_lcdf(x, 0.2, 0.7)", pos,
+        [](double x) { return log_phi((std::log(x) - 0.2) / 0.7); });
+  close("lognormal_lccdf(x, 0.2, 0.7)", pos,
+        [](double x) { return log_phi(-(std::log(x) - 0.2) / 0.7); });
+  close("exponential_lcdf(x, 1.5)", pos, [](double x) { return std::log(-std::expm1(-1.5 * x)); });
+  close("exponential_lccdf(x, 1.5)", pos, [](double x) { return -1.5 * x; });
+  // Summed over the broadcast elements: a vector of y gives the sum.
+  std::vector<double> got = eval("normal_lccdf([0.0, 1.0, x], 0.0, 1.0)", {2.0});
+  CHECK(std::abs(got[0] - (log_phi(0.0) + log_phi(-1.0) + log_phi(-2.0))) <= 1e-12);
+}
+
+TEST_CASE("dists: value_and_grad of the cumulative distributions") {
+  // d/dmu of each at mu = x, against a central difference.
+  const std::vector<double> xs = {-1.2, 0.4, 2.0};
+  for (const std::string f : {"normal_lcdf", "normal_lccdf", "cauchy_lcdf", "cauchy_lccdf"}) {
+    CAPTURE(f);
+    const std::string ld = "inline func ld(m: f64[1]) -> f64 {\n  return " + f +
+                           "(0.7, m[0], 1.3)\n}\n";
+    auto p = autobatch::compile("import dists\n" + ld +
+                                "func main(x: f64) -> (f64, f64) {\n"
+                                "  v, g = value_and_grad(ld, [x])\n  return v, g[0]\n}\n");
+    REQUIRE_MESSAGE(p, p.rendered());
+    autobatch::RunResult r = p->run({autobatch::ArrayView::of(xs.data(), 3)});
+    REQUIRE_MESSAGE(r.ok(), r.rendered());
+    const double h = 1e-6;
+    std::vector<double> up = xs, down = xs;
+    for (auto& x : up) x += h;
+    for (auto& x : down) x -= h;
+    const std::string expr = f + "(0.7, x, 1.3)";
+    std::vector<double> fu = eval(expr, up), fd = eval(expr, down);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      CAPTURE(xs[i]);
+      const double numeric = (fu[i] - fd[i]) / (2 * h);
+      CHECK(std::abs(r.outputs[1].as<double>()[i] - numeric) <= 1e-6 * (1 + std::abs(numeric)));
+    }
+  }
+}
