@@ -132,3 +132,41 @@ TEST_CASE("dists: value_and_grad of the cumulative distributions") {
     }
   }
 }
+
+TEST_CASE("dists: binomial_rng and neg_binomial_2_rng have their distributions' moments") {
+  auto p = autobatch::compile(
+      "import dists\n"
+      "func main(seed: i64) -> (i64, i64) {\n"
+      "  k1, k2 = split(fold_in(seed, thread_index()))\n"
+      "  return binomial_rng(k1, 12, 0.3), neg_binomial_2_rng(k2, 4.0, 2.5)\n}\n");
+  REQUIRE_MESSAGE(p, p.rendered());
+  const int64_t seed = 7, n = 40000;
+  std::vector<std::vector<int64_t>> by_vm;
+  for (const char* vm : {"stack", "stackless"}) {
+    autobatch::RunOptions o;
+    o.vm = vm;
+    o.batch = n;
+    autobatch::RunResult r = p->run({autobatch::ArrayView::of(&seed, 1)}, o);
+    REQUIRE_MESSAGE(r.ok(), r.rendered());
+    std::vector<int64_t> both(r.outputs[0].as<int64_t>(), r.outputs[0].as<int64_t>() + n);
+    both.insert(both.end(), r.outputs[1].as<int64_t>(), r.outputs[1].as<int64_t>() + n);
+    by_vm.push_back(both);
+  }
+  CHECK(by_vm[0] == by_vm[1]);  // the same draws in every VM
+  // Mean within 5 standard errors, variance within 10%.
+  auto moments = [&](size_t from, double mean, double var) {
+    double s = 0, ss = 0;
+    for (int64_t i = 0; i < n; ++i) s += static_cast<double>(by_vm[0][from + static_cast<size_t>(i)]);
+    const double m = s / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(by_vm[0][from + static_cast<size_t>(i)]) - m;
+      ss += d * d;
+    }
+    const double v = ss / static_cast<double>(n - 1);
+    CAPTURE(from);
+    CHECK(std::abs(m - mean) <= 5 * std::sqrt(var / static_cast<double>(n)));
+    CHECK(std::abs(v / var - 1) <= 0.1);
+  };
+  moments(0, 12 * 0.3, 12 * 0.3 * 0.7);
+  moments(static_cast<size_t>(n), 4.0, 4.0 + 16.0 / 2.5);
+}
