@@ -720,6 +720,17 @@ struct SampleResult {
 
 Result<SampleResult> sample(const SampleOptions& options);
 
+// The draws as CmdStan writes them, for ArviZ's from_cmdstan, R's posterior
+// and stansummary: `dir` (a folder, ending in '/', made if missing) gets
+// output_N.csv for chain N, counted from 1: CmdStan's comment lines (the
+// settings of `options`, the adaptation's step size and diagonal inverse
+// metric), its header (lp__, accept_stat__, stepsize__, treedepth__,
+// n_leapfrog__, divergent__, energy__, then every draw's elements, NAME.i.j
+// counted from 1: theta, unconstrained, and constrain's quantities) and a
+// row per draw, floats with 17 significant digits.
+Status write_cmdstan_csv(const SampleResult& s, const SampleOptions& options,
+                         const std::string& dir);
+
 // sample() in two halves, for a runner that runs the driver itself (the CLI
 // under mpirun runs it over MPI processes): prepare_sample reads the model
 // and the data and compiles the driver; run `program` on `inputs` (one row

@@ -276,6 +276,15 @@ int print_sample(const autobatch::SampleResult& s, const Options& opt) {
       if (auto w = autobatch::write_outputs(adapted, opt.output + "adaptation/", false); !w)
         return report(w);
   }
+  if (!opt.csv.empty()) {
+    autobatch::SampleOptions so;
+    so.model = opt.program;
+    so.warmup = opt.warmup;
+    so.samples = opt.samples;
+    so.max_depth = opt.max_depth;
+    so.target_accept = opt.target_accept;
+    if (auto w = autobatch::write_cmdstan_csv(s, so, opt.csv); !w) return report(w);
+  }
   std::cout << s.summary.table();
   const double* step = s.step_size.as<double>();
   std::cout << "\nseed " << s.seed << "; " << s.summary.chains << " chains, " << opt.warmup
@@ -338,6 +347,12 @@ int cmd_sample(const Options& opt) {
   if (opt.threads) so.run.threads = static_cast<int>(*opt.threads);
   if (!opt.print_program) {
     if (auto s = autobatch::check_output_target(opt.output); !s) return report(s);
+    if (!opt.csv.empty() && opt.csv.back() != '/') {
+      std::cerr << "autobatch: error: --csv '" << opt.csv
+                << "': give a folder, ending in '/' (say out/csv/): it gets one output_N.csv "
+                   "per chain\n";
+      return kUsageError;
+    }
     const std::string& out = opt.output;
     if (out.size() >= 4 && out.compare(out.size() - 4, 4, ".npy") == 0) {
       std::cerr << "autobatch: error: --output '" << out
@@ -588,6 +603,9 @@ void register_commands(CLI::App& app, Options& opt) {
                   "DIR/: write theta.npy and one NAME.npy per quantity ([chains, draws, ...]), "
                   "the sampler's statistics (lp__.npy, ...); the adaptation's step_size.npy and "
                   "inv_metric.npy in DIR/adaptation/");
+  smp->add_option("--csv", opt.csv,
+                  "DIR/: also write the draws as CmdStan does, DIR/output_N.csv for chain N "
+                  "(from 1), which ArviZ's from_cmdstan, R's posterior and stansummary read");
   smp->add_option("--threads", opt.threads, "OS threads (default: automatic)")->check(at_least(1));
   smp->add_flag("-q,--quiet", opt.quiet, "no progress line on stderr");
   smp->add_flag("--print-program", opt.print_program,

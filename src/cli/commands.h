@@ -32,6 +32,7 @@ struct Options {
   std::string report_out;  // report -o FILE
   bool stats = false;
   std::string output;
+  std::string csv;  // sample --csv DIR/: CmdStan's CSV files
   std::string print_after;
   std::string passes;     // lower --passes a,b,c
   int verbose = 0;        // -v: info, -vv: debug

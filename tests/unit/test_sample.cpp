@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "autobatch/autobatch.h"
@@ -182,6 +183,56 @@ TEST_CASE("sample: a log density that is not finite is counted per chain and nam
   for (const std::string& w : ok->warnings) CHECK(w.find("not finite") == std::string::npos);
 }
 
+TEST_CASE("sample: CmdStan's CSV files hold the draws, the statistics and the adaptation") {
+  auto o = options("eight_schools");
+  o.chains = 2;
+  o.warmup = 150;
+  o.samples = 40;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  ab_test::TempDir dir("ab_sample_csv");
+  const std::string out = dir / "csv/";
+  REQUIRE(autobatch::write_cmdstan_csv(*r, o, out));
+  CHECK_FALSE(autobatch::write_cmdstan_csv(*r, o, dir / "no_slash"));
+  for (int64_t c = 0; c < 2; ++c) {
+    CAPTURE(c);
+    std::ifstream f(out + "output_" + std::to_string(c + 1) + ".csv");
+    REQUIRE(f.good());
+    std::string line, header, step;
+    std::vector<std::vector<std::string>> rows;
+    while (std::getline(f, line)) {
+      if (line.rfind("# Step size = ", 0) == 0) step = line.substr(14);
+      if (line.empty() || line[0] == '#') continue;
+      if (header.empty()) {
+        header = line;
+        continue;
+      }
+      std::vector<std::string> cells;
+      std::stringstream ss(line);
+      for (std::string x; std::getline(ss, x, ',');) cells.push_back(x);
+      rows.push_back(cells);
+    }
+    CHECK(header.rfind("lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,"
+                       "energy__,theta.1,theta.2,",
+                       0) == 0);
+    CHECK(header.find(",theta.10,mu,tau,effect.1,") != std::string::npos);
+    CHECK(header.substr(header.size() - 9) == ",effect.8");
+    CHECK(std::stod(step) == r->step_size.as<double>()[c]);
+    REQUIRE(rows.size() == 40);
+    // Every value as the result holds it (17 digits read back exactly).
+    const double* theta = r->draws[0].second.as<double>();
+    const double* tau = r->draws[2].second.as<double>();
+    const double* lp = r->stats[0].second.as<double>();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      REQUIRE(rows[i].size() == 7 + 10 + 1 + 1 + 8);
+      CHECK(std::stod(rows[i][0]) == lp[c * 40 + static_cast<int64_t>(i)]);
+      for (int k = 0; k < 10; ++k)
+        CHECK(std::stod(rows[i][7 + k]) == theta[(c * 40 + static_cast<int64_t>(i)) * 10 + k]);
+      CHECK(std::stod(rows[i][18]) == tau[c * 40 + static_cast<int64_t>(i)]);
+    }
+  }
+}
+
 TEST_CASE("sample: the same seed gives the same draws, on any number of OS threads") {
   auto o = options("logistic");
   o.chains = 3;
@@ -321,6 +372,11 @@ TEST_CASE("autobatch sample: the table, the files, and exit 2 on bad flags") {
   auto bad = ab_test::run_binary(dir.path, {"sample", model, "--data", data, "--chains", "0"},
                                  std::nullopt, 60);
   CHECK(bad.code == 2);
+  auto csv = ab_test::run_binary(
+      dir.path, {"sample", model, "--data", data, "--csv", (dir / "csv")}, std::nullopt, 60);
+  CHECK(csv.code == 2);
+  CHECK(csv.out.empty());
+  CHECK(csv.err.find("give a folder, ending in '/'") != std::string::npos);
   auto missing = ab_test::run_binary(dir.path, {"sample", model}, std::nullopt, 60);
   CHECK(missing.code == 2);
   CHECK(missing.err.find("give --data DATA.json") != std::string::npos);
