@@ -675,7 +675,7 @@ PYBIND11_MODULE(_autobatch, m) {
       "sample",
       [](const std::string& model, const std::string& data, int64_t chains, int64_t warmup,
          int64_t samples, std::optional<uint64_t> seed, int64_t max_depth, double target_accept,
-         const std::string& init, int threads, PyPrimitives* prims) {
+         const std::string& init, int threads, PyPrimitives* prims, const std::string& csv) {
         autobatch::SampleOptions o;
         o.model = model;
         if (prims) o.primitives = prims->set;
@@ -706,6 +706,8 @@ PYBIND11_MODULE(_autobatch, m) {
         if (!run.diagnostics.empty()) raise_diagnostics(run.diagnostics);
         if (run.runtime_error) raise_runtime(*run.runtime_error);
         autobatch::SampleResult s = value_or_raise(autobatch::finish_sample(*job, run, seconds));
+        if (!csv.empty())
+          if (auto w = autobatch::write_cmdstan_csv(s, o, csv); !w) raise_diagnostics(w.diagnostics);
         py::dict draws, stats;
         for (const auto& [name, a] : s.draws) draws[py::str(name)] = to_numpy(a);
         for (const auto& [name, a] : s.stats) stats[py::str(name)] = to_numpy(a);
@@ -731,7 +733,7 @@ PYBIND11_MODULE(_autobatch, m) {
       py::arg("model"), py::arg("data"), py::arg("chains"), py::arg("warmup"),
       py::arg("samples"), py::arg("seed").none(true), py::arg("max_depth"),
       py::arg("target_accept"), py::arg("init"), py::arg("threads"),
-      py::arg("primitives").none(true));
+      py::arg("primitives").none(true), py::arg("csv"));
   m.def(
       "wait_for_background_compiles",
       [] {

@@ -659,7 +659,7 @@ _LP_GRAD_RESULT = re.compile(r"^\(\s*f64\s*,\s*f64\s*\[\s*(\d+)\s*\]\s*\)$")
 
 
 def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, max_depth=10,
-           target_accept=0.8, init=None, threads=0, primitives=None):
+           target_accept=0.8, init=None, threads=0, primitives=None, csv=None):
     """Bayesian inference with the shipped NUTS sampler (README, "Bayesian
     inference"): `model` is the path of a .ab file (or its text) defining
     log_density(theta: f64[D], DATA...) and optionally constrain(theta,
@@ -671,7 +671,9 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
     dict {name: value} (arrays or numbers, each shared by every chain) or the
     path of a CmdStan JSON data file. `init`: None (uniform in (-2, 2)), a
     radius R, or start values, one vector for every chain or one row per
-    chain. Returns a SampleResult."""
+    chain. `csv`: a folder that also gets the draws as CmdStan's CSV files,
+    output_N.csv for chain N from 1 (arviz.from_cmdstan reads them).
+    Returns a SampleResult."""
     primitives = dict(primitives or {})
     with tempfile.TemporaryDirectory(prefix="autobatch_sample_") as tmp:
         if isinstance(model, Primitive):
@@ -713,7 +715,8 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
         return SampleResult(_ab.sample(path, data_path, int(chains), int(warmup), int(samples),
                                        None if seed is None else int(seed), int(max_depth),
                                        float(target_accept), init_arg, int(threads),
-                                       _primitive_set(primitives)))
+                                       _primitive_set(primitives),
+                                       "" if csv is None else os.path.join(os.fspath(csv), "")))
 
 
 def pass_names():

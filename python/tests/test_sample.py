@@ -114,3 +114,20 @@ def test_a_python_model_that_does_not_fit():
     with pytest.raises(autobatch.ExecutionError, match="no density here"):
         autobatch.sample(autobatch.Primitive(broken, result="(f64, f64[3])"), warmup=10,
                          samples=10)
+
+
+def test_cmdstan_csv_files(tmp_path):
+    r = autobatch.sample(os.path.join(MODELS, "eight_schools.ab"), data=SCHOOLS, chains=2,
+                         warmup=100, samples=30, seed=5, csv=tmp_path / "csv")
+    for c in range(2):
+        lines = (tmp_path / "csv" / ("output_%d.csv" % (c + 1))).read_text().splitlines()
+        rows = [l.split(",") for l in lines if l and not l.startswith("#")]
+        header, rows = rows[0], rows[1:]
+        assert header[:7] == ["lp__", "accept_stat__", "stepsize__", "treedepth__",
+                              "n_leapfrog__", "divergent__", "energy__"]
+        assert header[7] == "theta.1" and "tau" in header and header[-1] == "effect.8"
+        assert len(rows) == 30
+        got = np.array([[float(x) for x in row] for row in rows])
+        np.testing.assert_array_equal(got[:, 7:17], r.draws["theta"][c])
+        np.testing.assert_array_equal(got[:, header.index("tau")], r.draws["tau"][c])
+        np.testing.assert_array_equal(got[:, 0], r.stats["lp__"][c])
