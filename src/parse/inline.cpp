@@ -228,10 +228,7 @@ class Inliner {
                     std::make_move_iterator(body.begin()), std::make_move_iterator(body.end()));
   }
 
-  bool shipped(const SourceLoc& loc) const {
-    return m_.source && loc.known() &&
-           m_.source->name_of(loc.line).rfind(kShippedPrefix, 0) == 0;
-  }
+  bool shipped(const SourceLoc& loc) const { return in_shipped_file(m_.source, loc); }
 
   // The returned values into the call's pattern.
   static void bind_results(Block& nb, const Instr& call, const std::vector<Operand>& values,

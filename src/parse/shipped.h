@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "support/source.h"
+
 namespace ab {
 
 struct ShippedModule {
@@ -20,6 +22,11 @@ extern const size_t kShippedModuleCount;
 
 // What diagnostics call a shipped module's file: "<autobatch>/NAME.ab".
 inline constexpr const char* kShippedPrefix = "<autobatch>/";
+
+// Whether a location lies in a shipped module's file.
+inline bool in_shipped_file(const SourceRef& source, const SourceLoc& loc) {
+  return source && loc.known() && source->name_of(loc.line).rfind(kShippedPrefix, 0) == 0;
+}
 
 std::optional<std::string_view> shipped_module(std::string_view name);
 std::vector<std::string> shipped_module_names();

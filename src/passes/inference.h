@@ -266,10 +266,7 @@ class Inference {
     std::string key = std::to_string(at.line) + ":" + std::to_string(at.col) + m;
     if (said_.insert(key).second) d_.error(at, m);
   }
-  bool in_library(const SourceLoc& loc) const {
-    return m_.source && loc.known() &&
-           m_.source->name_of(loc.line).rfind(kShippedPrefix, 0) == 0;
-  }
+  bool in_library(const SourceLoc& loc) const { return in_shipped_file(m_.source, loc); }
   SourceLoc inlined_at_;  // the instruction being checked: Instr::inlined_at
 
   Slot node_slot(int n) const { return Slot{n, false, {}}; }

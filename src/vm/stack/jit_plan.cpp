@@ -120,7 +120,7 @@ void StackVM::plan() {
   po.traced = opt_.trace && opt_.trace->on();
   po.stats = opt_.stats != nullptr;
   po.max_steps = opt_.max_steps;
-  for (const auto& cb : blocks_) po.calls = po.calls || cb.term == TermKind::PushGoto;
+  po.calls = has_calls();
   po.whole_blocks = env_options().jit_blocks;
   po.chain = env_options().jit_chain;
   std::vector<BlockFacts> facts(blocks_.size());
