@@ -90,7 +90,61 @@ struct Shared {
   std::map<std::string, bool> needs_start;         // its entry needs a block of its own
   std::map<std::string, std::optional<Type>> var_types;
   std::vector<CallSite> calls;
+  std::set<std::string> invariant;  // qualified parameters passed on unchanged (below)
 };
+
+// Parameters that keep one value per thread while their function is active:
+// p of g is invariant when g never writes p and every call of g that can
+// run while g is active (a call in a function g reaches, g included) is a
+// call in g itself passing p on in p's own position. Such a call leaves p
+// as it is, and a call from anywhere else finds no frame of g whose p it
+// could change, so p needs no push at a call and no pop anywhere: it is a
+// plain per-thread variable, written by the outside calls only. (A grid or
+// a data array passed down a recursion is the usual case.)
+std::set<std::string> invariant_params(const std::vector<const Function*>& funcs) {
+  std::map<std::string, std::set<std::string>> callees;
+  for (const Function* f : funcs)
+    for (const auto& b : f->blocks)
+      for (const auto& in : b.instrs)
+        if (in.kind == InstrKind::Call) callees[f->name.name].insert(in.callee.name);
+  auto reach = [&](const std::string& from) {
+    std::set<std::string> seen{from};
+    std::vector<std::string> work{from};
+    while (!work.empty()) {
+      std::string f = work.back();
+      work.pop_back();
+      for (const auto& g : callees[f])
+        if (seen.insert(g).second) work.push_back(g);
+    }
+    return seen;
+  };
+  std::set<std::string> out;
+  for (const Function* g : funcs) {
+    const std::string& gname = g->name.name;
+    const std::set<std::string> active = reach(gname);
+    bool recursive = false;
+    for (const auto& c : callees[gname]) recursive = recursive || reach(c).count(gname);
+    if (!recursive) continue;  // pushes of its parameters are dropped later anyway
+    VarSet written;
+    for (const auto& b : g->blocks)
+      for (const auto& in : b.instrs) instr_writes(in, written);
+    std::vector<bool> ok(g->params.size(), true);
+    for (size_t i = 0; i < ok.size(); ++i) ok[i] = !written.count(g->params[i].name.name);
+    for (const Function* h : funcs) {
+      if (!active.count(h->name.name)) continue;
+      for (const auto& b : h->blocks)
+        for (const auto& in : b.instrs) {
+          if (in.kind != InstrKind::Call || in.callee.name != gname) continue;
+          for (size_t i = 0; i < ok.size(); ++i)
+            ok[i] = ok[i] && h == g && i < in.args.size() && in.args[i].is_var &&
+                    in.args[i].name == g->params[i].name.name;
+        }
+    }
+    for (size_t i = 0; i < ok.size(); ++i)
+      if (ok[i]) out.insert(q(gname, g->params[i].name.name));
+  }
+  return out;
+}
 
 class FunctionLowering {
  public:
@@ -102,7 +156,10 @@ class FunctionLowering {
   LoweredFunction run(std::vector<Block>& program) {
     LoweredFunction info;
     info.name = name_;
-    for (const auto& p : f_.params) info.params.push_back(q(name_, p.name.name));
+    for (const auto& p : f_.params) {
+      info.params.push_back(q(name_, p.name.name));
+      if (s_.invariant.count(info.params.back())) info.invariant.push_back(info.params.back());
+    }
     size_t nres = result_count(f_).value_or(0);
     for (size_t i = 0; i < nres; ++i) info.results.push_back(result_var(name_, i));
     record_types();
@@ -167,8 +224,12 @@ class FunctionLowering {
     b.origin.label = source;
     out_.push_back(std::move(b));
   }
+  // Invariant parameters are never pushed, so never popped.
   void pop(const std::vector<std::string>& names, SourceLoc loc) {
-    if (!names.empty()) cur().instrs.push_back(pop_instr(names, loc));
+    std::vector<std::string> kept;
+    for (const auto& n : names)
+      if (!s_.invariant.count(n)) kept.push_back(n);
+    if (!kept.empty()) cur().instrs.push_back(pop_instr(kept, loc));
   }
   std::vector<std::string> qualified(const VarSet& vs) const {
     std::vector<std::string> out;
@@ -303,6 +364,10 @@ class FunctionLowering {
     VarSet popped;
     for (size_t i = 0; i < params.size() && i < argv.size(); ++i) {
       const std::string& pname = g.params[i].name.name;
+      if (self && s_.invariant.count(params[i])) {  // the callee's value is the caller's
+        popped.insert(pname);
+        continue;
+      }
       if (passed_on[i]) {
         popped.insert(pname);
         continue;
@@ -333,7 +398,8 @@ class FunctionLowering {
     cur().term.loc = in.callee.loc;  // errors at the call point at the callee's name
     CallSite site{name_, gname, {}};
     for (const auto& v : lo)
-      if (!writes.count(v)) site.live_across.insert(q(name_, v));
+      if (!writes.count(v) && !s_.invariant.count(q(name_, v)))
+        site.live_across.insert(q(name_, v));
     s_.calls.push_back(std::move(site));
 
     open(ret, in.loc, b.label.name);
@@ -451,7 +517,7 @@ Lowered lower_function_calls(const Module& m, const std::string& entry, const Ty
   const Function* ef = m.find_func(entry);
   if (!ef) return result;
   std::vector<const Function*> funcs = reachable(m, *ef);
-  Shared s{m, types, {}, {}, {}, {}};
+  Shared s{m, types, {}, {}, {}, {}, invariant_params(funcs)};
   bool entry_called = false;
   // Each function's liveness: the liveness pass's when it ran, else computed
   // here, once per function.
@@ -553,6 +619,8 @@ class DisciplineChecker {
     if (declared)
       for (const auto& v : p.vars) tracked_[static_cast<size_t>(vars_.find(v.name.name))] =
           v.storage == StorageClass::Full;
+    for (const auto& f : info.funcs)  // never pushed nor popped
+      for (const auto& v : f.invariant) tracked_[static_cast<size_t>(vars_.find(v))] = false;
   }
 
   void run() {

@@ -27,6 +27,10 @@
 // function itself whose results are returned unchanged (a tail self-call)
 // becomes a plain `goto` to the entry.
 //
+// A parameter that a recursion only passes on unchanged, in its own position,
+// and that nothing else can change while the function is active (`invariant`)
+// is neither pushed nor popped: one value per thread serves every level.
+//
 // Only the functions reachable from the entry are lowered.
 #pragma once
 #include <map>
@@ -48,6 +52,7 @@ struct LoweredFunction {
   std::string name;
   std::string entry_label;
   std::vector<std::string> params;   // qualified
+  std::vector<std::string> invariant;  // params never pushed nor popped (invariant_params)
   std::vector<std::string> results;  // qualified
   std::vector<std::string> labels;   // every lowered block of this function
 };

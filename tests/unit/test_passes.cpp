@@ -197,6 +197,46 @@ TEST_CASE("lowering: arguments that are the callee's own parameters, swapped") {
       "f", {{1, 5, 2, 9}, {10, 3, 7, 2}, {0, 1, 2, 3}});
 }
 
+TEST_CASE("lowering: a parameter a recursion only passes on is neither pushed nor popped") {
+  // f passes d on unchanged in its own position and nothing f reaches calls
+  // f otherwise: one value of f.d per thread serves every level. main calls
+  // f twice, with different values.
+  const std::string text =
+      "func f(d, k) {\ne:\n  z = le(k, 0)\n  branch z, done, more\ndone:\n  return d\n"
+      "more:\n  k1 = sub(k, 1)\n  x = call f(d, k1)\n  y = add(x, d)\n  return y\n}\n\n"
+      "func main(a, k) {\ne:\n  r = call f(a, k)\n  s = call f(r, k)\n  return s\n}\n";
+  Compiled c = compile_ok(parse_verified(text), "main",
+                          {Type::scalar(DType::I64), Type::scalar(DType::I64)});
+  std::string lowered = print_module(c.lowered);
+  INFO(lowered);
+  CHECK(class_of(*c.lowered.program, "f.d") == StorageClass::Register);
+  CHECK(lowered.find("pop f.d") == std::string::npos);  // read after the call all the same
+  CHECK(c.info.find("f")->invariant == std::vector<std::string>{"f.d"});
+  Diagnostics all_full;
+  Lowered raw = lower_function_calls(parse_verified(text), "main", nullptr);
+  check_stack_discipline(*raw.module.program, raw.info, false, all_full);
+  CHECK(all_full.render() == "");
+  same_outputs(text, "main", {{1, 5, -2, 9}, {0, 3, 7, 2}});
+}
+
+TEST_CASE("lowering: a parameter written, moved, or passed back by another function is pushed") {
+  auto full = [](const std::string& text, const std::string& var) {
+    Compiled c = compile_ok(parse_verified(text), "f",
+                            {Type::scalar(DType::I64), Type::scalar(DType::I64)});
+    INFO(print_module(c.lowered));
+    CHECK(class_of(*c.lowered.program, var) == StorageClass::Full);
+    same_outputs(text, "f", {{1, 5, -2, 9}, {0, 3, 7, 2}});
+  };
+  const std::string head = "func f(d, k) {\ne:\n  z = le(k, 0)\n  branch z, done, more\n"
+                           "done:\n  return d\nmore:\n  k1 = sub(k, 1)\n";
+  full(head + "  d = add(d, 1)\n  x = call f(d, k1)\n  y = add(x, d)\n  return y\n}\n",
+       "f.d");  // written
+  full(head + "  x = call f(k1, d)\n  y = add(x, d)\n  return y\n}\n", "f.d");  // moved
+  full(head + "  x = call g(d, k1)\n  y = add(x, d)\n  return y\n}\n\n"
+              "func g(d, k) {\ne:\n  e = mul(d, 2)\n  x = call f(e, k)\n  return x\n}\n",
+       "f.d");  // g, which f reaches, calls f with another value
+}
+
 TEST_CASE("lowering: a loop, a variable dying on one branch edge, and a call in the loop") {
   same_outputs(
       "func sq(x) {\ne:\n  y = mul(x, x)\n  return y\n}\n\n"
