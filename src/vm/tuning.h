@@ -65,7 +65,10 @@ struct Tuning {
   // cache, where rows over every lane of a large batch are spread over
   // megabytes (NUTS on f64[10] vectors at 8192 chains ran 2.7x faster on
   // 512 lanes). Scalar programs, whose lanes take a few words, keep one lane
-  // per thread (and read their inputs in place).
+  // per thread (and read their inputs in place), unless they recurse: every
+  // level of a recursion adds a row over all lanes to each variable with a
+  // stack, so their lanes follow the budget whatever their size (a grid
+  // recursion at 100,000 threads: 2.7 s on a lane each, 1.2 s on 5,000).
   int64_t lane_bytes_min = 256;
   int64_t lane_bytes_budget = int64_t{1} << 20;
   int64_t min_auto_lanes = 256;

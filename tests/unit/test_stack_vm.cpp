@@ -170,6 +170,9 @@ TEST_CASE("stack VM: large per-thread variables run on fewer lanes, with the pla
   CHECK(stack_auto_lanes(8192, 8192) == 256);     // at least min_auto_lanes
   CHECK(stack_auto_lanes(8192, 1024) == 1024);    // budget / bytes, whole chunks
   CHECK(stack_auto_lanes(200, 1 << 20) == 200);   // never more lanes than threads
+  // A recursion's small variables: their stacks grow with its depth.
+  CHECK(stack_auto_lanes(100000, 128, true) == 8192);
+  CHECK(stack_auto_lanes(4096, 128, true) == 4096);  // within the budget
   const int64_t n = 3000;
   std::string ks;
   for (int64_t i = 0; i < n; ++i) ks += (i ? ", " : "") + std::to_string((i * 37) % 50);

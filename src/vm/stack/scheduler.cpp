@@ -16,6 +16,7 @@ RunResult StackVM::run() {
 
   size_t nb = p_.blocks.size();
   wait_.assign(nb, {});
+  held_.assign(nb, {});
   bits_.assign((nb + 63) / 64, 0);
   pcs_.init(static_cast<size_t>(lanes_), 1);
   depth_order_ = opt_.persistent && has_calls();
@@ -49,7 +50,7 @@ RunResult StackVM::run() {
     while (!sweep_.empty() && b == kHalt) {  // a sweep is under way (checkpoint)
       b = sweep_.back();
       sweep_.pop_back();
-      if (wait_[b].empty()) b = kHalt;
+      if (!waiting(b)) b = kHalt;
     }
     if (b == kHalt) b = next_block();
     if (b == kHalt) break;  // every remaining thread is stuck (cannot happen in a sound program)
@@ -310,38 +311,68 @@ bool StackVM::joins_all(uint32_t b) const {
 
 // Block b's waiting threads into `cur`: all of them, or in the depth order
 // those at the deepest depth in its list (the others stay, waiting for
-// their frames' turn).
+// their frames' turn, in held_'s buckets).
 void StackVM::take_block(uint32_t b, PoolVector<uint32_t>& cur) {
   PoolVector<uint32_t>& w = wait_[b];
+  std::vector<DepthBucket>& held = held_[b];
+  auto clear_bit = [&] { bits_[b >> 6] &= ~(uint64_t{1} << (b & 63)); };
   if (!depth_order_ || wait_hi_[b] == wait_lo_[b] || joins_all(b)) {
-    cur.swap(w);
+    if (held.empty()) {
+      cur.swap(w);
+    } else {  // the buckets' threads arrived before w's
+      cur.clear();
+      for (DepthBucket& k : held) {
+        cur.insert(cur.end(), k.lanes.begin(), k.lanes.end());
+        k.lanes.clear();
+        spare_.push_back(std::move(k.lanes));
+      }
+      cur.insert(cur.end(), w.begin(), w.end());
+      held.clear();
+    }
     w.clear();
-    bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
+    clear_bit();
     return;
   }
+  // The newcomers into their buckets, then the deepest bucket runs.
   const uint32_t* depth = pc_depth_.data();
-  uint32_t hi = 0;
-  for (uint32_t t : w) hi = std::max(hi, depth[t]);
-  cur.clear();
-  size_t k = 0;
-  uint32_t rest_hi = 0, rest_lo = UINT32_MAX;
-  for (uint32_t t : w) {
-    const uint32_t d = depth[t];
-    if (d == hi) {
-      cur.push_back(t);
-    } else {
-      w[k++] = t;
-      rest_hi = std::max(rest_hi, d);
-      rest_lo = std::min(rest_lo, d);
-    }
-  }
-  w.resize(k);
-  if (k == 0) {
-    bits_[b >> 6] &= ~(uint64_t{1} << (b & 63));
+  size_t hint = 0;
+  for (uint32_t t : w) hold(b, t, depth[t], hint);
+  w.clear();
+  cur.swap(held.back().lanes);
+  held.back().lanes.clear();
+  spare_.push_back(std::move(held.back().lanes));
+  held.pop_back();
+  if (held.empty()) {
+    clear_bit();
   } else {
-    wait_hi_[b] = rest_hi;
-    wait_lo_[b] = rest_lo;
+    wait_hi_[b] = held.back().depth;
+    wait_lo_[b] = held.front().depth;
   }
+}
+
+// Thread t, at depth d, into block b's bucket of that depth (made if
+// need be). `hint`: the bucket the previous thread went to (threads
+// arrive in runs of one depth).
+void StackVM::hold(uint32_t b, uint32_t t, uint32_t d, size_t& hint) {
+  std::vector<DepthBucket>& held = held_[b];
+  if (hint < held.size() && held[hint].depth == d) {
+    held[hint].lanes.push_back(t);
+    return;
+  }
+  size_t at = held.size();
+  while (at > 0 && held[at - 1].depth > d) --at;
+  if (at > 0 && held[at - 1].depth == d) {
+    hint = at - 1;
+  } else {
+    PoolVector<uint32_t> lanes;
+    if (!spare_.empty()) {
+      lanes = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    held.insert(held.begin() + static_cast<std::ptrdiff_t>(at), DepthBucket{d, std::move(lanes)});
+    hint = at;
+  }
+  held[hint].lanes.push_back(t);
 }
 
 // Tiered: the code compiled in the background replaces the interpreter,
@@ -421,9 +452,13 @@ void StackVM::note_running(uint32_t b, uint32_t lane) {
     running_.push_back(std::move(t));
   };
   add(b, lane);
-  for (size_t c = 0; c < wait_.size(); ++c)
+  for (size_t c = 0; c < wait_.size(); ++c) {
     for (uint32_t l : wait_[c])
       if (l != lane) add(static_cast<uint32_t>(c), l);
+    for (const DepthBucket& k : held_[c])
+      for (uint32_t l : k.lanes)
+        if (l != lane) add(static_cast<uint32_t>(c), l);
+  }
 }
 
 // The step's threads by input (a lane runs several under --lanes) and

@@ -68,7 +68,9 @@ RunResult run_stack(const Program& p, const FunctionTypes& types, const std::vec
                     int64_t batch, const RunOptions& opt);
 
 // The lanes a run of n threads gets without `lanes`, when each lane's own
-// variables take bytes_per_lane bytes (Tuning::lane_bytes_budget's rule).
-int64_t stack_auto_lanes(int64_t n, int64_t bytes_per_lane);
+// variables take bytes_per_lane bytes (Tuning::lane_bytes_budget's rule);
+// `stacks`: the program has variables with stacks (recursion), whose levels
+// multiply what a lane holds.
+int64_t stack_auto_lanes(int64_t n, int64_t bytes_per_lane, bool stacks = false);
 
 }  // namespace ab

@@ -217,6 +217,19 @@ class StackVM {
   // reads the depths themselves).
   bool depth_order_ = false;
   std::vector<uint32_t> wait_hi_, wait_lo_;
+  // In the depth order, a block's threads that a step left waiting (not the
+  // deepest) move from wait_[b] into held_[b], one bucket per depth in
+  // ascending order, so a later step takes the deepest bucket without
+  // scanning the others again: each thread is sorted once per arrival.
+  // A block's threads are those of wait_[b] and of held_[b].
+  struct DepthBucket {
+    uint32_t depth;
+    PoolVector<uint32_t> lanes;
+  };
+  std::vector<std::vector<DepthBucket>> held_;
+  std::vector<PoolVector<uint32_t>> spare_;  // emptied buckets' storage, reused
+  bool waiting(uint32_t b) const { return !wait_[b].empty() || !held_[b].empty(); }
+  void hold(uint32_t b, uint32_t t, uint32_t d, size_t& hint);
   // The order within a depth (persistent schedule): a block waits while
   // a block whose threads may still join it holds threads at the same
   // depth, and a loop header while its loop does (threads going round
@@ -431,7 +444,7 @@ class StackVM {
   void append_lanes(uint32_t block, const uint32_t* lanes, int64_t n) {
     if (n == 0) return;
     auto& w = wait_[block];
-    if (depth_order_) note_depths(block, w.empty(), lanes, n);
+    if (depth_order_) note_depths(block, !waiting(block), lanes, n);
     w.insert(w.end(), lanes, lanes + n);
     bits_[block >> 6] |= uint64_t{1} << (block & 63);
   }

@@ -95,6 +95,7 @@ void StackVM::make_leaves(const FunctionTypes& types) {
   // them so).
   if (opt_.lanes <= 0) {
     int64_t bytes = 0;
+    bool stacks = false;
     for (size_t s = 0; s < p_.vars.size(); ++s) {
       const VarDecl& v = p_.vars[s];
       if (alias.count(v.name.name) || shared_var_[v.name.name]) continue;
@@ -104,9 +105,10 @@ void StackVM::make_leaves(const FunctionTypes& types) {
         if (borrowable_input(v.name.name, tt, false, written)) continue;
         const int64_t eb = tt.num_elements() * static_cast<int64_t>(dtype_size(tt.dtype));
         bytes += v.storage == StorageClass::Full ? 2 * eb : eb;
+        stacks = stacks || v.storage == StorageClass::Full;
       }
     }
-    lanes_ = stack_auto_lanes(n_inputs_, bytes);
+    lanes_ = stack_auto_lanes(n_inputs_, bytes, stacks);
     if (lanes_ < n_inputs_)
       lanes_note_ = std::to_string(n_inputs_) + " threads on " + std::to_string(lanes_) +
                     " lanes (their variables take " + std::to_string(bytes) +
@@ -201,9 +203,9 @@ namespace ab {
 
 // Tuning::lane_bytes_budget's rule: lanes for n threads whose own variables
 // take `bytes` per lane.
-int64_t stack_auto_lanes(int64_t n, int64_t bytes) {
+int64_t stack_auto_lanes(int64_t n, int64_t bytes, bool stacks) {
   const Tuning& t = kTuning;
-  if (bytes < t.lane_bytes_min || n * bytes <= t.lane_bytes_budget) return n;
+  if ((!stacks && bytes < t.lane_bytes_min) || n * bytes <= t.lane_bytes_budget) return n;
   int64_t lanes = t.lane_bytes_budget / bytes / t.chunk * t.chunk;
   lanes = std::max(lanes, t.min_auto_lanes);
   return std::min(lanes, n);
