@@ -127,13 +127,8 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
        "nuts_transition(q, lp, g, k, step, inv_metric, max_depth, data)\n";
   // The first transition that met a log density that is not finite, over
   // warm-up and sampling (iterations numbered on from warm-up's).
-  t += "    if bad {\n";
-  t += "      if nonfinite_at < 0 {\n";
-  t += "        nonfinite_at = n_warmup + s\n";
-  t += "        nonfinite_q = q_bad\n";
-  t += "      }\n";
-  t += "      nonfinite += 1\n";
-  t += "    }\n";
+  t += "    nonfinite, nonfinite_at, nonfinite_q = nuts_note_nonfinite(bad, nonfinite, "
+       "nonfinite_at, nonfinite_q, q_bad, n_warmup + s)\n";
   t += "    theta[s] = q\n";
   t += "    stats[s] = [lp, accept, cast(depth, dtype=f64), cast(n_leapfrog, dtype=f64), "
        "cast(divergent, dtype=f64), energy]\n";
