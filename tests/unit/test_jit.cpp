@@ -422,6 +422,73 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
   }
 }
 
+// A recursion reading a per-thread 3-d tensor as g[a][b][c] (rows of rows,
+// read in place), a negative index and the size of a row; `bad` threads
+// index past the end at some depth.
+const char* kRowRecursion = R"(func walk(g: i64[4, 3, 5], a: i64, b: i64, k: i64) -> i64 {
+  if k == 0 {
+    return g[a][b][-1] + size(g[a])
+  }
+  c = g[a][b][k % 5]
+  n = walk(g, (a + c) % 4, (b + k) % 3, k - 1)
+  return n + c * g[a][-1][k % 5]
+}
+
+func main(g: i64[4, 3, 5], k: i64, bad: i64) -> i64 {
+  return walk(g, bad, 0, k)
+}
+)";
+
+std::string row_recursion_inputs(int threads, int bad_thread) {
+  std::string g, k, bad;
+  for (int t = 0; t < threads; ++t) {
+    const char* sep = t ? ", " : "";
+    g += sep + std::string("[");
+    for (int a = 0; a < 4; ++a) {
+      g += a ? ", [" : "[";
+      for (int b = 0; b < 3; ++b) {
+        g += b ? ", [" : "[";
+        for (int c = 0; c < 5; ++c)
+          g += (c ? ", " : "") + std::to_string((t * 7 + (a * 15 + b * 5 + c) * 3) % 13);
+        g += "]";
+      }
+      g += "]";
+    }
+    g += "]";
+    k += sep + std::to_string(t % 9);
+    bad += sep + std::to_string(t == bad_thread ? 4 : t % 4);
+  }
+  return "{\"g\": [" + g + "], \"k\": [" + k + "], \"bad\": [" + bad + "]}";
+}
+
+TEST_CASE("jit: rows of a tensor read in place (g[a][b][c]) compile whole; a bad index is undone") {
+  std::string text = kRowRecursion;
+  Prog p = load(text, row_recursion_inputs(500, -1), "main");
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    same_bits(r, ref);
+    if (m.jit && m.persistent && jit::available())
+      for (const auto& e : r.execution) {  // every block of walk chained
+        CAPTURE(e.block);
+        CAPTURE(e.reason);
+        if (e.block.rfind("walk.", 0) == 0) CHECK(e.mode == "chained");
+      }
+  }
+  Prog bad = load(text, row_recursion_inputs(500, 333), "main");
+  RunResult want = reference(bad);
+  same_error_in_every_mode(bad, want);
+  RunOptions o;
+  o.record_errors = true;
+  RunResult r = stack(bad, o);
+  o.jit = false;
+  RunResult interpreted = stack(bad, o);
+  CHECK(r.failed.size() == 1);
+  same_bits(r, interpreted);
+}
+
 TEST_CASE("jit: a loop nest paused inside its inner loop resumes there and matches") {
   // Inner loops of up to 9000 iterations: a thread uses up the chain's
   // budget inside the inner loop and starts there again at a later step

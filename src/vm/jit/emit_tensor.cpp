@@ -18,6 +18,7 @@ using namespace llvm;
 // Where the current lane's event of slot s starts.
 Value* Gen::event(int32_t s) {
   const Slot& sl = seg_->slots[s];
+  if (sl.view) return cur_[s];  // the row's address, set by get
   if (dense_ && sl.kind == SlotKind::Thread) {
     // The dense form's window holds each lane's event address (read only).
     LoadInst* a = b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), ptr_[s], lane_));
@@ -137,11 +138,15 @@ void Gen::get(const FOp& o) {
     if (!out.tensor) {
       cur_[o.outs[0]] = Constant::getNullValue(t);
       written_[o.outs[0]] = true;
+    } else if (out.view) {
+      cur_[o.outs[0]] = event(o.args[0].slot);  // (an empty row: never read)
     }
     return;
   }
   Value* src = b_.CreateGEP(t, event(o.args[0].slot), b_.CreateMul(r, b_.getInt64(row)));
-  if (!out.tensor) {
+  if (out.view) {  // the row where it is: nothing in the block writes the source
+    cur_[o.outs[0]] = src;
+  } else if (!out.tensor) {
     cur_[o.outs[0]] = b_.CreateLoad(t, src);
     written_[o.outs[0]] = true;
   } else if (row) {

@@ -64,6 +64,10 @@ struct Slot {
   // memory, never in registers. Dense form: read only (get, size), a Thread
   // slot's dense array holding each lane's event address.
   bool tensor = false;
+  // Block forms: a Scratch tensor that a get of a row writes and only gets
+  // and sizes read (StackVM::row_view). It has no memory of its own: its
+  // event is the address of that row in the source's event.
+  bool view = false;
   std::vector<int64_t> shape;
   int64_t elems() const {
     int64_t e = 1;

@@ -198,15 +198,21 @@ bool StackVM::index_read(const Op& op, const CBlock& cb, bool in_place_sets) con
   if (ref_type(x).shape.empty()) return false;
   if (x.constant < 0) {
     const Leaf& l = leaves_[x.leaf];
-    if (l.in_scratch() || l.ebytes == 0) return false;
-    for (const auto& other : cb.ops) {
-      for (int32_t p : other.pops)
-        if (p == x.leaf) return false;
-      for (const auto& o : other.outs)
-        if (o.leaf == x.leaf &&
-            !(in_place_sets && other.kind == Op::Kind::Kernel && other.prim == PrimId::Set &&
-              !other.args.empty() && other.args[0].leaf == x.leaf && !l.full()))
-          return false;
+    if (l.ebytes == 0) return false;
+    if (l.in_scratch()) {
+      // A temporary only as a row read in place (whole forms: row_view,
+      // which made sure its get is all that writes it).
+      if (!in_place_sets || !view_leaf(x.leaf, cb)) return false;
+    } else {
+      for (const auto& other : cb.ops) {
+        for (int32_t p : other.pops)
+          if (p == x.leaf) return false;
+        for (const auto& o : other.outs)
+          if (o.leaf == x.leaf &&
+              !(in_place_sets && other.kind == Op::Kind::Kernel && other.prim == PrimId::Set &&
+                !other.args.empty() && other.args[0].leaf == x.leaf && !l.full()))
+            return false;
+      }
     }
   }
   for (size_t a = 1; a < op.args.size(); ++a)
@@ -226,6 +232,7 @@ bool StackVM::index_read(const Op& op, const CBlock& cb, bool in_place_sets) con
 // raises the block's flag before anything is written (gather_facts).
 bool StackVM::whole_index(const Op& op, const CBlock& cb) const {
   if (op.kind != Op::Kind::Kernel || op.shared || op.outs.size() != 1) return false;
+  if (op.prim == PrimId::Get && !scalar_leaf(op.outs[0].leaf)) return row_view(op, cb);
   if (op.prim == PrimId::Get || op.prim == PrimId::Size) return index_read(op, cb, true);
   if (op.prim != PrimId::Set || op.args.size() != 3) return false;
   const int32_t x = op.outs[0].leaf;
@@ -244,6 +251,59 @@ bool StackVM::whole_index(const Op& op, const CBlock& cb) const {
   std::vector<TensorType> args;
   for (const auto& a : op.args) args.push_back(ref_type(a));
   return jit::supported_tensor(op.prim, args, l.type);
+}
+
+// `t = get(x, i)` taking a row of x (`grid[i][j]` is get(get(grid, i), j))
+// in a block compiled whole, as a view (jit::Slot::view): t a temporary of
+// the block that only gets and sizes read; x a literal, a per-thread or
+// shared tensor that nothing in the block writes or pops, or itself such a
+// view; i a scalar. The row is then read where it is, never copied.
+bool StackVM::row_view(const Op& op, const CBlock& cb) const {
+  if (op.kind != Op::Kind::Kernel || op.shared || op.prim != PrimId::Get ||
+      op.outs.size() != 1 || op.args.size() != 2)
+    return false;
+  const int32_t t = op.outs[0].leaf;
+  const Leaf& lt = leaves_[t];
+  if (!lt.in_scratch() || lt.type.shape.empty() || lt.ebytes == 0) return false;
+  const Ref& i = op.args[1];
+  if (i.constant >= 0 ? !ref_type(i).shape.empty() : !scalar_leaf(i.leaf)) return false;
+  const Ref& x = op.args[0];
+  if (ref_type(x).shape.empty()) return false;
+  if (cb.term == TermKind::Branch && cb.cond == t) return false;
+  for (const auto& other : cb.ops) {
+    if (&other == &op) continue;
+    for (int32_t p : other.pops)
+      if (p == t || (x.constant < 0 && p == x.leaf)) return false;
+    for (const auto& o : other.outs)
+      if (o.leaf == t) return false;
+    for (size_t a = 0; a < other.args.size(); ++a)
+      if (other.args[a].constant < 0 && other.args[a].leaf == t &&
+          (a != 0 || other.kind != Op::Kind::Kernel ||
+           (other.prim != PrimId::Get && other.prim != PrimId::Size)))
+        return false;
+  }
+  if (x.constant < 0) {
+    const Leaf& lx = leaves_[x.leaf];
+    if (lx.ebytes == 0) return false;
+    if (lx.in_scratch()) {
+      if (!view_leaf(x.leaf, cb)) return false;
+    } else {
+      for (const auto& other : cb.ops)
+        for (const auto& o : other.outs)
+          if (o.leaf == x.leaf) return false;
+    }
+  }
+  std::vector<TensorType> args;
+  for (const auto& a : op.args) args.push_back(ref_type(a));
+  return jit::supported_tensor(op.prim, args, lt.type);
+}
+
+// Whether temporary `leaf` is a view in block cb: written by a row_view.
+bool StackVM::view_leaf(int32_t leaf, const CBlock& cb) const {
+  for (const auto& op : cb.ops)
+    for (const auto& o : op.outs)
+      if (o.leaf == leaf) return row_view(op, cb);
+  return false;
 }
 
 // Why block_form(cb) is false ("" when it is true).

@@ -138,6 +138,8 @@ jit::Segment StackVM::make_segment(uint32_t bi, size_t first, size_t last, bool 
       f.args = {jit::Arg{slot(kRowLeaf)}, jit::Arg{slot(kFirstThreadLeaf)}};
     }
     for (const auto& o : op.outs) f.outs.push_back(slot(o.leaf));
+    if (stack_leaf && op.prim == PrimId::Get && row_view(op, cb))
+      seg.slots[f.outs[0]].view = true;  // read where it is (whole blocks only)
     f.cast_to = leaves_[op.outs[0].leaf].type.dtype;
     seg.ops.push_back(std::move(f));
   }

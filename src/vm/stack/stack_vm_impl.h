@@ -415,6 +415,8 @@ class StackVM {
   bool word_stack(int32_t l) const;
   bool block_form(const CBlock& cb) const;
   bool whole_index(const Op& op, const CBlock& cb) const;
+  bool row_view(const Op& op, const CBlock& cb) const;
+  bool view_leaf(int32_t leaf, const CBlock& cb) const;
   void bind_blocks();
   std::string not_compiled(const Op& op) const;
   std::vector<Seg> find_segments(uint32_t bi) const;
