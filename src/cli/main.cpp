@@ -2,6 +2,7 @@
 // library: parse flags (CLI11), call the library, print, and map the outcome
 // to the exit codes of docs/language.md, "Diagnostics and exit status" (0 ok, 2
 // usage/parse/type/input error, 1 runtime error).
+#include <cctype>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -65,6 +66,35 @@ std::string flag_hints(CLI::App& app, int argc, char** argv) {
   return out;
 }
 
+// "; give each input its own --inputs ..." when an argument nobody expected
+// looks like a second input after one --inputs (NAME=FILE or a .npy/.json
+// file): --inputs takes one value per use.
+std::string inputs_hint(const CLI::ParseError& e, int argc, char** argv) {
+  if (!dynamic_cast<const CLI::ExtrasError*>(&e)) return "";
+  auto ends = [](std::string_view a, std::string_view suffix) {
+    return a.size() >= suffix.size() && a.substr(a.size() - suffix.size()) == suffix;
+  };
+  bool after_inputs = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--inputs") {
+      after_inputs = true;
+      ++i;
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') {
+      after_inputs = false;
+      continue;
+    }
+    const size_t eq = a.find('=');
+    const bool named = eq != std::string_view::npos && eq > 0 &&
+                       (std::isalpha(static_cast<unsigned char>(a[0])) || a[0] == '_');
+    if (after_inputs && (named || ends(a, ".npy") || ends(a, ".json")))
+      return "; each input needs its own --inputs: --inputs A --inputs " + std::string(a);
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,7 +116,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "autobatch: error: " << e.what() << flag_hints(app, argc, argv) << "\n";
+    std::cerr << "autobatch: error: " << e.what() << flag_hints(app, argc, argv)
+              << inputs_hint(e, argc, argv) << "\n";
     std::cerr << "Run 'autobatch --help' for usage.\n";
     return 2;
   }
