@@ -2,9 +2,9 @@
 // library: parse flags (CLI11), call the library, print, and map the outcome
 // to the exit codes of docs/language.md, "Diagnostics and exit status" (0 ok, 2
 // usage/parse/type/input error, 1 runtime error).
-#include <cctype>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>

@@ -221,19 +221,21 @@ TEST_CASE("lowering: a parameter a recursion only passes on is neither pushed no
 
 TEST_CASE("lowering: a parameter written, moved, or passed back by another function is pushed") {
   auto full = [](const std::string& text, const std::string& var) {
-    Compiled c = compile_ok(parse_verified(text), "f",
-                            {Type::scalar(DType::I64), Type::scalar(DType::I64)});
+    Compiled c =
+        compile_ok(parse_verified(text), "f", {Type::scalar(DType::I64), Type::scalar(DType::I64)});
     INFO(print_module(c.lowered));
     CHECK(class_of(*c.lowered.program, var) == StorageClass::Full);
     same_outputs(text, "f", {{1, 5, -2, 9}, {0, 3, 7, 2}});
   };
-  const std::string head = "func f(d, k) {\ne:\n  z = le(k, 0)\n  branch z, done, more\n"
-                           "done:\n  return d\nmore:\n  k1 = sub(k, 1)\n";
+  const std::string head =
+      "func f(d, k) {\ne:\n  z = le(k, 0)\n  branch z, done, more\n"
+      "done:\n  return d\nmore:\n  k1 = sub(k, 1)\n";
   full(head + "  d = add(d, 1)\n  x = call f(d, k1)\n  y = add(x, d)\n  return y\n}\n",
-       "f.d");  // written
+       "f.d");                                                                  // written
   full(head + "  x = call f(k1, d)\n  y = add(x, d)\n  return y\n}\n", "f.d");  // moved
-  full(head + "  x = call g(d, k1)\n  y = add(x, d)\n  return y\n}\n\n"
-              "func g(d, k) {\ne:\n  e = mul(d, 2)\n  x = call f(e, k)\n  return x\n}\n",
+  full(head +
+           "  x = call g(d, k1)\n  y = add(x, d)\n  return y\n}\n\n"
+           "func g(d, k) {\ne:\n  e = mul(d, 2)\n  x = call f(e, k)\n  return x\n}\n",
        "f.d");  // g, which f reaches, calls f with another value
 }
 

@@ -259,8 +259,8 @@ bool StackVM::whole_index(const Op& op, const CBlock& cb) const {
 // shared tensor that nothing in the block writes or pops, or itself such a
 // view; i a scalar. The row is then read where it is, never copied.
 bool StackVM::row_view(const Op& op, const CBlock& cb) const {
-  if (op.kind != Op::Kind::Kernel || op.shared || op.prim != PrimId::Get ||
-      op.outs.size() != 1 || op.args.size() != 2)
+  if (op.kind != Op::Kind::Kernel || op.shared || op.prim != PrimId::Get || op.outs.size() != 1 ||
+      op.args.size() != 2)
     return false;
   const int32_t t = op.outs[0].leaf;
   const Leaf& lt = leaves_[t];
