@@ -42,7 +42,8 @@ std::string shipped_module_of(const std::string& name) {
 // What to write instead of a name other languages use ("" if none).
 std::string foreign_call_advice(const std::string& name) {
   if (name == "len" || name == "length" || name == "numel" || name == "num_elements")
-    return "'" + name + "' is not an operation here: size(x) is the number of elements of x";
+    return "'" + name + "' is not an operation here: size(x) is the number of elements of x " +
+           "(all of them: for x: f64[R, C], size(x) is R * C and size(x[0]) is C)";
   if (name == "rows" || name == "cols" || name == "nrow" || name == "ncol" || name == "dims" ||
       name == "shape")
     return "'" + name + "' is not an operation here: a tensor's dimensions are in its type " +

@@ -207,6 +207,8 @@ INPUT_TABLE = {
     "mergesort": [("a", P("f64", floats(-100.0, 100.0, special=(0.0, -0.0, 1.0, INF, -INF)), shape=(32,)))],
     # n = 9 takes seconds under the sanitizers; n <= 8 (n = 8 rare).
     "nqueens": [("n", P("i64", ints(0, 7, special=(8,), p_special=0.01)))],
+    # Any 5 x 5 grid: at most C(8, 4) = 70 paths, each call in range.
+    "lattice_paths": [("grid", P("bool", bools(), shape=(5, 5)))],
     # Any matrix and start vector (a zero vector gives NaN in every VM alike).
     "power_iteration": [("A", P("f64", floats(-1.0, 1.0), shape=(4, 4))),
                         ("x", P("f64", floats(-1.0, 1.0, special=(0.0,)), shape=(4,))),
