@@ -170,3 +170,128 @@ TEST_CASE("dists: binomial_rng and neg_binomial_2_rng have their distributions' 
   moments(0, 12 * 0.3, 12 * 0.3 * 0.7);
   moments(static_cast<size_t>(n), 4.0, 4.0 + 16.0 / 2.5);
 }
+
+namespace {
+
+// One thread per x: y = [x, -1.2, 2.0] against a fixed mean and covariance;
+// outputs as the program returns them.
+autobatch::RunResult run_mvn(const std::string& body, const std::vector<double>& xs) {
+  const std::string text =
+      "import dists\n"
+      "inline func ld(S: f64[3, 3], y: f64[3]) -> f64 {\n"
+      "  return multi_normal_lpdf(y, [0.1, 0.2, 0.3], S)\n}\n"
+      "inline func ld_y(y: f64[3], S: f64[3, 3]) -> f64 {\n"
+      "  return ld(S, y)\n}\n"
+      "func main(x: f64) -> (f64, f64, f64[3], f64[3, 3]) {\n"
+      "  S = [[2.0, 0.5, 0.2], [0.5, 1.5, -0.3], [0.2, -0.3, 1.0]]\n"
+      "  y = [x, -1.2, 2.0]\n" +
+      body + "}\n";
+  auto p = autobatch::compile(text);
+  REQUIRE_MESSAGE(p, p.rendered());
+  autobatch::RunResult r =
+      p->run({autobatch::ArrayView::of(xs.data(), static_cast<int64_t>(xs.size()))});
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  return r;
+}
+
+const double kS[3][3] = {{2.0, 0.5, 0.2}, {0.5, 1.5, -0.3}, {0.2, -0.3, 1.0}};
+
+// The same in C++: the Cholesky factor, the log density and S^-1 z.
+struct Mvn {
+  double L[3][3] = {};
+  double lp = 0;
+  double grad_y[3] = {};  // -S^-1 (y - mu)
+};
+Mvn mvn(double x) {
+  Mvn m;
+  for (int j = 0; j < 3; ++j) {
+    double s = kS[j][j];
+    for (int k = 0; k < j; ++k) s -= m.L[j][k] * m.L[j][k];
+    m.L[j][j] = std::sqrt(s);
+    for (int i = j + 1; i < 3; ++i) {
+      double t = kS[i][j];
+      for (int k = 0; k < j; ++k) t -= m.L[i][k] * m.L[j][k];
+      m.L[i][j] = t / m.L[j][j];
+    }
+  }
+  const double z[3] = {x - 0.1, -1.2 - 0.2, 2.0 - 0.3};
+  double v[3], w[3];
+  for (int i = 0; i < 3; ++i) {  // L v = z
+    double s = z[i];
+    for (int j = 0; j < i; ++j) s -= m.L[i][j] * v[j];
+    v[i] = s / m.L[i][i];
+  }
+  for (int i = 2; i >= 0; --i) {  // L^T w = v: w = S^-1 z
+    double s = v[i];
+    for (int j = i + 1; j < 3; ++j) s -= m.L[j][i] * w[j];
+    w[i] = s / m.L[i][i];
+  }
+  m.lp = -1.5 * std::log(2 * kPi);
+  for (int i = 0; i < 3; ++i) m.lp += -0.5 * v[i] * v[i] - std::log(m.L[i][i]);
+  for (int i = 0; i < 3; ++i) m.grad_y[i] = -w[i];
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("dists: multivariate normal, its Cholesky factor and Dirichlet against their formulas") {
+  const std::vector<double> xs = {-2.5, 0.3, 1.7};
+  autobatch::RunResult r = run_mvn(
+      "  L = cholesky_decompose(S)\n"
+      "  v, g = value_and_grad(ld_y, y, S)\n"
+      "  return multi_normal_cholesky_lpdf(y, [0.1, 0.2, 0.3], L), v, g, L\n",
+      xs);
+  for (size_t t = 0; t < xs.size(); ++t) {
+    CAPTURE(xs[t]);
+    Mvn want = mvn(xs[t]);
+    CHECK(std::abs(r.outputs[0].as<double>()[t] - want.lp) <= 1e-12 * (1 + std::abs(want.lp)));
+    CHECK(std::abs(r.outputs[1].as<double>()[t] - want.lp) <= 1e-12 * (1 + std::abs(want.lp)));
+    for (int i = 0; i < 3; ++i)
+      CHECK(std::abs(r.outputs[2].as<double>()[t * 3 + i] - want.grad_y[i]) <= 1e-10);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        CAPTURE(i);
+        CAPTURE(j);
+        const double got = r.outputs[3].as<double>()[t * 9 + i * 3 + j];
+        CHECK(std::abs(got - want.L[i][j]) <= 1e-14);
+        if (j > i) CHECK(!std::signbit(got));  // +0.0 above the diagonal
+      }
+  }
+  // Dirichlet: lgamma(sum a) - sum lgamma(a) + sum (a - 1) log theta, also
+  // with a scalar (symmetric) concentration.
+  std::vector<double> got =
+      eval("dirichlet_lpdf([x, 0.3, 0.7 - x], [1.5, 2.0, 3.0])", {0.1, 0.2, 0.45});
+  std::vector<double> sym = eval("dirichlet_lpdf([x, 0.3, 0.7 - x], 2.5)", {0.1, 0.2, 0.45});
+  for (double x : {0.1, 0.2, 0.45}) {
+    const size_t t = x == 0.1 ? 0 : x == 0.2 ? 1 : 2;
+    const double th[3] = {x, 0.3, 0.7 - x}, a[3] = {1.5, 2.0, 3.0};
+    double want = std::lgamma(6.5), want_sym = std::lgamma(7.5) - 3 * std::lgamma(2.5);
+    for (int i = 0; i < 3; ++i) {
+      want += -std::lgamma(a[i]) + (a[i] - 1) * std::log(th[i]);
+      want_sym += 1.5 * std::log(th[i]);
+    }
+    CHECK(std::abs(got[t] - want) <= 1e-12 * (1 + std::abs(want)));
+    CHECK(std::abs(sym[t] - want_sym) <= 1e-12 * (1 + std::abs(want_sym)));
+  }
+}
+
+TEST_CASE("dists: value_and_grad of multi_normal_lpdf in its covariance, through the factoring") {
+  // d lp / d S[1][0] (the lower triangle is what is read) against a central
+  // difference of the library's own value.
+  const std::vector<double> xs = {-2.5, 0.3, 1.7};
+  autobatch::RunResult r = run_mvn(
+      "  v, g = value_and_grad(ld, S, y)\n"
+      "  return v, g[1][0], y, S\n",
+      xs);
+  const double h = 1e-6;
+  for (size_t t = 0; t < xs.size(); ++t) {
+    CAPTURE(xs[t]);
+    auto lp = [&](double d) {
+      const std::string body = "  T = S\n  T[1][0] = S[1][0] + " + std::to_string(d) +
+                               "\n  return ld(T, y), 0.0, y, S\n";
+      return run_mvn(body, {xs[t]}).outputs[0].as<double>()[0];
+    };
+    const double numeric = (lp(h) - lp(-h)) / (2 * h);
+    CHECK(std::abs(r.outputs[1].as<double>()[t] - numeric) <= 1e-6 * (1 + std::abs(numeric)));
+  }
+}
