@@ -295,3 +295,31 @@ TEST_CASE("dists: value_and_grad of multi_normal_lpdf in its covariance, through
     CHECK(std::abs(r.outputs[1].as<double>()[t] - numeric) <= 1e-6 * (1 + std::abs(numeric)));
   }
 }
+
+TEST_CASE("dists: lkj_corr_cholesky_lpdf is normalised") {
+  // K = 2: L = [[1, 0], [r, sqrt(1 - r^2)]] gives r the density
+  // (1 - r^2)^(eta - 1) / (2^(2 eta - 1) B(eta, eta)).
+  for (double eta : {1.0, 2.0, 0.7}) {
+    CAPTURE(eta);
+    const std::string e = std::to_string(eta);
+    std::vector<double> rs = {-0.6, 0.0, 0.45};
+    std::vector<double> got =
+        eval("lkj_corr_cholesky_lpdf([[1.0, 0.0], [x, sqrt(1.0 - x * x)]], " + e + ")", rs);
+    for (size_t t = 0; t < rs.size(); ++t) {
+      const double r = rs[t];
+      const double want = (eta - 1) * std::log(1 - r * r) - (2 * eta - 1) * std::log(2.0) -
+                          (2 * std::lgamma(eta) - std::lgamma(2 * eta));
+      CHECK(std::abs(got[t] - want) <= 1e-12 * (1 + std::abs(want)));
+    }
+  }
+  // K = 3 at the identity: minus the log of the normalising constant, pi^2 / 2
+  // for eta = 1 (the volume of the 3 x 3 correlation matrices) and 1.85055...
+  // for eta = 2 (the integral of det(R) over them, checked by Monte Carlo).
+  const std::string id = "[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]";
+  CHECK(std::abs(eval("lkj_corr_cholesky_lpdf(" + id + ", x)", {1.0})[0] +
+                 std::log(kPi * kPi / 2)) <= 1e-12);
+  const double b = std::exp(2 * std::lgamma(2.5) - std::lgamma(5.0));
+  CHECK(std::abs(eval("lkj_corr_cholesky_lpdf(" + id + ", x)", {2.0})[0] +
+                 std::log(2048 * b * b / 6)) <= 1e-12);
+  CHECK(std::abs(2048 * b * b / 6 - 1.85055) < 1e-5);
+}
