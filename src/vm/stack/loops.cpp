@@ -48,6 +48,51 @@ std::optional<RuntimeError> StackVM::run_loop(uint32_t b, const uint32_t* idx, i
   return std::nullopt;
 }
 
+// The persistent schedule, interpreted: the block's threads go round the
+// loop together, one step per round over all of them (run chunk by chunk
+// within the round), until every one has left for the exit. A step thus
+// costs its fixed overhead once per round, not once per chunk, and the
+// loop takes as many steps as its longest thread's iterations, as the
+// stackless VM's loop does.
+std::optional<RuntimeError> StackVM::run_loop_rounds(uint32_t b, PoolVector<uint32_t>& cur) {
+  const CBlock& cb = blocks_[b];
+  const uint32_t exit = cb.self == 1 ? cb.t2 : cb.t1;
+  const uint8_t stay_on = cb.self == 1 ? 1 : 0;
+  const Leaf& cl = leaves_[cb.cond];
+  int64_t n = static_cast<int64_t>(cur.size());
+  while (n > 0) {
+    // A sweep (checkpoint), or (tiered) the compiled code is ready: the
+    // threads wait at b again, between rounds, and the run loop goes on.
+    if (yield_ || (tier_ && code_due())) {
+      append_lanes(b, cur.data(), n);
+      return std::nullopt;
+    }
+    rounds_ = true;
+    auto e = begin_step(b, cur.data(), n, true);
+    rounds_ = false;
+    if (e) return e;
+    round_next_.clear();
+    round_out_.clear();
+    for (int64_t s = 0; s < n; s += kChunk) {
+      uint32_t* idx = cur.data() + s;
+      int64_t m = std::min<int64_t>(kChunk, n - s);
+      if (auto err = run_ops(b, idx, m)) return err;  // (--on-error record: m may shrink)
+      const uint8_t* cond =
+          reinterpret_cast<const uint8_t*>(cl.in_scratch() ? cl.scratch.data() : cl.top.data());
+      for (int64_t j = 0; j < m; ++j) {
+        const uint32_t t = idx[j];
+        const bool stay = (cond[cl.in_scratch() ? j : t] != 0) == (stay_on != 0);
+        (stay ? round_next_ : round_out_).push_back(t);
+      }
+    }
+    append_lanes(exit, round_out_.data(), static_cast<int64_t>(round_out_.size()));
+    parked_ += static_cast<int64_t>(round_out_.size());
+    cur.swap(round_next_);
+    n = static_cast<int64_t>(cur.size());
+  }
+  return std::nullopt;
+}
+
 // The persistent schedule, compiled: a window of up to kChunk of the
 // block's n threads has its per-thread values gathered into dense arrays;
 // the fused body runs on them again and again, finished threads frozen by

@@ -65,8 +65,16 @@ RunResult StackVM::run() {
       if (res.error) break;
       continue;
     }
+    if (cb.persistent_loop && cb.mode != ExecMode::DenseChunks) {
+      // The threads go round together until all have left.
+      parked_ = 0;
+      res.error = run_loop_rounds(b, cur);
+      parked_ = 0;
+      if (res.error) break;
+      continue;
+    }
     if (cb.persistent_loop) {
-      // Each chunk loops in the block until all its threads have left.
+      // Each chunk loops in the compiled body until all its threads have left.
       const bool dense = cb.mode == ExecMode::DenseChunks;
       parked_ = 0;
       for (size_t s = 0; s < cur.size() && !res.error; s += kChunk) {

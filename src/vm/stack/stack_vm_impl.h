@@ -264,7 +264,8 @@ class StackVM {
   // left the loop while it runs (parked_: they wait at its exit to run on
   // together, where min-pc would have run them already), at most a chunk.
   int64_t parked_ = 0;
-  int64_t loop_could() const { return std::min(live_ - parked_, kChunk); }
+  int64_t loop_could() const { return std::min(live_ - parked_, rounds_ ? live_ : kChunk); }
+  bool rounds_ = false;  // run_loop_rounds: a step is a round over all the loop's threads
   bool tracing_ = false;
   // The run counts its steps (--stats, --trace, --max-steps), so its code
   // is compiled before it starts, never tiered: counts must not depend on
@@ -377,6 +378,8 @@ class StackVM {
 
   // ---- loops.cpp ---------------------------------------------------
   std::optional<RuntimeError> run_loop(uint32_t b, const uint32_t* idx, int64_t n, bool counted);
+  std::optional<RuntimeError> run_loop_rounds(uint32_t b, PoolVector<uint32_t>& cur);
+  PoolVector<uint32_t> round_next_, round_out_;  // run_loop_rounds' lists
   std::optional<RuntimeError> run_dense_loop(uint32_t b, uint32_t* idx, int64_t n);
 
   // ---- dispatch.cpp ------------------------------------------------
