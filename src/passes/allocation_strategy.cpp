@@ -9,22 +9,11 @@ namespace ab {
 
 void allocation_strategy(Program& p, const LoweringInfo& info) {
   // Which functions each function can reach (itself included).
-  std::map<std::string, std::set<std::string>> edges;
+  CallGraph edges;
   for (const auto& c : info.calls) edges[c.caller].insert(c.callee);
-  auto reach = [&](const std::string& from) {
-    std::set<std::string> seen{from};
-    std::vector<std::string> work{from};
-    while (!work.empty()) {
-      std::string f = work.back();
-      work.pop_back();
-      for (const auto& g : edges[f])
-        if (seen.insert(g).second) work.push_back(g);
-    }
-    return seen;
-  };
   std::set<std::string> full;
   for (const auto& c : info.calls) {
-    std::set<std::string> r = reach(c.callee);
+    std::set<std::string> r = reachable_from(edges, c.callee);
     for (const auto& v : c.live_across)
       if (r.count(owner_function(v))) full.insert(v);
   }

@@ -11,6 +11,19 @@
 
 namespace ab {
 
+std::set<std::string> reachable_from(const CallGraph& callees, const std::string& from) {
+  std::set<std::string> seen{from};
+  std::vector<std::string> work{from};
+  while (!work.empty()) {
+    std::string f = work.back();
+    work.pop_back();
+    if (auto it = callees.find(f); it != callees.end())
+      for (const auto& g : it->second)
+        if (seen.insert(g).second) work.push_back(g);
+  }
+  return seen;
+}
+
 const LoweredFunction* LoweringInfo::find(const std::string& name) const {
   for (const auto& f : funcs)
     if (f.name == name) return &f;
@@ -102,28 +115,19 @@ struct Shared {
 // plain per-thread variable, written by the outside calls only. (A grid or
 // a data array passed down a recursion is the usual case.)
 std::set<std::string> invariant_params(const std::vector<const Function*>& funcs) {
-  std::map<std::string, std::set<std::string>> callees;
+  CallGraph callees;
   for (const Function* f : funcs)
     for (const auto& b : f->blocks)
       for (const auto& in : b.instrs)
         if (in.kind == InstrKind::Call) callees[f->name.name].insert(in.callee.name);
-  auto reach = [&](const std::string& from) {
-    std::set<std::string> seen{from};
-    std::vector<std::string> work{from};
-    while (!work.empty()) {
-      std::string f = work.back();
-      work.pop_back();
-      for (const auto& g : callees[f])
-        if (seen.insert(g).second) work.push_back(g);
-    }
-    return seen;
-  };
+  auto reach = [&](const std::string& from) { return reachable_from(callees, from); };
   std::set<std::string> out;
   for (const Function* g : funcs) {
     const std::string& gname = g->name.name;
     const std::set<std::string> active = reach(gname);
     bool recursive = false;
-    for (const auto& c : callees[gname]) recursive = recursive || reach(c).count(gname);
+    if (auto it = callees.find(gname); it != callees.end())
+      for (const auto& c : it->second) recursive = recursive || reach(c).count(gname);
     if (!recursive) continue;  // pushes of its parameters are dropped later anyway
     VarSet written;
     for (const auto& b : g->blocks)

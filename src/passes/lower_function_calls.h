@@ -63,6 +63,11 @@ struct CallSite {
   std::set<std::string> live_across;  // caller variables (qualified) live across the call
 };
 
+// Which functions each function calls directly, by name.
+using CallGraph = std::map<std::string, std::set<std::string>>;
+// The functions `from` can reach through calls, itself included.
+std::set<std::string> reachable_from(const CallGraph& callees, const std::string& from);
+
 struct LoweringInfo {
   std::vector<LoweredFunction> funcs;
   std::vector<CallSite> calls;

@@ -82,6 +82,17 @@ int64_t same_error_in_every_mode(const Prog& p, const RunResult& ref) {
   return ref.error->thread;
 }
 
+// With --on-error record, compiled: the failing threads are dropped and the
+// outputs are those of the interpreter. Returns the compiled run.
+RunResult recorded_as_interpreted(const Prog& bad) {
+  RunOptions o;
+  o.record_errors = true;
+  RunResult r = stack(bad, o);
+  o.jit = false;
+  same_bits(r, stack(bad, o));
+  return r;
+}
+
 // A loop block of float and integer arithmetic that branches to itself: the
 // dense (SIMD) form; and straight-line blocks: the gather form.
 const char* kFloatLoop = R"(func main(x: f64, k: i64) -> (f64, i64, bool, f32) {
@@ -339,14 +350,9 @@ TEST_CASE("jit: a loop nest reading tensors by index is chained whole and matche
   Prog bad = load(kIndexNest, index_loop_inputs(700, 431));
   CHECK(same_error_in_every_mode(bad, reference(bad)) == 431);
   // With --on-error record, thread 431 alone fails, as in the interpreter.
-  RunOptions o;
-  o.record_errors = true;
-  RunResult r = stack(bad, o);
-  o.jit = false;
-  RunResult interpreted = stack(bad, o);
+  RunResult r = recorded_as_interpreted(bad);
   REQUIRE(r.failed.size() == 1);
   CHECK(r.failed[0].thread == 431);
-  same_bits(r, interpreted);
 }
 
 // In-place sets in a loop, and reads by index in a recursion whose blocks
@@ -412,13 +418,7 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
     Prog bad = load(kIndexRecursion, index_recursion_inputs(600, bad_set, bad_get), "main");
     RunResult want = reference(bad);
     same_error_in_every_mode(bad, want);
-    RunOptions o;
-    o.record_errors = true;
-    RunResult r = stack(bad, o);
-    o.jit = false;
-    RunResult interpreted = stack(bad, o);
-    CHECK(r.failed.size() == (bad_set >= 0) + (bad_get >= 0));
-    same_bits(r, interpreted);
+    CHECK(recorded_as_interpreted(bad).failed.size() == (bad_set >= 0) + (bad_get >= 0));
   }
 }
 
@@ -480,13 +480,7 @@ TEST_CASE("jit: rows of a tensor read in place (g[a][b][c]) compile whole; a bad
   Prog bad = load(text, row_recursion_inputs(500, 333), "main");
   RunResult want = reference(bad);
   same_error_in_every_mode(bad, want);
-  RunOptions o;
-  o.record_errors = true;
-  RunResult r = stack(bad, o);
-  o.jit = false;
-  RunResult interpreted = stack(bad, o);
-  CHECK(r.failed.size() == 1);
-  same_bits(r, interpreted);
+  CHECK(recorded_as_interpreted(bad).failed.size() == 1);
 }
 
 TEST_CASE("jit: a loop nest paused inside its inner loop resumes there and matches") {
