@@ -249,6 +249,22 @@ int cmd_summary(const Options& opt) {
 
 // A finished sample: the files of --output DIR/, then the summary table,
 // the seed, step sizes and divergences on stdout and warnings on stderr.
+// The sampler's settings as the flags give them.
+autobatch::SampleOptions sample_options(const Options& opt) {
+  autobatch::SampleOptions so;
+  so.model = opt.program;
+  so.data = opt.data;
+  so.chains = opt.chains;
+  so.warmup = opt.warmup;
+  so.samples = opt.samples;
+  so.seed = opt.seed;
+  so.max_depth = opt.max_depth;
+  so.target_accept = opt.target_accept;
+  so.names = element_names(opt);
+  so.init = opt.init;
+  return so;
+}
+
 int print_sample(const autobatch::SampleResult& s, const Options& opt) {
   if (!opt.output.empty()) {
     autobatch::RunResult files;
@@ -276,15 +292,9 @@ int print_sample(const autobatch::SampleResult& s, const Options& opt) {
       if (auto w = autobatch::write_outputs(adapted, opt.output + "adaptation/", false); !w)
         return report(w);
   }
-  if (!opt.csv.empty()) {
-    autobatch::SampleOptions so;
-    so.model = opt.program;
-    so.warmup = opt.warmup;
-    so.samples = opt.samples;
-    so.max_depth = opt.max_depth;
-    so.target_accept = opt.target_accept;
-    if (auto w = autobatch::write_cmdstan_csv(s, so, opt.csv); !w) return report(w);
-  }
+  if (!opt.csv.empty())
+    if (auto w = autobatch::write_cmdstan_csv(s, sample_options(opt), opt.csv); !w)
+      return report(w);
   std::cout << s.summary.table();
   const double* step = s.step_size.as<double>();
   std::cout << "\nseed " << s.seed << "; " << s.summary.chains << " chains, " << opt.warmup
@@ -332,17 +342,7 @@ int sample_over_mpi(const Options& opt, const autobatch::SampleOptions& so) {
 #endif
 
 int cmd_sample(const Options& opt) {
-  autobatch::SampleOptions so;
-  so.model = opt.program;
-  so.data = opt.data;
-  so.chains = opt.chains;
-  so.warmup = opt.warmup;
-  so.samples = opt.samples;
-  so.seed = opt.seed;
-  so.max_depth = opt.max_depth;
-  so.target_accept = opt.target_accept;
-  so.names = element_names(opt);
-  so.init = opt.init;
+  autobatch::SampleOptions so = sample_options(opt);
   so.program_only = opt.print_program;
   if (opt.threads) so.run.threads = static_cast<int>(*opt.threads);
   if (!opt.print_program) {
