@@ -20,17 +20,11 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from steps import ROOT, entry_of, make_inputs, programs  # noqa: E402
+
 MODES = {"default": [], "stackless": ["--vm", "stackless"], "jit_off": ["--jit", "off"],
          "min_pc": ["--schedule", "min-pc"]}
-
-
-def entry_of(path):
-    with open(path) as f:
-        for line in f:
-            if line.startswith("# entry:"):
-                return line.split(":", 1)[1].strip()
-    return None
 
 
 def seconds(autobatch, prog, inputs, flags, out):
@@ -55,16 +49,14 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", default="", help="comma-separated program names")
     a = ap.parse_args()
-    progs = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "programs")) if f.endswith(".ab"))
+    progs = programs()
     if a.only:
         progs = [p for p in progs if p in a.only.split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for p in progs:
             inputs = os.path.join(tmp, p + ".json")
-            subprocess.run([sys.executable, os.path.join(ROOT, "tests", "differential", "gen_inputs.py"),
-                            p, "--batch", str(a.batch), "--seed", str(a.seed), "--output", inputs],
-                           check=True, capture_output=True)
+            make_inputs(p, a.batch, a.seed, inputs)
             prog = os.path.join(ROOT, "programs", p + ".ab")
             best = {m: float("inf") for m in MODES}
             outs = {}

@@ -27,6 +27,18 @@ def entry_of(path):
     return None
 
 
+def programs():
+    """The names of programs/*.ab, sorted."""
+    return sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "programs")) if f.endswith(".ab"))
+
+
+def make_inputs(program, batch, seed, path):
+    """gen_inputs.py's inputs for `program` (a name in programs/) into `path`."""
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "differential", "gen_inputs.py"),
+                    program, "--batch", str(batch), "--seed", str(seed), "--output", path],
+                   check=True, capture_output=True)
+
+
 def steps(autobatch, prog, inputs, flags):
     cmd = [autobatch, "run", prog, "--inputs", inputs, "--stats", "--threads", "1", "-q",
            "--no-warnings"] + flags
@@ -46,14 +58,11 @@ def main():
     ap.add_argument("--seed", type=int, default=20240601)
     ap.add_argument("flags", nargs="*", help="extra flags for the stack VM's runs (after --)")
     a = ap.parse_args()
-    progs = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "programs")) if f.endswith(".ab"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for p in progs:
+        for p in programs():
             inputs = os.path.join(tmp, p + ".json")
-            subprocess.run([sys.executable, os.path.join(ROOT, "tests", "differential", "gen_inputs.py"),
-                            p, "--batch", str(a.batch), "--seed", str(a.seed), "--output", inputs],
-                           check=True, capture_output=True)
+            make_inputs(p, a.batch, a.seed, inputs)
             prog = os.path.join(ROOT, "programs", p + ".ab")
             stack = steps(a.autobatch, prog, inputs, a.flags)
             stackless = steps(a.autobatch, prog, inputs, ["--vm", "stackless"])
