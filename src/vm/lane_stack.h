@@ -23,7 +23,12 @@ namespace ab {
 template <typename Word>
 class LaneStack {
  public:
-  static constexpr uint32_t kFlat = 32;
+  // 256: compiled code (the JIT's chain) holds a thread's stacks only within
+  // these levels and leaves a deeper thread to the interpreter, which is
+  // several times slower per call; recursions a hundred or two deep are
+  // common (a list walked, a triangular sum), and a row of a level no
+  // thread reaches is address space only (its pages are never touched).
+  static constexpr uint32_t kFlat = 256;
 
   void init(size_t lanes, size_t words_per_entry) {
     lanes_ = lanes;

@@ -827,9 +827,9 @@ TEST_CASE("jit: every example program compiles (no internal error, no fallback)"
 
 // Recursion: its four blocks compile whole (jit::BlockFn),
 // its frames' f64, i32 and bool variables pushed and popped by the compiled
-// code. Threads go 0 to 44 calls deep: past the stacks' first 32 levels the
-// compiled code stops and the interpreter runs the rest of the chunk (and
-// makes the rows), in chunks of 256 and of less.
+// code. Threads go 0 to jit::kFlatLevels + 12 calls deep: past the stacks'
+// first kFlatLevels levels the compiled code stops and the interpreter runs
+// the rest of the chunk (and makes the rows), in chunks of 256 and of less.
 TEST_CASE("jit: recursive blocks compiled whole, past the rows and back, match the reference") {
   const char* text = R"(func walk(n: i64, x: f64, k: i32, f: bool) -> (f64, i32, bool) {
 entry:
@@ -853,7 +853,7 @@ recur:
   std::string n, x, k, f;
   for (int i = 0; i < 300; ++i) {
     const char* sep = i ? ", " : "";
-    n += sep + std::to_string((i * 7) % 45);
+    n += sep + std::to_string((i * 7) % (jit::kFlatLevels + 13));
     x += sep + std::to_string(0.5 * i - 20);
     k += sep + std::to_string(i % 11 - 5);
     f += sep + std::string(i % 3 ? "true" : "false");
@@ -956,7 +956,7 @@ func main(n: i64, d: i64) -> i64 {
 
 // The stack bound inside the chain: a call by a thread that already has as
 // many frames as the bound allows stops the chain there (its rows exist:
-// the bound is below the 32 levels compiled code addresses), and the
+// the bound is below the kFlatLevels levels compiled code addresses), and the
 // interpreter reports it, as in every other mode; with --on-error record
 // the other threads finish.
 TEST_CASE("jit: the stack bound reached inside the chain is reported as in every mode") {
@@ -1041,7 +1041,7 @@ TEST_CASE("jit: the chain looks at the cancel flag and calls progress within a s
 
 // The chain keeps a thread's stack entries in local arrays and copies them
 // back to the stacks' rows when the thread leaves; the rows of the first
-// 32 levels are made before it runs. A thread within 32 levels never stops
+// kFlatLevels levels are made before it runs. A thread within them never stops
 // for a row (no block is left to the interpreter), and one that enters
 // deeper than that (its entries are not all in rows) is interpreted until
 // it is back within them; both give the reference's outputs. (Threads the
@@ -1074,15 +1074,16 @@ TEST_CASE("jit: the chain's local stacks: rows made up front, threads deeper tha
     CHECK(got.log.find("chain: ") != std::string::npos);
     CHECK((got.log.find(want_log) != std::string::npos) == want);
   };
-  run(0, 29, ", 0 blocks left to the interpreter", true);
-  run(30, 15, ", 0 blocks left to the interpreter", false);
+  const int rows = static_cast<int>(jit::kFlatLevels);
+  run(0, rows - 3, ", 0 blocks left to the interpreter", true);
+  run(rows - 2, 15, ", 0 blocks left to the interpreter", false);
 }
 
 // Copies of a callee's first blocks (Gen::chain): a call jumps to a copy
 // made for its call site, whose returns go straight back to that site. Two
 // call sites of one callee return to different blocks; the callee's first
-// blocks hold a branch with two returns; threads go past the 32 levels the
-// chain's stacks hold (stuck there, interpreted, and back), and pause on the
+// blocks hold a branch with two returns; threads go past the kFlatLevels
+// levels the chain's stacks hold (stuck there, interpreted, and back), and pause on the
 // budget inside the recursion. The outputs must be the reference's.
 TEST_CASE("jit: the chain's copies of a callee's first blocks return to their call site") {
   const char* text = R"(func leafy(n: i64, m: i64) -> i64 {
@@ -1105,7 +1106,7 @@ func deep(n: i64) -> i64 {
 }
 
 func main(n: i64, m: i64) -> i64 {
-  return leafy(n, m) + deep(n * 2)
+  return leafy(n, m) + deep(n * 15)
 }
 )";
   Prog p = load(text,

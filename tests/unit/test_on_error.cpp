@@ -281,12 +281,12 @@ func down(n: i64) -> i64 {
   return down(n - 1) + 1
 }
 )";
-  const std::vector<int64_t> n = {5, 60, 10, 100, 3};
+  const std::vector<int64_t> n = {5, 320, 10, 400, 3};
   const Program p = compiled(text, false);
   // Bound 20: the threads reach it in the stack VM's compiled call block
-  // (its code reads the first 32 levels in place), which hands the chunk
-  // back; bound 50: in the interpreter, past those levels.
-  for (int bound : {50, 20}) {
+  // (its code reads the first 256 levels in place), which hands the chunk
+  // back; bound 300: in the interpreter, past those levels.
+  for (int bound : {300, 20}) {
     for (const char* vm : {"stack", "stackless", "reference"}) {
       CAPTURE(bound);
       CAPTURE(vm);

@@ -92,7 +92,7 @@ enum class Exit : uint8_t {
 
 // The VM's per-lane stacks (vm/lane_stack.h) hold their first kFlatLevels
 // levels in rows the compiled code addresses directly.
-constexpr uint32_t kFlatLevels = 32;
+constexpr uint32_t kFlatLevels = 256;
 
 // Gather form: an op that compiled code hands back to the VM for all the
 // segment's lanes at once (a batched kernel, a pop, a value computed once
