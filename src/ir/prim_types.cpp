@@ -323,6 +323,23 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
       s.insert(s.end(), t[0].shape.begin(), t[0].shape.end());
       return ok(Type::tensor_of(t[0].dtype, std::move(s)));
     }
+    case PrimId::Concat: {
+      int64_t rows = 0;
+      for (size_t i = 0; i < t.size(); ++i) {
+        if (auto e = check_same_dtype(op, t[0], t[i])) return fail(*e);
+        if (t[i].shape.empty())
+          return fail("the operands of 'concat' must be tensors (join scalars with [a, b]), got " +
+                      tstr(t[i]));
+        if (!std::equal(t[i].shape.begin() + 1, t[i].shape.end(), t[0].shape.begin() + 1,
+                        t[0].shape.end()))
+          return fail("the operands of 'concat' must have equal shapes after the first dimension, "
+                      "got " + tstr(t[0]) + " and " + tstr(t[i]));
+        rows += t[i].shape[0];
+      }
+      Shape s = t[0].shape;
+      s[0] = rows;
+      return ok(Type::tensor_of(t[0].dtype, std::move(s)));
+    }
     case PrimId::Fill:
       if (!t[0].shape.empty())
         return fail("the value of 'fill' must be a scalar, got " + tstr(t[0]));

@@ -15,8 +15,23 @@ std::string attr_text(const Attr& a) {
   return a.key + "=" + (a.is_dtype ? std::string(dtype_name(a.dtype)) : print_literal(a.lit));
 }
 
+std::string slice_text(const Expr& e) {
+  std::string start, stop;
+  for (const auto& a : e.attrs) (a.key == "start" ? start : stop) = print_literal(a.lit);
+  return start + ":" + stop;
+}
+
 std::string expr_text(const Expr& e) {
   std::string out;
+  if (!e.written.empty()) {  // x[p, q, ...], as written
+    out = expr_text(e.written[0]) + "[";
+    for (size_t i = 1; i < e.written.size(); ++i) {
+      const Expr& p = e.written[i];
+      out += (i > 1 ? ", " : "") + (p.slice_form && p.args.empty() ? slice_text(p) : expr_text(p));
+    }
+    out += "]";
+    return e.parens ? "(" + out + ")" : out;
+  }
   switch (e.kind) {
     case EK::Var:
       out = e.name;
@@ -26,9 +41,7 @@ std::string expr_text(const Expr& e) {
       break;
     case EK::Call: {
       if (e.slice_form) {  // x[a:b], as written
-        std::string start, stop;
-        for (const auto& a : e.attrs) (a.key == "start" ? start : stop) = print_literal(a.lit);
-        out = expr_text(e.args[0]) + "[" + start + ":" + stop + "]";
+        out = expr_text(e.args[0]) + "[" + slice_text(e) + "]";
         break;
       }
       out = (e.explicit_call ? "call " : "") + e.name + "(";
@@ -126,7 +139,14 @@ class Printer {
         return print_pattern(s.pat) + " " + s.op + "= " + expr_text(s.exprs[0]);
       case SK::IndexAssign: {
         std::string out = s.target.name;
-        for (size_t i = 0; i + 1 < s.exprs.size(); ++i) out += "[" + expr_text(s.exprs[i]) + "]";
+        size_t i = 0;
+        for (uint32_t n : s.brackets) {  // the brackets as written
+          out += "[";
+          for (uint32_t k = 0; k < n && i + 1 < s.exprs.size(); ++k, ++i)
+            out += (k ? ", " : "") + expr_text(s.exprs[i]);
+          out += "]";
+        }
+        for (; i + 1 < s.exprs.size(); ++i) out += "[" + expr_text(s.exprs[i]) + "]";
         return out + " " + s.op + "= " + expr_text(s.exprs.back());
       }
       case SK::Eval:

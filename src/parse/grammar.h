@@ -185,7 +185,17 @@ struct slice_start : slice_int {};
 struct slice_stop : slice_int {};
 struct e_slice : p::seq<p::one<'['>, ws, p::opt<slice_start>, ws, p::one<':'>, ws,
                         p::opt<slice_stop>, ws, p::must<index_close>> {};
-struct e_postfix : p::seq<e_primary, p::star<p::sor<e_slice, e_index>>> {};
+// x[p, q, ...]: several positions in one bracket, each an index or a
+// slice (`a:b`, `:`): X[i, j] is X[i][j], X[:, j] column j of a matrix.
+// Tried first, and without `must` up to its first comma, so that x[i] and
+// x[a:b] fall through to the rules above.
+struct slice_pos : p::seq<p::opt<slice_start>, ws, p::one<':'>, ws, p::opt<slice_stop>> {};
+struct index_pos : p::sor<slice_pos, expr> {};
+struct index_pos_req : index_pos {};
+struct e_multi : p::seq<p::one<'['>, ws, index_pos, ws, p::one<','>, ws, p::must<index_pos_req>,
+                        p::star<ws, p::one<','>, ws, p::must<index_pos_req>>, ws,
+                        p::must<index_close>> {};
+struct e_postfix : p::seq<e_primary, p::star<p::sor<e_multi, e_slice, e_index>>> {};
 struct e_unary;
 struct op_pow : p::string<'*', '*'> {};
 struct e_unary_req : p::seq<e_unary> {};
@@ -219,14 +229,14 @@ struct expr : p::seq<e_or> {};
 struct rhs : expr {};
 struct instr_assign : p::seq<pattern, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
 struct index_target : name {};
-struct s_index_assign : p::seq<index_target, p::plus<e_index>, sp, p::one<'='>,
+struct s_index_assign : p::seq<index_target, p::plus<p::sor<e_multi, e_index>>, sp, p::one<'='>,
                                p::not_at<p::one<'='>>, sp, p::must<rhs>> {};
 struct s_eval : expr {};  // a call whose results, if any, are discarded
 // `x += e`, `x[i] *= e`: x = x + e, x[i] = x[i] * e.
 struct op_compound : p::sor<p::string<'*', '*', '='>, p::string<'+', '='>, p::string<'-', '='>,
                             p::string<'*', '='>, p::string<'/', '='>, p::string<'%', '='>> {};
 struct s_compound
-    : p::seq<index_target, p::star<e_index>, sp, op_compound, sp, p::must<rhs>> {};
+    : p::seq<index_target, p::star<p::sor<e_multi, e_index>>, sp, op_compound, sp, p::must<rhs>> {};
 struct popped : name {};
 struct instr_pop
     : p::seq<kw_pop, sp, p::must<popped>, p::star<sp, p::one<','>, sp, p::must<popped>>> {};
@@ -364,6 +374,7 @@ AB_ERR(arg_next, "expected an argument (an expression or key=value)");
 AB_ERR(expr_req, "expected an expression");
 AB_ERR(paren_close, "expected ')' to close the parenthesis");
 AB_ERR(index_close, "expected ']' after the index");
+AB_ERR(index_pos_req, "expected an index or a slice (a:b, or ':' for all) after ','");
 AB_ERR(e_unary_req, "expected an operand after the operator");
 AB_ERR(e_mul_req, "expected an operand after the operator");
 AB_ERR(e_add_req, "expected an operand after the comparison");

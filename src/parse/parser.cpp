@@ -37,7 +37,7 @@ using selector = p::parse_tree::selector<
         g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::result_name,
         g::entry_mark, g::inline_mark, g::prog_out_name, g::op_compound, g::s_compound, g::s_for, g::for_var, g::pat_tuple,
         g::pat_name, g::pattern, g::arg_attr, g::e_call, g::e_paren, g::e_tensor, g::e_var,
-        g::e_index, g::e_slice, g::slice_start, g::slice_stop, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
+        g::e_index, g::e_slice, g::e_multi, g::slice_pos, g::slice_start, g::slice_stop, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
         g::op_or, g::instr_assign, g::s_index_assign, g::index_target, g::s_eval, g::instr_pop,
 
 #define AB_TERM(kind, rule, text, lowered) g::term_##rule,
@@ -261,6 +261,91 @@ class Builder {
     }
   }
 
+  // The start= and stop= of x[a:b] (an e_slice or slice_pos node) into e.
+  static void slice_attrs(const Node& n, syntax::Expr& e) {
+    for (const auto& b : n.children) {
+      Attr a;
+      a.key = b->is_type<g::slice_start>() ? "start" : "stop";
+      a.lit.kind = Scalar::Kind::Int;
+      a.lit.elems = {Scalar::of_int(std::stoll(b->string()))};
+      a.loc = loc_of(*b);
+      e.attrs.push_back(std::move(a));
+    }
+  }
+
+  // x[p, q, ...] (an e_multi node m): the positions apply to x's dimensions
+  // in order. An index takes that dimension away (x[i, j] is x[i][j]); a
+  // slice or `:` keeps it, and a position after it applies to the
+  // dimension after, that is to the columns of a matrix: x[:, j] is
+  // transpose(x)[j], x[a:b, c:d] is transpose(transpose(x[a:b])[c:d]). So
+  // after a slice only one position may follow. The result keeps the
+  // positions as written, for `autobatch fmt`.
+  syntax::Expr multi_index(syntax::Expr x, const Node& m, const SourceLoc& loc) {
+    using K = syntax::Expr::Kind;
+    std::vector<syntax::Expr> pos;  // an index, or a slice_form call without operand
+    for (const auto& c : m.children) {
+      syntax::Expr p;
+      if (c->is_type<g::slice_pos>()) {
+        p.kind = K::Call;
+        p.name = "slice";
+        p.slice_form = true;
+        p.loc = loc_of(*c);
+        p.name_loc = p.loc;
+        slice_attrs(*c, p);
+      } else {
+        p = expr(*c);
+      }
+      pos.push_back(std::move(p));
+    }
+    std::vector<syntax::Expr> written{x};
+    written.insert(written.end(), pos.begin(), pos.end());
+    auto wrap = [&](syntax::Expr inner, const syntax::Expr& p) {
+      syntax::Expr r;
+      r.loc = loc;
+      r.name_loc = p.loc;
+      if (p.kind == K::Call && p.slice_form) {
+        if (p.attrs.empty()) return inner;  // `:`: every row
+        r = p;
+        r.loc = loc;
+        r.args = {std::move(inner)};
+        return r;
+      }
+      r.kind = K::Index;
+      r.args = {std::move(inner), p};
+      return r;
+    };
+    auto transpose = [&](syntax::Expr inner) {
+      syntax::Expr r;
+      r.kind = K::Call;
+      r.name = "transpose";
+      r.loc = loc;
+      r.name_loc = loc;
+      r.args = {std::move(inner)};
+      return r;
+    };
+    auto is_slice = [&](const syntax::Expr& p) { return p.kind == K::Call && p.slice_form; };
+    syntax::Expr e = std::move(x);
+    for (size_t k = 0; k < pos.size(); ++k) {
+      e = wrap(std::move(e), pos[k]);
+      if (!is_slice(pos[k]) || k + 1 == pos.size()) continue;
+      if (k + 2 < pos.size()) {
+        diags_.error(pos[k + 2].loc,
+                     "after a slice only one more position may follow (the columns of a "
+                     "matrix, as in X[:, j] or X[a:b, c:d])");
+        break;
+      }
+      const syntax::Expr& q = pos[k + 1];
+      if (is_slice(q) && q.attrs.empty()) break;  // X[a:b, :] is X[a:b]
+      e = transpose(std::move(e));
+      e = wrap(std::move(e), q);
+      if (is_slice(q)) e = transpose(std::move(e));
+      break;
+    }
+    e.written = std::move(written);
+    e.parens = false;
+    return e;
+  }
+
   syntax::Expr expr(const Node& n) {
     using K = syntax::Expr::Kind;
     syntax::Expr e;
@@ -310,19 +395,16 @@ class Builder {
         idx.loc.len = static_cast<uint32_t>(n.children[i]->m_end.byte - n.m_begin.byte);
         idx.name_loc = loc_of(*n.children[i]);
         idx.args.push_back(std::move(e));
+        if (n.children[i]->is_type<g::e_multi>()) {
+          e = multi_index(std::move(idx.args[0]), *n.children[i], idx.loc);
+          continue;
+        }
         if (n.children[i]->is_type<g::e_slice>()) {
           // x[a:b] is slice(x, start=a, stop=b).
           idx.kind = K::Call;
           idx.name = "slice";
           idx.slice_form = true;
-          for (const auto& b : n.children[i]->children) {
-            Attr a;
-            a.key = b->is_type<g::slice_start>() ? "start" : "stop";
-            a.lit.kind = Scalar::Kind::Int;
-            a.lit.elems = {Scalar::of_int(std::stoll(b->string()))};
-            a.loc = loc_of(*b);
-            idx.attrs.push_back(std::move(a));
-          }
+          slice_attrs(*n.children[i], idx);
         } else {
           idx.args.push_back(expr(*n.children[i]->children.front()));
         }
@@ -399,6 +481,25 @@ class Builder {
     return nullptr;
   }
 
+  // One bracket of an assignment's target (x[i] = v, x[i, j] += v): its
+  // positions, each an index (a slice cannot be assigned to).
+  void target_index(const Node& b, syntax::Stmt& s) {
+    if (!b.is_type<g::e_multi>()) {
+      s.exprs.push_back(expr(*b.children.front()));
+      s.brackets.push_back(1);
+      return;
+    }
+    for (const auto& c : b.children) {
+      if (c->is_type<g::slice_pos>())
+        diags_.error(loc_of(*c),
+                     "a slice cannot be assigned to: set one element at a time (x[i, j] = v), "
+                     "or build the new tensor and assign it whole");
+      else
+        s.exprs.push_back(expr(*c));
+    }
+    s.brackets.push_back(static_cast<uint32_t>(b.children.size()));
+  }
+
   syntax::Stmt stmt(const Node& n) {
     using K = syntax::Stmt::Kind;
     syntax::Stmt s;
@@ -471,8 +572,7 @@ class Builder {
     } else if (n.is_type<g::s_index_assign>()) {
       s.kind = K::IndexAssign;
       s.target = name_ref(*n.children[0]);
-      for (size_t i = 1; i + 1 < n.children.size(); ++i)
-        s.exprs.push_back(expr(*n.children[i]->children.front()));
+      for (size_t i = 1; i + 1 < n.children.size(); ++i) target_index(*n.children[i], s);
       s.exprs.push_back(expr(*n.children.back()));
     } else if (n.is_type<g::s_compound>()) {
       // target [i]... op= rhs
@@ -486,8 +586,7 @@ class Builder {
         s.exprs.push_back(expr(*n.children.back()));
       } else {
         s.kind = K::IndexAssign;
-        for (size_t i = 1; i + 2 < n.children.size(); ++i)
-          s.exprs.push_back(expr(*n.children[i]->children.front()));
+        for (size_t i = 1; i + 2 < n.children.size(); ++i) target_index(*n.children[i], s);
         s.exprs.push_back(expr(*n.children.back()));
       }
     } else if (n.is_type<g::s_eval>()) {
@@ -691,23 +790,6 @@ std::string foreign_advice(const std::string& text, size_t at) {
     return "there is no '~' statement in this language: a model's log density is its function's "
            "result; add each term to it, as in 'lp += normal_lpdf(y, mu, sigma)' (import dists), "
            "and return lp";
-  if (starts(",")) {
-    // X[i, j] or X[:, j]: the innermost bracket still open is an index's.
-    int depth = 0;
-    for (size_t k = at; k-- > 0 && text[k] != '\n';) {
-      const char c = text[k];
-      if (c == ')' || c == ']') ++depth;
-      if (c == '(' && depth-- == 0) break;
-      if (c == '[' && depth-- == 0) {
-        if (k > 0 && (std::isalnum(static_cast<unsigned char>(text[k - 1])) || text[k - 1] == '_' ||
-                      text[k - 1] == ']' || text[k - 1] == ')'))
-          return "an index takes one position per bracket: write X[i][j] for an element of a "
-                 "matrix and X[i] for its row i; column j is transpose(X)[j], and columns a to b-1 "
-                 "are transpose(transpose(X)[a:b])";
-        break;
-      }
-    }
-  }
   // A declaration keyword before the name the error stands at: `var n = 0`.
   size_t b = at;
   while (b > 0 && (text[b - 1] == ' ' || text[b - 1] == '\t')) --b;

@@ -45,6 +45,10 @@ struct Expr {
   bool parens = false;         // written inside ( )
   std::vector<Expr> args;
   std::vector<Attr> attrs;  // Call
+  // x[p, q, ...] as written, for `autobatch fmt` (x, then each position: an
+  // index, or a slice_form call without operand; `:` has no attrs); the
+  // node itself is what it means (get, slice, transpose). Empty otherwise.
+  std::vector<Expr> written;
   SourceLoc loc;            // the whole expression
   SourceLoc name_loc;       // Var, Call: the name; Unary, Binary: the operator
 };
@@ -85,6 +89,9 @@ struct Stmt {
   NameRef target;
   NameRef t1, t2;
   std::vector<Expr> exprs;
+  // IndexAssign: the positions in each bracket of the target, as written
+  // (x[i, j] = v: {2}; x[i][j] = v: {1, 1}).
+  std::vector<uint32_t> brackets;
   std::vector<NameRef> names;  // Pop
   std::vector<IfArm> arms;     // If
   bool has_else = false;       // If

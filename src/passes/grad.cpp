@@ -633,6 +633,16 @@ bool Writer::prim_backward(const Instr& orig, const Instr& in, const std::string
       for (size_t k = 0; k < a.size(); ++k)
         if (active(k)) give_shaped(k, prim("get", {var(dy), ilit(static_cast<int64_t>(k))}));
       return true;
+    case PrimId::Concat: {  // each operand's rows of the adjoint
+      int64_t at = 0;
+      for (size_t k = 0; k < a.size(); ++k) {
+        const int64_t rows = type_of(a[k].name).tensor.shape[0];
+        if (active(k))
+          give_shaped(k, prim("slice", {var(dy)}, {int_attr("start", at), int_attr("stop", at + rows)}));
+        at += rows;
+      }
+      return true;
+    }
     case PrimId::Sum:
     case PrimId::Mean:
     case PrimId::Prod:

@@ -340,3 +340,69 @@ TEST_CASE("entry func marks the entry; fmt keeps the mark; one mark per module")
   // `entry` is still a label and a variable.
   CHECK(problems("func f(x) {\nentry:\n  entry = x\n  return entry\n}\n").empty());
 }
+
+TEST_CASE("X[i, j], X[:, j] and X[a:b, c:d] index a matrix by row and column; concat joins rows") {
+  // The old message: "an index takes one position per bracket: write X[i][j] ...".
+  const char* text = R"(func main(k: i64) {
+  X = reshape(iota(n=12), shape=[3, 4]) * k
+  col = X[:, 1]
+  last = X[:, -1]
+  block = X[1:, 2:]
+  rows = X[:2, :]
+  a = X[1, 2]
+  X[2, 3] = 100
+  X[0, 0] += 7
+  both = concat(col, last, [k])
+  return a, sum(col), sum(last), sum(block), size(block), sum(rows), X[2][3], X[0, 0], size(both), both[6], sum(X[1, :]), sum(X[:, :])
+}
+)";
+  CHECK(problems(text).empty());
+  Ran r = run(text, {{1, 2}});
+  // X = [[0 1 2 3] [4 5 6 7] [8 9 10 11]] * k
+  CHECK(r.outputs[0] == std::vector<double>{6, 12});         // X[1, 2]
+  CHECK(r.outputs[1] == std::vector<double>{15, 30});        // 1 + 5 + 9
+  CHECK(r.outputs[2] == std::vector<double>{21, 42});        // 3 + 7 + 11
+  CHECK(r.outputs[3] == std::vector<double>{34, 68});        // 6 + 7 + 10 + 11
+  CHECK(r.outputs[4] == std::vector<double>{4, 4});          // [2, 2]
+  CHECK(r.outputs[5] == std::vector<double>{28, 56});        // rows 0 and 1
+  CHECK(r.outputs[6] == std::vector<double>{100, 100});      // X[2, 3] = 100
+  CHECK(r.outputs[7] == std::vector<double>{7, 7});          // X[0, 0] += 7
+  CHECK(r.outputs[8] == std::vector<double>{7, 7});          // 3 + 3 + 1
+  CHECK(r.outputs[9] == std::vector<double>{1, 2});          // [k]
+  CHECK(r.outputs[10] == std::vector<double>{22, 44});       // row 1
+  CHECK(r.outputs[11] == std::vector<double>{66 + 89 + 7, 132 + 78 + 7});
+  // X[:, j] is transpose(X)[j]; X[i, j] is X[i][j].
+  const std::string col_blocks = blocks("func f(X: f64[2, 3], j) {\n  return X[:, j]\n}\n");
+  INFO(col_blocks);
+  CHECK(col_blocks.find(" = transpose(X)\n") != std::string::npos);
+  CHECK(col_blocks.find(" = get(t.") != std::string::npos);
+  const std::string elem_blocks = blocks("func f(X: f64[2, 3], i, j) {\n  return X[i, j]\n}\n");
+  INFO(elem_blocks);
+  CHECK(elem_blocks.find(" = get(X, i)\n") != std::string::npos);
+  CHECK(elem_blocks.find("transpose") == std::string::npos);
+  // fmt keeps the positions as written, in expressions and assignments.
+  CHECK(fmt("func f(X) {\n  X[ 1,2 ] = X[ :,1 ][0] + sum(X[1: , :-1]) + sum( X[:,:] )\n"
+            "  X[0,1]+=1.0\n  return (X[0, 0])\n}\n") ==
+        "func f(X) {\n  X[1, 2] = X[:, 1][0] + sum(X[1:, :-1]) + sum(X[:, :])\n"
+        "  X[0, 1] += 1.0\n  return (X[0, 0])\n}\n");
+  // What it cannot mean is an error at its place.
+  CHECK(problems("func f(X: f64[2, 3, 4]) {\n  return X[:, :, 1]\n}\n")
+            .find("t.ab:2:18: error: after a slice only one more position may follow") !=
+        std::string::npos);
+  CHECK(problems("func f(X: f64[2, 3]) {\n  X[0:1, 0] = 1.0\n  return X\n}\n")
+            .find("t.ab:2:5: error: a slice cannot be assigned to") != std::string::npos);
+  CHECK(problems("func f(X: f64[2, 3]) {\n  return X[0, ]\n}\n")
+            .find("t.ab:2:15: error: syntax error: expected an index or a slice") != std::string::npos);
+  // Shapes are checked when the run's inputs fix the types.
+  auto type_errors = [](const char* t) {
+    autobatch::Result<autobatch::Program> p = autobatch::compile(t);
+    REQUIRE(p.ok());
+    const int64_t k[] = {1};
+    return p->run({autobatch::ArrayView::of(k, 1)}).rendered();
+  };
+  CHECK(type_errors("func f(k: i64) {\n  return concat([1.0, 2.0], fill(1.0, shape=[2, 2]))\n}\n")
+            .find("2:10: error: the operands of 'concat' must have equal shapes after the first "
+                  "dimension, got f64[2] and f64[2,2]") != std::string::npos);
+  CHECK(type_errors("func f(k: i64) {\n  return concat(k, k)\n}\n").find("must be tensors") !=
+        std::string::npos);
+}

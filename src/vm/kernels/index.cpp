@@ -205,6 +205,23 @@ bool kernel_Stack(const KernelCall& c, KernelError*) {
   return true;
 }
 
+// concat(a, b, ...): each lane's operands' events one after another (the
+// first dimension is the outermost, so rows follow rows).
+bool kernel_Concat(const KernelCall& c, KernelError*) {
+  const OutView& vo = c.outs[0];
+  const size_t bytes = event_bytes(*vo.type);
+  if (c.n == 0 || bytes == 0) return true;
+  for (int64_t j = 0; j < c.n; ++j) {
+    std::byte* dst = lane_out_bytes(vo, j, bytes);
+    for (int a = 0; a < c.nargs; ++a) {
+      const size_t part = event_bytes(*c.args[a].type);
+      std::memcpy(dst, lane_in_bytes(c.args[a], j, part), part);
+      dst += part;
+    }
+  }
+  return true;
+}
+
 bool kernel_Iota(const KernelCall& c, KernelError*) {
   const OutView& vo = c.outs[0];
   const int64_t E = vo.type->num_elements();
