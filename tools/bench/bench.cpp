@@ -770,6 +770,7 @@ int main(int argc, char** argv) {
     out["compile"] = compile_nuts(c);
   printf("%s\n", out.dump(2).c_str());
   print_table(rows);
+  autobatch::wait_for_background_compiles();  // before exit (autobatch.h)
   if (check) {
     bool ok = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.outputs_match; });
     if (!ok) {
