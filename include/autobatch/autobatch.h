@@ -731,11 +731,12 @@ Result<SampleResult> sample(const SampleOptions& options);
 // The draws as CmdStan writes them, for ArviZ's from_cmdstan, R's posterior
 // and stansummary: `dir` (a folder, ending in '/', made if missing) gets
 // output_N.csv for chain N, counted from 1: CmdStan's comment lines (the
-// settings of `options`, the adaptation's step size and diagonal inverse
-// metric), its header (lp__, accept_stat__, stepsize__, treedepth__,
-// n_leapfrog__, divergent__, energy__, then every draw's elements, NAME.i.j
-// counted from 1: theta, unconstrained, and constrain's quantities) and a
-// row per draw, floats with 17 significant digits.
+// settings of `options`, the adaptation's step size and inverse metric: its
+// diagonal on one line, or under SampleMetric::Dense a row per line), its
+// header (lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__,
+// divergent__, energy__, then every draw's elements, NAME.i.j counted from
+// 1: theta, unconstrained, and constrain's quantities) and a row per draw,
+// floats with 17 significant digits.
 Status write_cmdstan_csv(const SampleResult& s, const SampleOptions& options,
                          const std::string& dir);
 

@@ -2,8 +2,10 @@
 // standard posteriors agree with moments computed apart from the sampler
 // (tests/sample/posteriors/reference.json, by quadrature; the Gaussian's are
 // exact): every mean within 4 MCSE, every sd within 10%, R-hat below 1.01, at
-// most a handful of divergences. And the command's outputs, its
-// reproducibility, and its errors.
+// most a handful of divergences. The dense metric (--metric dense) on a
+// strongly correlated Gaussian (its adapted inverse metric against the
+// covariance, its leapfrog steps against the diagonal metric's) and on eight
+// schools. And the command's outputs, its reproducibility, and its errors.
 #include <doctest/doctest.h>
 
 #include <cmath>
