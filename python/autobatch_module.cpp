@@ -680,7 +680,8 @@ PYBIND11_MODULE(_autobatch, m) {
         if (metric != "diag" && metric != "dense")
           raise_input("sample: metric must be \"diag\" or \"dense\", not \"" + metric + "\"");
         autobatch::SampleOptions o;
-        o.metric = metric == "dense" ? autobatch::SampleMetric::Dense : autobatch::SampleMetric::Diag;
+        o.metric =
+            metric == "dense" ? autobatch::SampleMetric::Dense : autobatch::SampleMetric::Diag;
         o.model = model;
         if (prims) o.primitives = prims->set;
         o.data = data;

@@ -613,10 +613,11 @@ class SampleResult:
     layout ArviZ's from_dict takes as posterior=), `stats` (lp__,
     accept_stat__, treedepth__, n_leapfrog__, divergent__, energy__:
     [chains, draws]), `step_size` [chains], `inv_metric` [chains, D]
-    ([chains, D, D] with metric="dense"), `summary` (a Summary), `warnings`, `seed`, `divergent` (after warm-up),
-    `warmup_divergent`, `max_depth_hits`, `nonfinite` and
-    `warmup_nonfinite` (transitions whose trajectory met a log density that
-    is not finite: NaN, or -inf outside the model's support),
+    ([chains, D, D] with metric="dense"), `summary` (a Summary),
+    `warnings`, `seed`, `divergent` (after warm-up), `warmup_divergent`,
+    `max_depth_hits`, `nonfinite` and `warmup_nonfinite` (transitions
+    whose trajectory met a log density that is not finite: NaN, or -inf
+    outside the model's support),
     `nonfinite_at` ([chains]: each chain's first such iteration, warm-up's
     first and sampling's numbered on from them, -1 if none) and
     `nonfinite_theta` ([chains, D]: its unconstrained point), `seconds`, and

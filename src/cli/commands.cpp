@@ -260,7 +260,8 @@ autobatch::SampleOptions sample_options(const Options& opt) {
   so.seed = opt.seed;
   so.max_depth = opt.max_depth;
   so.target_accept = opt.target_accept;
-  so.metric = opt.metric == "dense" ? autobatch::SampleMetric::Dense : autobatch::SampleMetric::Diag;
+  so.metric =
+      opt.metric == "dense" ? autobatch::SampleMetric::Dense : autobatch::SampleMetric::Diag;
   so.names = element_names(opt);
   so.init = opt.init;
   return so;

@@ -476,6 +476,45 @@ TEST_CASE("sample: --metric dense recovers a strongly correlated Gaussian and it
   CHECK(3 * dense_steps < diag_steps);
 }
 
+TEST_CASE("sample: --metric dense on an isotropic Gaussian: the diagonal metric's posterior") {
+  ab_test::TempDir dir("ab_sample_isotropic");
+  autobatch::SampleOptions o;
+  o.model = dir / "iso.ab";
+  std::ofstream(o.model) << "func log_density(theta: f64[4]) -> f64 {\n"
+                            "  return -0.5 * dot(theta, theta)\n}\n";
+  o.seed = 8;
+  o.warmup = 500;
+  o.samples = 500;
+  o.metric = autobatch::SampleMetric::Dense;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  o.metric = autobatch::SampleMetric::Diag;
+  auto d = autobatch::sample(o);
+  REQUIRE_MESSAGE(d, d.rendered());
+  std::map<std::string, Moment> exact;
+  for (int i = 0; i < 4; ++i) exact["theta[" + std::to_string(i) + "]"] = {0.0, 1.0};
+  check_posterior(*r, exact);
+  check_posterior(*d, exact);
+  for (size_t k = 0; k < 4; ++k) {
+    const auto& a = r->summary.rows[k];
+    const auto& b = d->summary.rows[k];
+    CAPTURE(a.name);
+    CHECK(std::abs(a.mean - b.mean) <= 4 * std::hypot(a.mcse, b.mcse));
+  }
+  // The adapted dense metric is near the identity: the off-diagonal terms
+  // near 0, the diagonal near the diagonal metric's 1.
+  REQUIRE(r->inv_metric.shape() == std::vector<int64_t>{4, 4, 4});
+  const double* m = r->inv_metric.as<double>();
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        CAPTURE(c);
+        CAPTURE(i);
+        CAPTURE(j);
+        CHECK(std::abs(m[(c * 4 + i) * 4 + j] - (i == j ? 1.0 : 0.0)) < 0.3);
+      }
+}
+
 TEST_CASE("sample: --metric dense on eight schools matches its quadrature and the diagonal metric") {
   auto o = options("eight_schools");
   o.metric = autobatch::SampleMetric::Dense;
