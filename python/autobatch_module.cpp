@@ -675,8 +675,13 @@ PYBIND11_MODULE(_autobatch, m) {
       "sample",
       [](const std::string& model, const std::string& data, int64_t chains, int64_t warmup,
          int64_t samples, std::optional<uint64_t> seed, int64_t max_depth, double target_accept,
-         const std::string& init, int threads, PyPrimitives* prims, const std::string& csv) {
+         const std::string& init, int threads, PyPrimitives* prims, const std::string& csv,
+         const std::string& metric) {
+        if (metric != "diag" && metric != "dense")
+          raise_input("sample: metric must be \"diag\" or \"dense\", not \"" + metric + "\"");
         autobatch::SampleOptions o;
+        o.metric =
+            metric == "dense" ? autobatch::SampleMetric::Dense : autobatch::SampleMetric::Diag;
         o.model = model;
         if (prims) o.primitives = prims->set;
         o.data = data;
@@ -733,7 +738,7 @@ PYBIND11_MODULE(_autobatch, m) {
       py::arg("model"), py::arg("data"), py::arg("chains"), py::arg("warmup"),
       py::arg("samples"), py::arg("seed").none(true), py::arg("max_depth"),
       py::arg("target_accept"), py::arg("init"), py::arg("threads"),
-      py::arg("primitives").none(true), py::arg("csv"));
+      py::arg("primitives").none(true), py::arg("csv"), py::arg("metric") = "diag");
   m.def(
       "wait_for_background_compiles",
       [] {

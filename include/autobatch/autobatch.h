@@ -665,6 +665,11 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
 
 // ---------------------------------------------------------------- sample
 
+// The sampler's metric (Stan's diag_e and dense_e): a diagonal inverse
+// metric adapted to the draws' variances, or a dense one adapted to their
+// covariance, for posteriors whose parameters are strongly correlated.
+enum class SampleMetric { Diag, Dense };
+
 // Bayesian inference with the shipped NUTS sampler (docs/sampling.md): the
 // model file defines `func log_density(theta: f64[D], DATA...) -> f64` on
 // the unconstrained space, and optionally `func constrain(theta, DATA...)`
@@ -683,6 +688,7 @@ struct SampleOptions {
   std::optional<uint64_t> seed;  // unset: one from the clock (SampleResult::seed)
   int64_t max_depth = 10;
   double target_accept = 0.8;
+  SampleMetric metric = SampleMetric::Diag;
   ElementNames names = ElementNames::Zero;  // the summary's element names
   // "": each chain starts uniformly in (-2, 2) on the unconstrained space
   // (drawn again, up to 100 times, while the log density is not finite); a
@@ -701,7 +707,9 @@ struct SampleResult {
   // treedepth__, n_leapfrog__, divergent__, energy__ (CmdStan's names).
   std::vector<std::pair<std::string, Array>> stats;
   Array step_size;   // [chains]
-  Array inv_metric;  // [chains, D]: the adapted diagonal inverse metric
+  // The adapted inverse metric: [chains, D] (its diagonal) under
+  // SampleMetric::Diag, [chains, D, D] under SampleMetric::Dense.
+  Array inv_metric;
   int64_t warmup_divergent = 0;  // over all chains
   int64_t divergent = 0;         // after warm-up
   int64_t max_depth_hits = 0;    // transitions that reached max_depth
@@ -723,11 +731,12 @@ Result<SampleResult> sample(const SampleOptions& options);
 // The draws as CmdStan writes them, for ArviZ's from_cmdstan, R's posterior
 // and stansummary: `dir` (a folder, ending in '/', made if missing) gets
 // output_N.csv for chain N, counted from 1: CmdStan's comment lines (the
-// settings of `options`, the adaptation's step size and diagonal inverse
-// metric), its header (lp__, accept_stat__, stepsize__, treedepth__,
-// n_leapfrog__, divergent__, energy__, then every draw's elements, NAME.i.j
-// counted from 1: theta, unconstrained, and constrain's quantities) and a
-// row per draw, floats with 17 significant digits.
+// settings of `options`, the adaptation's step size and inverse metric: its
+// diagonal on one line, or under SampleMetric::Dense a row per line), its
+// header (lp__, accept_stat__, stepsize__, treedepth__, n_leapfrog__,
+// divergent__, energy__, then every draw's elements, NAME.i.j counted from
+// 1: theta, unconstrained, and constrain's quantities) and a row per draw,
+// floats with 17 significant digits.
 Status write_cmdstan_csv(const SampleResult& s, const SampleOptions& options,
                          const std::string& dir);
 

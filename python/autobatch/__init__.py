@@ -612,11 +612,12 @@ class SampleResult:
     the model's constrain}, NumPy arrays shaped [chains, draws, ...], the
     layout ArviZ's from_dict takes as posterior=), `stats` (lp__,
     accept_stat__, treedepth__, n_leapfrog__, divergent__, energy__:
-    [chains, draws]), `step_size` [chains], `inv_metric` [chains, D],
-    `summary` (a Summary), `warnings`, `seed`, `divergent` (after warm-up),
-    `warmup_divergent`, `max_depth_hits`, `nonfinite` and
-    `warmup_nonfinite` (transitions whose trajectory met a log density that
-    is not finite: NaN, or -inf outside the model's support),
+    [chains, draws]), `step_size` [chains], `inv_metric` [chains, D]
+    ([chains, D, D] with metric="dense"), `summary` (a Summary),
+    `warnings`, `seed`, `divergent` (after warm-up), `warmup_divergent`,
+    `max_depth_hits`, `nonfinite` and `warmup_nonfinite` (transitions
+    whose trajectory met a log density that is not finite: NaN, or -inf
+    outside the model's support),
     `nonfinite_at` ([chains]: each chain's first such iteration, warm-up's
     first and sampling's numbered on from them, -1 if none) and
     `nonfinite_theta` ([chains, D]: its unconstrained point), `seconds`, and
@@ -659,7 +660,7 @@ _LP_GRAD_RESULT = re.compile(r"^\(\s*f64\s*,\s*f64\s*\[\s*(\d+)\s*\]\s*\)$")
 
 
 def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, max_depth=10,
-           target_accept=0.8, init=None, threads=0, primitives=None, csv=None):
+           target_accept=0.8, init=None, threads=0, primitives=None, csv=None, metric="diag"):
     """Bayesian inference with the shipped NUTS sampler (README, "Bayesian
     inference"): `model` is the path of a .ab file (or its text) defining
     log_density(theta: f64[D], DATA...) and optionally constrain(theta,
@@ -673,7 +674,12 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
     radius R, or start values, one vector for every chain or one row per
     chain. `csv`: a folder that also gets the draws as CmdStan's CSV files,
     output_N.csv for chain N from 1 (arviz.from_cmdstan reads them).
+    `metric`: the inverse metric warm-up adapts, "diag" (the draws'
+    variances, Stan's diag_e) or "dense" (their covariance, Stan's dense_e,
+    for strongly correlated parameters; inv_metric is then [chains, D, D]).
     Returns a SampleResult."""
+    if metric not in ("diag", "dense"):
+        raise InputError(f"sample: metric must be \"diag\" or \"dense\", not {metric!r}")
     primitives = dict(primitives or {})
     with tempfile.TemporaryDirectory(prefix="autobatch_sample_") as tmp:
         if isinstance(model, Primitive):
@@ -716,7 +722,8 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
                                        None if seed is None else int(seed), int(max_depth),
                                        float(target_accept), init_arg, int(threads),
                                        _primitive_set(primitives),
-                                       "" if csv is None else os.path.join(os.fspath(csv), "")))
+                                       "" if csv is None else os.path.join(os.fspath(csv), ""),
+                                       metric))
 
 
 def pass_names():

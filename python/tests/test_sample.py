@@ -131,3 +131,26 @@ def test_cmdstan_csv_files(tmp_path):
         np.testing.assert_array_equal(got[:, 7:17], r.draws["theta"][c])
         np.testing.assert_array_equal(got[:, header.index("tau")], r.draws["tau"][c])
         np.testing.assert_array_equal(got[:, 0], r.stats["lp__"][c])
+
+
+def test_a_dense_metric_adapts_to_the_covariance():
+    data = os.path.join(MODELS, "gaussian_dense.data.json")
+    cov = np.array(json.load(open(data))["cov"])
+    r = autobatch.sample(os.path.join(MODELS, "gaussian_dense.ab"), data=data, chains=4,
+                         warmup=500, samples=500, seed=17, metric="dense")
+    assert r.inv_metric.shape == (4, 3, 3)
+    scale = np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
+    assert np.all(np.abs(r.inv_metric - cov) <= 0.4 * scale)
+    mean = r["theta"].mean(axis=(0, 1))
+    for k, m in enumerate([1.0, -2.0, 0.5]):
+        assert abs(mean[k] - m) < 5 * r.summary[f"theta[{k}]"]["mcse"]
+    assert r.max_depth_hits == 0
+    # The same seed and metric give the same draws; the diagonal metric others.
+    again = autobatch.sample(os.path.join(MODELS, "gaussian_dense.ab"), data=data, chains=4,
+                             warmup=500, samples=500, seed=17, metric="dense")
+    np.testing.assert_array_equal(r["theta"], again["theta"])
+    diag = autobatch.sample(os.path.join(MODELS, "gaussian_dense.ab"), data=data, chains=4,
+                            warmup=500, samples=500, seed=17)
+    assert diag.inv_metric.shape == (4, 3)
+    with pytest.raises(autobatch.InputError, match='metric must be "diag" or "dense"'):
+        autobatch.sample(os.path.join(MODELS, "gaussian_dense.ab"), data=data, metric="unit")

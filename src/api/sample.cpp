@@ -81,7 +81,12 @@ std::string shape_text(const std::vector<int64_t>& s) {
 std::string driver_text(const std::string& model_path, const std::vector<std::string>& data,
                         int64_t dim, int64_t samples,
                         const std::vector<std::pair<std::string, std::vector<int64_t>>>& quantities,
-                        bool has_constrain, bool own_gradient) {
+                        bool has_constrain, bool own_gradient, bool dense) {
+  // The sampler's functions for the metric: nuts_warmup and nuts_transition
+  // with a diagonal inverse metric, their nuts_dense_ twins with a dense one
+  // (which also take the momentum factor, computed once after warm-up).
+  const std::string prefix = dense ? "nuts_dense_" : "nuts_";
+  const std::string factor = dense ? "p_factor, " : "";
   std::string d_args, d_pack, d_unpack;
   for (size_t i = 0; i < data.size(); ++i) {
     d_args += ", data_" + data[i];
@@ -114,7 +119,8 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   t += "    tries += 1\n";
   t += "  }\n";
   t += "  q, lp, g, key, step, inv_metric, warmup_divergent, warmup_nonfinite, nonfinite_at, "
-       "nonfinite_q = nuts_warmup(q, key, data, n_warmup, max_depth, target_accept)\n";
+       "nonfinite_q = " + prefix + "warmup(q, key, data, n_warmup, max_depth, target_accept)\n";
+  if (dense) t += "  p_factor = nuts_dense_momentum_factor(inv_metric)\n";
   t += "  nonfinite = 0\n";
   const std::string S = std::to_string(samples);
   t += "  theta = zeros(shape=[" + S + ", " + std::to_string(dim) + "])\n";
@@ -123,8 +129,8 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
     t += "  c_" + name + " = zeros(shape=[" + S + shape_text(shape) + "])\n";
   t += "  for s in range(" + S + ") {\n";
   t += "    key, k = split(key)\n";
-  t += "    q, lp, g, accept, depth, n_leapfrog, divergent, energy, bad, q_bad = "
-       "nuts_transition(q, lp, g, k, step, inv_metric, max_depth, data)\n";
+  t += "    q, lp, g, accept, depth, n_leapfrog, divergent, energy, bad, q_bad = " + prefix +
+       "transition(q, lp, g, k, step, inv_metric, " + factor + "max_depth, data)\n";
   // The first transition that met a log density that is not finite, over
   // warm-up and sampling (iterations numbered on from warm-up's).
   t += "    nonfinite, nonfinite_at, nonfinite_q = nuts_note_nonfinite(bad, nonfinite, "
@@ -290,7 +296,7 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
 
   for (const auto& q : quantities) r.quantities.push_back(q.first);
   r.driver = driver_text(model_path, data_names, dim, o.samples, quantities, constrain != nullptr,
-                         own != nullptr);
+                         own != nullptr, o.metric == SampleMetric::Dense);
   CompileOptions co;
   co.name = "<autobatch sample>";
   co.primitives = o.primitives;

@@ -83,7 +83,9 @@ Status write_cmdstan_csv(const SampleResult& s, const SampleOptions& o, const st
     for (int64_t d : event) per *= d;
     for (int64_t k = 0; k < per; ++k) header += "," + stan_column(name, event, k);
   }
-  const int64_t dim = s.inv_metric.num_elements() / std::max<int64_t>(1, chains);
+  // The inverse metric per chain: its diagonal [D], or the whole [D, D].
+  const bool dense = s.inv_metric.shape().size() == 3;
+  const int64_t dim = s.inv_metric.shape().size() >= 2 ? s.inv_metric.shape()[1] : 0;
   for (int64_t c = 0; c < chains; ++c) {
     std::string t;
     t += "# model = " + fs::path(o.model).stem().string() + "\n";
@@ -95,16 +97,27 @@ Status write_cmdstan_csv(const SampleResult& s, const SampleOptions& o, const st
     t += "#       delta = " + std::to_string(o.target_accept) + "\n";
     t += "#     algorithm = hmc (Default)\n#       hmc\n#         engine = nuts (Default)\n";
     t += "#           nuts\n#             max_depth = " + std::to_string(o.max_depth) + "\n";
-    t += "#         metric = diag_e (Default)\n";
+    t += dense ? "#         metric = dense_e\n" : "#         metric = diag_e (Default)\n";
     t += "# id = " + std::to_string(c + 1) + "\n";
     t += "# random\n#   seed = " + std::to_string(s.seed) + "\n";
     t += "# written by autobatch sample (the parameters are the model's theta, unconstrained, "
          "and its constrain's quantities)\n";
     t += header + "\n";
     t += "# Adaptation terminated\n# Step size = " + cell(s.step_size, c) + "\n";
-    t += "# Diagonal elements of inverse mass matrix:\n# ";
-    for (int64_t k = 0; k < dim; ++k) t += (k ? ", " : "") + cell(s.inv_metric, c * dim + k);
-    t += "\n";
+    // CmdStan's layout: the diagonal on one line, or the matrix a row per line.
+    if (dense) {
+      t += "# Elements of inverse mass matrix:\n";
+      for (int64_t i = 0; i < dim; ++i) {
+        t += "# ";
+        for (int64_t k = 0; k < dim; ++k)
+          t += (k ? ", " : "") + cell(s.inv_metric, (c * dim + i) * dim + k);
+        t += "\n";
+      }
+    } else {
+      t += "# Diagonal elements of inverse mass matrix:\n# ";
+      for (int64_t k = 0; k < dim; ++k) t += (k ? ", " : "") + cell(s.inv_metric, c * dim + k);
+      t += "\n";
+    }
     const int64_t draws = o.samples;
     for (int64_t i = 0; i < draws; ++i) {
       std::string row;

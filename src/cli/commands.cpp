@@ -260,6 +260,8 @@ autobatch::SampleOptions sample_options(const Options& opt) {
   so.seed = opt.seed;
   so.max_depth = opt.max_depth;
   so.target_accept = opt.target_accept;
+  so.metric =
+      opt.metric == "dense" ? autobatch::SampleMetric::Dense : autobatch::SampleMetric::Diag;
   so.names = element_names(opt);
   so.init = opt.init;
   return so;
@@ -593,6 +595,11 @@ void register_commands(CLI::App& app, Options& opt) {
   smp->add_option("--target-accept", opt.target_accept,
                   "the mean acceptance statistic warm-up aims at (default 0.8)")
       ->check(CLI::Range(0.0, 1.0));
+  smp->add_option("--metric", opt.metric,
+                  "the inverse metric warm-up adapts: diag (default; the draws' variances, "
+                  "Stan's diag_e) or dense (their covariance, Stan's dense_e: for strongly "
+                  "correlated parameters)")
+      ->check(CLI::IsMember({"diag", "dense"}));
   smp->add_option("--init", opt.init,
                   "R: start uniformly in (-R, R) (default 2); or a JSON file {\"theta\": [...]}");
   smp->add_option("--names", opt.names,
@@ -602,7 +609,8 @@ void register_commands(CLI::App& app, Options& opt) {
   smp->add_option("-o,--output", opt.output,
                   "DIR/: write theta.npy and one NAME.npy per quantity ([chains, draws, ...]), "
                   "the sampler's statistics (lp__.npy, ...); the adaptation's step_size.npy and "
-                  "inv_metric.npy in DIR/adaptation/");
+                  "inv_metric.npy ([chains, D], or [chains, D, D] with --metric dense) in "
+                  "DIR/adaptation/");
   smp->add_option("--csv", opt.csv,
                   "DIR/: also write the draws as CmdStan does, DIR/output_N.csv for chain N "
                   "(from 1), which ArviZ's from_cmdstan, R's posterior and stansummary read");

@@ -48,6 +48,7 @@ struct Options {
   std::optional<uint64_t> seed;
   int64_t max_depth = 10;
   double target_accept = 0.8;
+  std::string metric = "diag";  // diag | dense
   std::string init;
   bool print_program = false;
   // summary DRAWS...

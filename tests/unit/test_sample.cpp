@@ -2,8 +2,10 @@
 // standard posteriors agree with moments computed apart from the sampler
 // (tests/sample/posteriors/reference.json, by quadrature; the Gaussian's are
 // exact): every mean within 4 MCSE, every sd within 10%, R-hat below 1.01, at
-// most a handful of divergences. And the command's outputs, its
-// reproducibility, and its errors.
+// most a handful of divergences. The dense metric (--metric dense) on a
+// strongly correlated Gaussian (its adapted inverse metric against the
+// covariance, its leapfrog steps against the diagonal metric's) and on eight
+// schools. And the command's outputs, its reproducibility, and its errors.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -392,4 +394,220 @@ TEST_CASE("autobatch sample: the table, the files, and exit 2 on bad flags") {
   CHECK(printed.code == 0);
   CHECK(printed.out.find("import nuts") != std::string::npos);
   CHECK(printed.out.find("value_and_grad(log_density") != std::string::npos);
+}
+
+namespace {
+
+// gaussian_dense's exact covariance, from its data file ("cov").
+std::vector<std::vector<double>> dense_covariance() {
+  std::ifstream f(kModels / "gaussian_dense.data.json");
+  return nlohmann::json::parse(f).at("cov").get<std::vector<std::vector<double>>>();
+}
+
+double mean_leapfrogs(const autobatch::SampleResult& r) {
+  for (const auto& [name, a] : r.stats)
+    if (name == "n_leapfrog__") {
+      double s = 0;
+      for (int64_t i = 0; i < a.num_elements(); ++i) s += a.as<double>()[i];
+      return s / static_cast<double>(a.num_elements());
+    }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("sample: --metric dense recovers a strongly correlated Gaussian and its covariance") {
+  const auto cov = dense_covariance();
+  const double mu[3] = {1.0, -2.0, 0.5};
+  std::map<std::string, Moment> exact;
+  for (int i = 0; i < 3; ++i)
+    exact["theta[" + std::to_string(i) + "]"] = {mu[i], std::sqrt(cov[i][i])};
+  auto o = options("gaussian_dense");
+  o.metric = autobatch::SampleMetric::Dense;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  CHECK(r->driver.find("nuts_dense_warmup(") != std::string::npos);
+  CHECK(r->driver.find("nuts_dense_transition(") != std::string::npos);
+  check_posterior(*r, exact);
+  // Each chain's adapted inverse metric is the posterior covariance: every
+  // element within 30% of the scale sqrt(Sigma_ii Sigma_jj) (the last window
+  // holds 500 draws), and exactly symmetric.
+  REQUIRE(r->inv_metric.shape() == std::vector<int64_t>{4, 3, 3});
+  const double* m = r->inv_metric.as<double>();
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        CAPTURE(c);
+        CAPTURE(i);
+        CAPTURE(j);
+        const double v = m[(c * 3 + i) * 3 + j];
+        CAPTURE(v);
+        CHECK(std::abs(v - cov[i][j]) <= 0.3 * std::sqrt(cov[i][i] * cov[j][j]));
+        CHECK(v == m[(c * 3 + j) * 3 + i]);
+      }
+  // The draws' correlation of theta[0] and theta[1] is the posterior's, 0.99.
+  const double* th = r->draws[0].second.as<double>();
+  const int64_t n = r->draws[0].second.num_elements() / 3;
+  double s0 = 0, s1 = 0, s00 = 0, s11 = 0, s01 = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    s0 += th[3 * k];
+    s1 += th[3 * k + 1];
+  }
+  s0 /= static_cast<double>(n);
+  s1 /= static_cast<double>(n);
+  for (int64_t k = 0; k < n; ++k) {
+    const double a = th[3 * k] - s0, b = th[3 * k + 1] - s1;
+    s00 += a * a;
+    s11 += b * b;
+    s01 += a * b;
+  }
+  CHECK(std::abs(s01 / std::sqrt(s00 * s11) - 0.99) < 0.005);
+
+  // The diagonal metric takes out the scales but not the correlations: its
+  // trajectories are several times longer (docs/sampling.md gives the figures).
+  o.metric = autobatch::SampleMetric::Diag;
+  auto d = autobatch::sample(o);
+  REQUIRE_MESSAGE(d, d.rendered());
+  CHECK(d->inv_metric.shape() == std::vector<int64_t>{4, 3});
+  const double dense_steps = mean_leapfrogs(*r), diag_steps = mean_leapfrogs(*d);
+  CAPTURE(dense_steps);
+  CAPTURE(diag_steps);
+  CHECK(dense_steps > 0);
+  CHECK(3 * dense_steps < diag_steps);
+}
+
+TEST_CASE("sample: --metric dense on an isotropic Gaussian: the diagonal metric's posterior") {
+  ab_test::TempDir dir("ab_sample_isotropic");
+  autobatch::SampleOptions o;
+  o.model = dir / "iso.ab";
+  std::ofstream(o.model) << "func log_density(theta: f64[4]) -> f64 {\n"
+                            "  return -0.5 * dot(theta, theta)\n}\n";
+  o.seed = 8;
+  o.warmup = 500;
+  o.samples = 500;
+  o.metric = autobatch::SampleMetric::Dense;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  o.metric = autobatch::SampleMetric::Diag;
+  auto d = autobatch::sample(o);
+  REQUIRE_MESSAGE(d, d.rendered());
+  std::map<std::string, Moment> exact;
+  for (int i = 0; i < 4; ++i) exact["theta[" + std::to_string(i) + "]"] = {0.0, 1.0};
+  check_posterior(*r, exact);
+  check_posterior(*d, exact);
+  for (size_t k = 0; k < 4; ++k) {
+    const auto& a = r->summary.rows[k];
+    const auto& b = d->summary.rows[k];
+    CAPTURE(a.name);
+    CHECK(std::abs(a.mean - b.mean) <= 4 * std::hypot(a.mcse, b.mcse));
+  }
+  // The adapted dense metric is near the identity: the off-diagonal terms
+  // near 0, the diagonal near the diagonal metric's 1.
+  REQUIRE(r->inv_metric.shape() == std::vector<int64_t>{4, 4, 4});
+  const double* m = r->inv_metric.as<double>();
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) {
+        CAPTURE(c);
+        CAPTURE(i);
+        CAPTURE(j);
+        CHECK(std::abs(m[(c * 4 + i) * 4 + j] - (i == j ? 1.0 : 0.0)) < 0.3);
+      }
+}
+
+TEST_CASE("sample: --metric dense on eight schools matches its quadrature and the diagonal metric") {
+  auto o = options("eight_schools");
+  o.metric = autobatch::SampleMetric::Dense;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  check_posterior(*r, reference("eight_schools"));
+  CHECK(r->inv_metric.shape() == std::vector<int64_t>{4, 10, 10});
+  o.metric = autobatch::SampleMetric::Diag;
+  auto d = autobatch::sample(o);
+  REQUIRE_MESSAGE(d, d.rendered());
+  // Every quantity's mean agrees between the two within 4 combined MCSE.
+  REQUIRE(r->summary.rows.size() == d->summary.rows.size());
+  for (size_t k = 0; k < r->summary.rows.size(); ++k) {
+    const auto& a = r->summary.rows[k];
+    const auto& b = d->summary.rows[k];
+    CAPTURE(a.name);
+    REQUIRE(a.name == b.name);
+    CHECK(std::abs(a.mean - b.mean) <= 4 * std::hypot(a.mcse, b.mcse));
+    CHECK(std::abs(a.sd / b.sd - 1) <= 0.1);
+  }
+}
+
+TEST_CASE("sample: CmdStan's CSV files hold a dense metric as CmdStan writes it") {
+  auto o = options("gaussian_dense");
+  o.metric = autobatch::SampleMetric::Dense;
+  o.chains = 2;
+  o.warmup = 150;
+  o.samples = 20;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  REQUIRE(r->inv_metric.shape() == std::vector<int64_t>{2, 3, 3});
+  ab_test::TempDir dir("ab_sample_csv_dense");
+  const std::string out = dir / "csv/";
+  REQUIRE(autobatch::write_cmdstan_csv(*r, o, out));
+  for (int64_t c = 0; c < 2; ++c) {
+    CAPTURE(c);
+    std::ifstream f(out + "output_" + std::to_string(c + 1) + ".csv");
+    REQUIRE(f.good());
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(f, line);) lines.push_back(line);
+    size_t at = 0;
+    bool metric = false;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i] == "#         metric = dense_e") metric = true;
+      if (lines[i] == "# Elements of inverse mass matrix:") at = i;
+    }
+    CHECK(metric);
+    REQUIRE(at > 0);
+    REQUIRE(lines.size() > at + 4);
+    // Three rows of three, every value as the result holds it.
+    for (int64_t i = 0; i < 3; ++i) {
+      std::string row = lines[at + 1 + static_cast<size_t>(i)];
+      REQUIRE(row.rfind("# ", 0) == 0);
+      std::stringstream ss(row.substr(2));
+      std::vector<double> cells;
+      for (std::string x; std::getline(ss, x, ',');) cells.push_back(std::stod(x));
+      REQUIRE(cells.size() == 3);
+      for (int64_t k = 0; k < 3; ++k)
+        CHECK(cells[static_cast<size_t>(k)] == r->inv_metric.as<double>()[(c * 3 + i) * 3 + k]);
+    }
+    CHECK(lines[at + 4].rfind("# ", 0) != 0);  // the draws follow
+  }
+}
+
+TEST_CASE("autobatch sample --metric: dense writes [chains, D, D], a bad value is exit 2") {
+  ab_test::TempDir dir("ab_sample_metric");
+  const std::string model = (kModels / "gaussian_dense.ab").string();
+  const std::string data = (kModels / "gaussian_dense.data.json").string();
+  auto p = ab_test::run_binary(
+      dir.path, {"sample", model, "--data", data, "--seed", "3", "--chains", "2", "--warmup", "200",
+                 "--samples", "100", "--metric", "dense", "--output", (dir / "out") + "/"},
+      std::nullopt, 120);
+  CAPTURE(p.err);
+  REQUIRE(p.code == 0);
+  CHECK(p.out.find("theta[2]") != std::string::npos);
+  std::ifstream f((dir / "out") + "/adaptation/inv_metric.npy", std::ios::binary);
+  std::string head(128, '\0');
+  f.read(head.data(), 128);
+  CHECK(head.find("'shape': (2, 3, 3)") != std::string::npos);
+
+  auto printed = ab_test::run_binary(
+      dir.path, {"sample", model, "--data", data, "--metric", "dense", "--print-program"},
+      std::nullopt, 60);
+  CHECK(printed.code == 0);
+  CHECK(printed.out.find("p_factor = nuts_dense_momentum_factor(inv_metric)") != std::string::npos);
+
+  for (const char* v : {"dens", "unit", ""}) {
+    CAPTURE(v);
+    auto bad = ab_test::run_binary(dir.path, {"sample", model, "--data", data, "--metric", v},
+                                   std::nullopt, 60);
+    CHECK(bad.code == 2);
+    CHECK(bad.out.empty());
+    CAPTURE(bad.err);
+    CHECK(bad.err.find("--metric") != std::string::npos);
+  }
 }
