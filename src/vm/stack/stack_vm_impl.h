@@ -196,6 +196,10 @@ class StackVM {
   int64_t n_inputs_;
   RunOptions opt_;
   int64_t lanes_ = 0;
+  // The most lanes a chunk can hold: a temporary's scratch (and the copy
+  // kept of a segment's outputs) has a row per lane of the chunk, so a
+  // run of 4 chains keeps 4 rows of a data-sized temporary, not kChunk.
+  int64_t chunk_lanes() const { return std::clamp<int64_t>(lanes_, 1, kChunk); }
   std::string lanes_note_;  // for the log: the lanes chosen (stack_auto_lanes), if fewer
   std::map<std::string, uint32_t> label_index_;
   std::map<std::string, bool> shared_var_;

@@ -141,7 +141,7 @@ void StackVM::make_leaves(const FunctionTypes& types) {
       } else if (l.shared) {
         l.top.resize(l.ebytes);
       } else if (l.in_scratch()) {
-        l.scratch.resize(l.ebytes * kChunk);
+        l.scratch.resize(l.ebytes * static_cast<size_t>(chunk_lanes()));
       } else {
         // An input's leaf is written whole before the run (start_all_lanes
         // copies the input in): zeroing it first would write a large
@@ -161,6 +161,29 @@ void StackVM::make_leaves(const FunctionTypes& types) {
     var_leaves_[v.name.name] = std::move(ids);
   }
   for (const auto& [v, rep] : alias) var_leaves_[v] = var_leaves_.at(rep);
+  if (log_enabled(LogLevel::Debug)) {  // where the memory goes: the largest per-lane leaves
+    std::vector<std::pair<size_t, std::string>> big;
+    for (const Leaf& l : leaves_)
+      if (!l.shared && !l.borrowed && !l.in_scratch()) big.emplace_back(l.ebytes, l.var);
+    std::sort(big.rbegin(), big.rend());
+    std::string names;
+    for (size_t i = 0; i < big.size() && i < 8; ++i)
+      names += " " + big[i].second + " (" + std::to_string(big[i].first) + ")";
+    log_debug("stack VM: the largest variables of each lane, bytes per lane:" + names);
+    big.clear();
+    names.clear();
+    size_t total = 0;
+    for (const Leaf& l : leaves_)
+      if (l.shared && !l.borrowed) {
+        big.emplace_back(l.ebytes, l.var);
+        total += l.ebytes;
+      }
+    std::sort(big.rbegin(), big.rend());
+    for (size_t i = 0; i < big.size() && i < 8; ++i)
+      names += " " + big[i].second + " (" + std::to_string(big[i].first) + ")";
+    log_debug("stack VM: shared variables take " + std::to_string(total) + " bytes; the largest:" +
+              names);
+  }
   if (!alias.empty() && log_enabled(LogLevel::Debug)) {
     std::string names;
     for (const auto& [v, rep] : alias) names += " " + v + "->" + rep;
