@@ -106,13 +106,79 @@ TEST_CASE("dists: log cumulative distributions against their formulas") {
   CHECK(std::abs(got[0] - (log_phi(0.0) + log_phi(-1.0) + log_phi(-2.0))) <= 1e-12);
 }
 
+// The integral of exp(log_pdf) over [lo, x] by Simpson's rule on n panels.
+double integral(const std::function<double(double)>& log_pdf, double lo, double x, int n = 20000) {
+  const double h = (x - lo) / n;
+  double s = std::exp(log_pdf(lo)) + std::exp(log_pdf(x));
+  for (int i = 1; i < n; ++i) s += (i % 2 ? 4.0 : 2.0) * std::exp(log_pdf(lo + i * h));
+  return s * h / 3.0;
+}
+
+TEST_CASE("dists: student_t, gamma and beta cumulative distributions") {
+  const std::vector<double> xs = {-30.0, -3.0, -0.5, 0.0, 0.7, 4.0, 30.0};
+  // Closed forms: t with 1 degree of freedom is Cauchy, with 2 it is
+  // 1/2 + t / (2 sqrt(2 + t^2)).
+  close("student_t_lcdf(x, 1.0, 0.5, 2.0)", xs,
+        [](double x) { return std::log(0.5 + std::atan((x - 0.5) / 2.0) / kPi); });
+  close("student_t_lccdf(x, 1.0, 0.5, 2.0)", xs,
+        [](double x) { return std::log(0.5 - std::atan((x - 0.5) / 2.0) / kPi); });
+  auto t2 = [](double t) { return 0.5 + t / (2.0 * std::sqrt(2.0 + t * t)); };
+  close("student_t_lcdf(x, 2.0, 0.0, 1.0)", xs, [&](double x) { return std::log(t2(x)); });
+  close("student_t_lccdf(x, 2.0, 0.0, 1.0)", xs, [&](double x) { return std::log(t2(-x)); });
+  // gamma(1, r) is exponential; gamma(2, 1) has cdf 1 - e^-x (1 + x).
+  const std::vector<double> pos = {0.0, 0.01, 0.3, 1.0, 2.5, 9.0, 40.0};
+  close("gamma_lcdf(x, 1.0, 1.5)", pos, [](double x) { return std::log(-std::expm1(-1.5 * x)); });
+  close("gamma_lccdf(x, 1.0, 1.5)", pos, [](double x) { return -1.5 * x; });
+  close("gamma_lccdf(x, 2.0, 1.0)", pos, [](double x) { return -x + std::log1p(x); });
+  // beta(a, 1) has cdf y^a; beta(2, 2) 3y^2 - 2y^3.
+  const std::vector<double> unit = {0.001, 0.2, 0.5, 0.75, 0.999};
+  close("beta_lcdf(x, 2.5, 1.0)", unit, [](double x) { return 2.5 * std::log(x); });
+  close("beta_lccdf(x, 2.5, 1.0)", unit, [](double x) { return std::log1p(-std::pow(x, 2.5)); });
+  close("beta_lcdf(x, 2.0, 2.0)", unit, [](double x) { return std::log(x * x * (3.0 - 2.0 * x)); });
+  // The general case against the density integrated numerically.
+  auto near = [](const std::string& expr, const std::vector<double>& at,
+                 const std::function<double(double)>& want) {
+    std::vector<double> got = eval(expr, at);
+    for (size_t i = 0; i < at.size(); ++i) {
+      CAPTURE(expr);
+      CAPTURE(at[i]);
+      CHECK(std::abs(got[i] - want(at[i])) <= 1e-8);
+    }
+  };
+  auto t3 = [](double y) {
+    const double z = (y - 0.5) / 2.0, nu = 3.0;
+    return std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * kPi) -
+           std::log(2.0) - (nu + 1) / 2 * std::log1p(z * z / nu);
+  };
+  // (the tail below -2000 holds about 5e-10 of the mass: integrate from -1e5 in two pieces)
+  near("student_t_lcdf(x, 3.0, 0.5, 2.0)", {-2.0, 0.5, 1.3, 6.0}, [&](double x) {
+    return std::log(integral(t3, -1e5, -50.0, 400000) + integral(t3, -50.0, x));
+  });
+  auto g = [](double y) {
+    return 2.5 * std::log(1.5) - std::lgamma(2.5) + 1.5 * std::log(y) - 1.5 * y;
+  };
+  near("gamma_lcdf(x, 2.5, 1.5)", {0.2, 1.0, 1.9, 4.0},
+       [&](double x) { return std::log(integral(g, 1e-12, x, 200000)); });
+  auto bd = [](double y) {
+    return std::lgamma(6.0) - std::lgamma(2.5) - std::lgamma(3.5) + 1.5 * std::log(y) +
+           2.5 * std::log1p(-y);
+  };
+  near("beta_lcdf(x, 2.5, 3.5)", {0.05, 0.3, 0.6, 0.9},
+       [&](double x) { return std::log(integral(bd, 0.0, x)); });
+  near("beta_lccdf(x, 2.5, 3.5)", {0.05, 0.3, 0.6, 0.9},
+       [&](double x) { return std::log(integral(bd, x, 1.0)); });
+}
+
 TEST_CASE("dists: value_and_grad of the cumulative distributions") {
   // d/dmu of each at mu = x, against a central difference.
   const std::vector<double> xs = {-1.2, 0.4, 2.0};
-  for (const std::string f : {"normal_lcdf", "normal_lccdf", "cauchy_lcdf", "cauchy_lccdf"}) {
+  for (const std::string f : {"normal_lcdf", "normal_lccdf", "cauchy_lcdf", "cauchy_lccdf",
+                               "student_t_lcdf(0.7, 3.5, ", "student_t_lccdf(0.7, 3.5, "}) {
     CAPTURE(f);
-    const std::string ld = "inline func ld(m: f64[1]) -> f64 {\n  return " + f +
-                           "(0.7, m[0], 1.3)\n}\n";
+    // (a name alone takes (0.7, mu, 1.3); one ending in ", " has its first arguments)
+    const std::string call = f.back() == ' ' ? f : f + "(0.7, ";
+    const std::string ld = "inline func ld(m: f64[1]) -> f64 {\n  return " + call +
+                           "m[0], 1.3)\n}\n";
     auto p = autobatch::compile("import dists\n" + ld +
                                 "func main(x: f64) -> (f64, f64) {\n"
                                 "  v, g = value_and_grad(ld, [x])\n  return v, g[0]\n}\n");
@@ -123,7 +189,7 @@ TEST_CASE("dists: value_and_grad of the cumulative distributions") {
     std::vector<double> up = xs, down = xs;
     for (auto& x : up) x += h;
     for (auto& x : down) x -= h;
-    const std::string expr = f + "(0.7, x, 1.3)";
+    const std::string expr = call + "x, 1.3)";
     std::vector<double> fu = eval(expr, up), fd = eval(expr, down);
     for (size_t i = 0; i < xs.size(); ++i) {
       CAPTURE(xs[i]);
