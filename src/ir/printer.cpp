@@ -169,6 +169,14 @@ std::string print_signature(const Function& f) {
     if (i) out += ", ";
     out += f.params[i].name.name;
     if (f.params[i].type) out += ": " + f.params[i].type->str();
+    if (const auto& c = f.params[i].constraint) {
+      out += " " + c->kind;
+      if (!c->args.empty()) {
+        out += "(";
+        for (size_t k = 0; k < c->args.size(); ++k) out += (k ? ", " : "") + c->args[k];
+        out += ")";
+      }
+    }
   }
   out += ")";
   if (f.results_declared) out += " " + print_results(f.results, f.result_names);
