@@ -663,7 +663,9 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
     """Bayesian inference with the shipped NUTS sampler (README, "Bayesian
     inference"): `model` is the path of a .ab file (or its text) defining
     log_density(theta: f64[D], DATA...) and optionally constrain(theta,
-    DATA...), or log_density_and_grad(theta: f64[D], DATA...) returning the
+    DATA...), or a log_density that declares its parameters with their
+    constraints (log_density(mu: f64, tau: f64 positive, DATA...), recorded
+    under their names; docs/sampling.md), or log_density_and_grad(theta: f64[D], DATA...) returning the
     log density and its gradient, which may call `primitives` ({name:
     Primitive}). `model` may also be a Primitive itself: fn(theta) returns the
     log densities [n] and gradients [n, D] of n chains' theta [n, D], with

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "api/internal.h"
@@ -78,10 +79,210 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 // The generated driver: the model and the sampler imported, lp_grad over
 // the data tuple, and the entry that warms up and records the draws.
+// ---- declared parameters (docs/sampling.md, "Declared parameters") ----------
+
+// One parameter of log_density that the model declares: its name, its
+// constrained shape, its constraint ("" for none) with the bounds as code,
+// and the slice of the unconstrained vector it comes from.
+struct DeclaredParam {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string kind;
+  std::vector<std::string> bounds;
+  int64_t offset = 0, size = 0;
+};
+
+struct DeclaredModel {
+  std::vector<DeclaredParam> params;
+  std::vector<std::string> data;  // log_density's arguments after the parameters
+  int64_t dim = 0;                // the unconstrained size
+};
+
+// A model declares its parameters when log_density's arguments carry a
+// constraint (`tau: f64 positive`, `mu: f64 unconstrained`), or when its
+// first argument is an f64 scalar or matrix, which cannot be the hand-written
+// form's vector theta.
+bool is_declared(const ab::Function& ld) {
+  for (const auto& p : ld.params)
+    if (p.constraint) return true;
+  if (ld.params.empty() || !ld.params[0].type || ld.params[0].type->is_tuple) return false;
+  const auto& t = ld.params[0].type->tensor;
+  return t.dtype == ab::DType::F64 && t.shape.size() != 1;
+}
+
+// The unconstrained size of a declared parameter of constrained shape `s`.
+int64_t unconstrained_size(const std::string& kind, const std::vector<int64_t>& s) {
+  const int64_t k = s.empty() ? 1 : s[0];
+  if (kind == "simplex") return k - 1;
+  if (kind == "cholesky_corr" || kind == "corr_matrix") return k * (k - 1) / 2;
+  if (kind == "cov_matrix") return k + k * (k - 1) / 2;
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// A bound as code: a number as an f64 literal; a name (an earlier parameter
+// or a data argument) as itself, cast to f64 where the data is an integer.
+std::string bound_code(const std::string& b, bool integer_data) {
+  char* end = nullptr;
+  double v = std::strtod(b.c_str(), &end);
+  if (end && *end == '\0' && !b.empty()) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    std::string t = buf;
+    if (t.find_first_of(".e") == std::string::npos) t += ".0";
+    return t;
+  }
+  return integer_data ? "cast(" + b + ", dtype=f64)" : b;
+}
+
+Result<DeclaredModel> declared_model(const ab::Module& m, const ab::Function& ld) {
+  auto error = [&](ab::SourceLoc loc, const std::string& msg) -> std::vector<Diagnostic> {
+    ab::Diagnostics d(m.source);
+    d.error(loc, msg);
+    return to_public(d);
+  };
+  DeclaredModel dm;
+  // The parameters: the leading arguments annotated with an f64 type.
+  size_t n = 0;
+  while (n < ld.params.size() && ld.params[n].type && !ld.params[n].type->is_tuple &&
+         ld.params[n].type->tensor.dtype == ab::DType::F64)
+    ++n;
+  if (n == 0)
+    return error(ld.loc, "log_density declares its parameters first, each with its f64 type "
+                         "(`mu: f64, tau: f64 positive, ...`), then its data");
+  std::set<std::string> data_names, integer_data;
+  for (size_t i = n; i < ld.params.size(); ++i) {
+    const ab::Param& p = ld.params[i];
+    if (p.constraint)
+      return error(p.constraint->loc,
+                   "'" + p.name.name + "' is declared " + p.constraint->kind +
+                       " but comes after the data argument '" + ld.params[n].name.name +
+                       "': log_density takes its declared parameters first (each with its "
+                       "f64 type), then its data");
+    dm.data.push_back(p.name.name);
+    data_names.insert(p.name.name);
+    if (p.type && !p.type->is_tuple && ab::is_integer(p.type->tensor.dtype))
+      integer_data.insert(p.name.name);
+  }
+  std::set<std::string> earlier;
+  for (size_t i = 0; i < n; ++i) {
+    const ab::Param& p = ld.params[i];
+    DeclaredParam d;
+    d.name = p.name.name;
+    if (d.name == "theta" || d.name.find("__") != std::string::npos)
+      return error(p.name.loc, "parameter '" + d.name +
+                                   "' takes a name the sampler's outputs use ('theta', or one "
+                                   "with '__'); name it otherwise");
+    d.shape.assign(p.type->tensor.shape.begin(), p.type->tensor.shape.end());
+    if (p.constraint && p.constraint->kind != "unconstrained") {
+      d.kind = p.constraint->kind;
+      for (const auto& b : p.constraint->args) {
+        char* end = nullptr;
+        std::strtod(b.c_str(), &end);
+        bool number = end && *end == '\0';
+        if (!number && !earlier.count(b) && !data_names.count(b))
+          return error(p.constraint->loc,
+                       "the bound '" + b + "' of '" + d.name +
+                           "' is neither a number, nor a parameter declared before it, nor a "
+                           "data argument of log_density");
+        d.bounds.push_back(bound_code(b, integer_data.count(b) > 0));
+      }
+    }
+    d.offset = dm.dim;
+    d.size = unconstrained_size(d.kind, d.shape);
+    dm.dim += d.size;
+    earlier.insert(d.name);
+    dm.params.push_back(std::move(d));
+  }
+  return dm;
+}
+
+// The statements that read the declared parameters from the unconstrained
+// vector q__, each constrained by its transform (lib/transforms.ab); a
+// constrained one's log-Jacobian is left in JAC NAME (a name with '_' first
+// is not warned about when unused).
+std::string declared_reads(const DeclaredModel& dm, const std::string& jac = "j__") {
+  std::string t;
+  for (const auto& p : dm.params) {
+    const std::string a = std::to_string(p.offset), b = std::to_string(p.offset + p.size);
+    const bool matrix_kind = p.kind == "cholesky_corr" || p.kind == "corr_matrix" ||
+                             p.kind == "cov_matrix";
+    const bool reshaped = p.kind == "simplex" || p.kind == "ordered" ||
+                          p.kind == "positive_ordered" || matrix_kind;
+    std::string raw;
+    if (p.shape.empty())
+      raw = "q__[" + a + "]";
+    else if (p.shape.size() == 1 || reshaped)
+      raw = "q__[" + a + ":" + b + "]";
+    else
+      raw = "reshape(q__[" + a + ":" + b + "], shape=[" + shape_text(p.shape).substr(2) + "])";
+    if (p.kind.empty()) {
+      t += "  " + p.name + " = " + raw + "\n";
+      continue;
+    }
+    std::string call;
+    if (p.kind == "lower")
+      call = "lower_bound(" + raw + ", " + p.bounds[0] + ")";
+    else if (p.kind == "upper")
+      call = "upper_bound(" + raw + ", " + p.bounds[0] + ")";
+    else if (p.kind == "bounded")
+      call = "bounded(" + raw + ", " + p.bounds[0] + ", " + p.bounds[1] + ")";
+    else if (p.kind == "simplex" || matrix_kind)
+      call = p.kind + "(" + raw + ", zeros(shape=[" + shape_text(p.shape).substr(2) + "]))";
+    else  // positive, unit_interval, ordered, positive_ordered
+      call = p.kind + "(" + raw + ")";
+    t += "  " + p.name + ", " + jac + p.name + " = " + call + "\n";
+  }
+  return t;
+}
+
+std::string joined(const std::vector<std::string>& v, const std::string& prefix = "") {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + prefix + x;
+  return out;
+}
+
+// The functions the driver calls for a declared model: the log density on
+// the unconstrained vector (the model's at the constrained values plus the
+// log-Jacobians), and constrain, which gives the declared parameters' values
+// and then those of the model's own constrain, if it has one (`extras`: its
+// results' names).
+std::string declared_text(const DeclaredModel& dm, const std::vector<std::string>& extras) {
+  std::vector<std::string> names;
+  for (const auto& p : dm.params) names.push_back(p.name);
+  const std::string d = dm.data.empty() ? "" : ", " + joined(dm.data);
+  const std::string head = "(q__: f64[" + std::to_string(dm.dim) + "]" + d + ")";
+  const std::string reads = declared_reads(dm);
+  const std::string reads_only = declared_reads(dm, "_j__");
+  std::string t;
+  t += "import transforms\n\n# The model's declared parameters from the unconstrained vector q__.\n";
+  t += "func declared_log_density" + head + " -> f64 {\n" + reads;
+  t += "  lp__ = log_density(" + joined(names) + d + ")\n";
+  for (const auto& p : dm.params)
+    if (!p.kind.empty()) t += "  lp__ += j__" + p.name + "\n";
+  t += "  return lp__\n}\n\n";
+  t += "func declared_constrain" + head + " {\n" + reads_only;
+  std::vector<std::string> out = names;
+  if (!extras.empty()) {
+    t += "  " + joined(extras) + " = constrain(" + joined(names) + d + ")\n";
+    out.insert(out.end(), extras.begin(), extras.end());
+  }
+  t += "  return " + joined(out) + "\n}\n\n";
+  return t;
+}
+
+// `declared`: the functions generated for a model that declares its
+// parameters (declared_text), which the driver calls in place of the
+// model's log_density and constrain.
 std::string driver_text(const std::string& model_path, const std::vector<std::string>& data,
                         int64_t dim, int64_t samples,
                         const std::vector<std::pair<std::string, std::vector<int64_t>>>& quantities,
-                        bool has_constrain, bool own_gradient) {
+                        bool has_constrain, bool own_gradient, const std::string& declared) {
+  const std::string ld = declared.empty() ? "log_density" : "declared_log_density";
+  const std::string cs = declared.empty() ? "constrain" : "declared_constrain";
   std::string d_args, d_pack, d_unpack;
   for (size_t i = 0; i < data.size(); ++i) {
     d_args += ", data_" + data[i];
@@ -93,12 +294,13 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   std::string t;
   t += "# Generated by autobatch sample: " + model_path + " with the shipped sampler.\n";
   t += "import " + Json(model_path).dump() + "\nimport nuts\n\n";
+  t += declared;
   t += "inline func lp_grad(q, data) {\n";
   if (data.size() >= 2) t += "  (" + d_unpack + ") = data\n";
   std::string call_args;
   for (const auto& n : data) call_args += ", " + (data.size() >= 2 ? "u_" + n : std::string("data"));
   t += own_gradient ? "  return log_density_and_grad(q" + call_args + ")\n}\n\n"
-                    : "  return value_and_grad(log_density, q" + call_args + ")\n}\n\n";
+                    : "  return value_and_grad(" + ld + ", q" + call_args + ")\n}\n\n";
   t += "entry func sample_chain(init, key, radius" + d_args +
        ", n_warmup, max_depth, target_accept) {\n";
   t += "  data = " + packed + "\n";
@@ -136,7 +338,7 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
     std::string outs, args;
     for (size_t i = 0; i < quantities.size(); ++i) outs += std::string(i ? ", " : "") + "v_" + quantities[i].first;
     for (const auto& n : data) args += ", data_" + n;
-    t += "    " + outs + " = constrain(q" + args + ")\n";
+    t += "    " + outs + " = " + cs + "(q" + args + ")\n";
     for (const auto& [name, shape] : quantities) t += "    c_" + name + "[s] = v_" + name + "\n";
   }
   t += "  }\n";
@@ -170,20 +372,29 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
                 ": a model defines func log_density(theta: f64[D], DATA...) -> f64 (or "
                 "log_density_and_grad, returning the log density and its gradient)");
   const std::string ld_name = ld->name.name;
-  if (ld->params.empty() || !ld->params[0].type || ld->params[0].type->is_tuple ||
+  // A model that declares its parameters: the sampler makes the
+  // unconstrained vector and its transforms (declared_text).
+  std::optional<DeclaredModel> dm;
+  if (!own && is_declared(*ld)) {
+    auto d = declared_model(*m, *ld);
+    if (!d) return d.diagnostics();
+    dm = std::move(*d);
+  }
+  if (!dm && (ld->params.empty() || !ld->params[0].type || ld->params[0].type->is_tuple ||
       ld->params[0].type->tensor.dtype != ab::DType::F64 ||
-      ld->params[0].type->tensor.shape.size() != 1)
+      ld->params[0].type->tensor.shape.size() != 1))
     return fail(o.model + ":" + std::to_string(ab::local_line(ld->loc.line)) + ": " + ld_name +
                 "'s first parameter must be annotated with its size, as in "
                 "`theta: f64[3]` (the unconstrained parameters, a vector)");
-  const int64_t dim = ld->params[0].type->tensor.shape[0];
-  for (const char* reserved : {"lp_grad", "sample_chain"})
+  const int64_t dim = dm ? dm->dim : ld->params[0].type->tensor.shape[0];
+  for (const char* reserved :
+       {"lp_grad", "sample_chain", "declared_log_density", "declared_constrain"})
     if (m->find_func(reserved))
       return fail(o.model + ": the model defines '" + std::string(reserved) +
                   "', a name autobatch sample uses; rename it");
   std::vector<std::string> data_names;
   std::vector<bool> integer;
-  for (size_t i = 1; i < ld->params.size(); ++i) {
+  for (size_t i = dm ? ld->params.size() - dm->data.size() : 1; i < ld->params.size(); ++i) {
     data_names.push_back(ld->params[i].name.name);
     const auto& t = ld->params[i].type;
     integer.push_back(t && !t->is_tuple && ab::is_integer(t->tensor.dtype));
@@ -191,16 +402,28 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   const ab::Function* constrain = m->find_func("constrain");
   if (constrain && constrain->params.size() != ld->params.size())
     return fail(o.model + ": constrain takes the arguments of " + ld_name +
-                " (theta and the data)");
+                (dm ? " (the declared parameters, constrained, and the data)"
+                    : " (theta and the data)"));
 
   // The data: one whole value per key, batch 1.
   std::vector<Array> data;
-  if (!data_names.empty()) {
+  // (A declared model's data file is read even when it takes no data, to
+  // check that the file holds none of its parameters.)
+  if (!data_names.empty() || (dm && !o.data.empty())) {
     if (o.data.empty())
       return fail(ld_name + " takes data (" + data_names.front() + ", ...); give --data DATA.json");
     auto j = read_json(o.data, "data");
     if (!j) return j.diagnostics();
     if (!j->is_object()) return fail(o.data + ": CmdStan data is a JSON object of named values");
+    // A declared parameter the data also has: most likely a data argument
+    // annotated f64 among the parameters, which the data would not reach.
+    if (dm)
+      for (const auto& p : dm->params)
+        if (j->contains(p.name))
+          return fail(o.data + " has '" + p.name + "', which " + ld_name +
+                      " declares as a parameter (its leading f64-annotated arguments are "
+                      "parameters); put the data arguments after the parameters, the first "
+                      "one without an f64 type");
     for (size_t i = 0; i < data_names.size(); ++i) {
       auto it = j->find(data_names[i]);
       if (it == j->end())
@@ -225,11 +448,16 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   // names, types and shapes.
   std::error_code ec;
   const std::string model_path = std::filesystem::absolute(o.model, ec).string();
-  auto probe = [&](const std::string& fn) -> Result<RunResult> {
+  // `prelude`: generated functions the call needs; `call`: the call, when
+  // it is not FN(theta, DATA...).
+  auto probe = [&](const std::string& fn, const std::string& prelude = "",
+                   const std::string& body = "") -> Result<RunResult> {
     std::string args;
     for (const auto& n : data_names) args += ", " + n;
-    std::string text = "import " + Json(model_path).dump() + "\nentry func probe_" + fn +
-                       "(theta" + args + ") {\n  return " + fn + "(theta" + args + ")\n}\n";
+    std::string text = "import " + Json(model_path).dump() + "\n" + prelude + "entry func probe_" +
+                       fn + "(q__" + args + ") {\n" +
+                       (body.empty() ? "  return " + fn + "(q__" + args + ")\n" : body) +
+                       "}\n";
     CompileOptions co;
     co.name = "<autobatch sample>";
     co.primitives = o.primitives;
@@ -272,8 +500,35 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
 
   // The constrained quantities' names and shapes, from one run of constrain.
   std::vector<std::pair<std::string, std::vector<int64_t>>> quantities;
-  if (constrain) {
-    auto pr = probe("constrain");
+  std::string declared;
+  if (dm) {
+    // The model's own constrain takes the constrained parameters: its
+    // results' names from one run at q = 0, then the generated functions.
+    std::vector<std::string> extras;
+    if (constrain) {
+      std::vector<std::string> names;
+      for (const auto& p : dm->params) names.push_back(p.name);
+      std::string args;
+      for (const auto& n : data_names) args += ", " + n;
+      auto pr = probe("constrain", "import transforms\n",
+                      declared_reads(*dm, "_j__") + "  return constrain(" + joined(names) + args + ")\n");
+      if (!pr) return pr.diagnostics();
+      if (!pr->ok()) return failure_of(*pr);
+      for (size_t k = 0; k < pr->outputs.size(); ++k) {
+        std::string name = k < pr->names.size() ? pr->names[k] : "";
+        if (name.empty()) name = "out" + std::to_string(k);
+        for (const auto& e : names)
+          if (name == e)
+            return fail(o.model + ": constrain's result '" + name +
+                        "' has the name of a declared parameter, which is recorded already; "
+                        "name it otherwise");
+        extras.push_back(name);
+      }
+    }
+    declared = declared_text(*dm, extras);
+  }
+  if (constrain || dm) {
+    auto pr = dm ? probe("declared_constrain", declared) : probe("constrain");
     if (!pr) return pr.diagnostics();
     if (!pr->ok()) return failure_of(*pr);
     for (size_t k = 0; k < pr->outputs.size(); ++k) {
@@ -289,8 +544,8 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   }
 
   for (const auto& q : quantities) r.quantities.push_back(q.first);
-  r.driver = driver_text(model_path, data_names, dim, o.samples, quantities, constrain != nullptr,
-                         own != nullptr);
+  r.driver = driver_text(model_path, data_names, dim, o.samples, quantities,
+                         constrain != nullptr || dm, own != nullptr, declared);
   CompileOptions co;
   co.name = "<autobatch sample>";
   co.primitives = o.primitives;

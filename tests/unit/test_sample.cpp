@@ -416,6 +416,34 @@ double log_abs_det(std::vector<double> a, int n) {
   return out;
 }
 
+// A declared model's summary rows against known moments: each mean within 4
+// MCSE, each sd within `sd_tol` (relative), R-hat below 1.01.
+void check_moments(const autobatch::SampleResult& r, const std::map<std::string, Moment>& ref,
+                   double sd_tol = 0.1) {
+  std::map<std::string, const autobatch::SummaryRow*> rows;
+  for (const auto& row : r.summary.rows) rows[row.name] = &row;
+  for (const auto& [name, m] : ref) {
+    CAPTURE(name);
+    REQUIRE(rows.count(name));
+    const autobatch::SummaryRow& row = *rows[name];
+    CAPTURE(row.mean);
+    CAPTURE(row.mcse);
+    CAPTURE(row.sd);
+    CAPTURE(m.mean);
+    CAPTURE(m.sd);
+    CHECK(std::abs(row.mean - m.mean) <= 4 * row.mcse);
+    CHECK(std::abs(row.sd / m.sd - 1) <= sd_tol);
+    CHECK(row.rhat < 1.01);
+  }
+}
+
+const autobatch::Array& draws_of(const autobatch::SampleResult& r, const std::string& name) {
+  for (const auto& [n, a] : r.draws)
+    if (n == name) return a;
+  FAIL("no draws named " << name);
+  return r.draws[0].second;
+}
+
 }  // namespace
 
 TEST_CASE("transforms: each log-Jacobian is log |det J| by finite differences") {
@@ -481,3 +509,164 @@ TEST_CASE("transforms: each log-Jacobian is log |det J| by finite differences") 
   }
 }
 
+TEST_CASE("sample: declared parameters have their known distributions, on their support") {
+  // Each parameter's density (or none) gives a known distribution on its
+  // support, which the draws must match: a missing or wrong log-Jacobian
+  // moves the moments.
+  ab_test::TempDir dir("ab_sample_declared");
+  autobatch::SampleOptions o;
+  o.model = dir / "declared.ab";
+  std::ofstream(o.model)
+      << "import dists\n"
+         "func log_density(lam: f64 positive, u: f64 bounded(0.0, 1.0), x: f64 lower(1.0),\n"
+         "                 w: f64 upper(-2.0), s: f64[3] simplex, o: f64[2] ordered,\n"
+         "                 po: f64[2] positive_ordered, L: f64[3, 3] cholesky_corr,\n"
+         "                 C: f64[3, 3] corr_matrix, S: f64[2, 2] cov_matrix, m: f64[2, 2],\n"
+         "                 b: f64 bounded(lo, 3.0), lo) -> f64 {\n"
+         "  lp = exponential_lpdf(lam, 2.0) + exponential_lpdf(x - 1.0, 1.0)\n"
+         "  lp += exponential_lpdf(-2.0 - w, 0.5) + normal_lpdf(o, 0.0, 1.0)\n"
+         "  lp += exponential_lpdf(po, 1.0) + lkj_corr_cholesky_lpdf(L, 1.0)\n"
+         "  # Wishart(5, I): log det S - trace(S) / 2\n"
+         "  lp += log(S[0][0] * S[1][1] - S[1][0] * S[1][0]) - 0.5 * (S[0][0] + S[1][1])\n"
+         "  return lp + normal_lpdf(m, 1.0, 2.0)\n"
+         "}\n";
+  o.data = dir / "declared.json";
+  std::ofstream(o.data) << R"({"lo": 1})";
+  o.seed = 11;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  // Unconstrained: 1 + 1 + 1 + 1 + 2 + 2 + 2 + 3 + 3 + 3 + 4 + 1.
+  CHECK(r->draws[0].second.shape() == std::vector<int64_t>{4, 1000, 24});
+  const double s3 = std::sqrt(2.0 / 36.0);  // Dirichlet(1, 1, 1)'s sd
+  const double om = 1 / std::sqrt(M_PI);      // the larger of two normals' mean
+  const double osd = std::sqrt(1 - 1 / M_PI);
+  check_moments(*r, {{"lam", {0.5, 0.5}},
+                     {"u", {0.5, std::sqrt(1.0 / 12)}},
+                     {"x", {2.0, 1.0}},
+                     {"w", {-4.0, 2.0}},
+                     {"s[0]", {1.0 / 3, s3}},
+                     {"s[1]", {1.0 / 3, s3}},
+                     {"s[2]", {1.0 / 3, s3}},
+                     {"o[0]", {-om, osd}},
+                     {"o[1]", {om, osd}},
+                     // The smaller of two Exp(1) is Exp(2); the larger adds an Exp(1).
+                     {"po[0]", {0.5, 0.5}},
+                     {"po[1]", {1.5, std::sqrt(1.25)}},
+                     // LKJ(1) for K = 3: each correlation is Beta(3/2, 3/2) on (-1, 1).
+                     {"L[1, 0]", {0.0, 0.5}},
+                     {"L[2, 0]", {0.0, 0.5}},
+                     {"C[1, 0]", {0.0, 0.5}},
+                     {"C[2, 0]", {0.0, 0.5}},
+                     {"C[2, 1]", {0.0, 0.5}},
+                     {"S[0, 0]", {5.0, std::sqrt(10.0)}},
+                     {"S[1, 0]", {0.0, std::sqrt(5.0)}},
+                     {"S[1, 1]", {5.0, std::sqrt(10.0)}},
+                     {"m[1, 1]", {1.0, 2.0}},
+                     {"b", {2.0, std::sqrt(4.0 / 12)}}},
+                0.12);
+  CHECK(r->divergent <= 5);
+
+  // Every draw on its support.
+  const int64_t n = 4 * 1000;
+  const double* lam = draws_of(*r, "lam").as<double>();
+  const double* u = draws_of(*r, "u").as<double>();
+  const double* s = draws_of(*r, "s").as<double>();
+  const double* ord = draws_of(*r, "o").as<double>();
+  const double* L = draws_of(*r, "L").as<double>();
+  const double* C = draws_of(*r, "C").as<double>();
+  const double* S = draws_of(*r, "S").as<double>();
+  int64_t off = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    off += !(lam[i] > 0) + !(u[i] > 0 && u[i] < 1);
+    off += !(s[3 * i] >= 0 && s[3 * i + 1] >= 0 && s[3 * i + 2] >= 0 &&
+             std::abs(s[3 * i] + s[3 * i + 1] + s[3 * i + 2] - 1) < 1e-12);
+    off += !(ord[2 * i] < ord[2 * i + 1]);
+    const double* l = L + 9 * i;
+    off += !(l[1] == 0 && l[2] == 0 && l[5] == 0 && std::abs(l[3] * l[3] + l[4] * l[4] - 1) < 1e-12);
+    const double* c = C + 9 * i;
+    off += !(std::abs(c[0] - 1) < 1e-12 && std::abs(c[4] - 1) < 1e-12 && c[1] == c[3]);
+    const double* v = S + 4 * i;
+    off += !(v[0] > 0 && v[1] == v[2] && v[0] * v[3] - v[1] * v[2] > 0);
+  }
+  CHECK(off == 0);
+}
+
+TEST_CASE("sample: eight schools with declared parameters matches the hand-written model") {
+  auto o = options("eight_schools");
+  o.model = (kModels / "eight_schools_declared.ab").string();
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  check_posterior(*r, reference("eight_schools"));
+  // theta (unconstrained), the declared parameters, then constrain's quantity.
+  REQUIRE(r->draws.size() == 5);
+  CHECK(r->draws[0].first == "theta");
+  CHECK(r->draws[0].second.shape() == std::vector<int64_t>{4, 1000, 10});
+  CHECK(r->draws[1].first == "mu");
+  CHECK(r->draws[2].first == "tau");
+  CHECK(r->draws[3].first == "eta");
+  CHECK(r->draws[3].second.shape() == std::vector<int64_t>{4, 1000, 8});
+  CHECK(r->draws[4].first == "effect");
+  // tau cannot leave its support: every draw is positive, and the density is
+  // finite all along.
+  const autobatch::Array& tau = r->draws[2].second;
+  int64_t off = 0;
+  for (int64_t i = 0; i < tau.num_elements(); ++i) off += !(tau.as<double>()[i] > 0);
+  CHECK(off == 0);
+  CHECK(r->warmup_nonfinite_total + r->nonfinite_total == 0);
+  CHECK(r->driver.find("tau, j__tau = positive(q__[1])") != std::string::npos);
+  CHECK(r->driver.find("value_and_grad(declared_log_density") != std::string::npos);
+}
+
+TEST_CASE("sample: a bad declaration is a clear error at its place") {
+  ab_test::TempDir dir("ab_sample_declared_bad");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name)) << text;
+    return (dir / name);
+  };
+  struct Bad {
+    std::string model, message;
+  };
+  const std::string data = write("d.json", R"({"y": [1.0, 2.0]})");
+  const Bad bad[] = {
+      {"func log_density(mu: f64, tau: f64 postive, y) -> f64 {\n  return mu\n}\n",
+       "m.ab:1:36: error: unknown constraint 'postive' on parameter 'tau'"},
+      {"func log_density(p: f64[3, 3] simplex, y) -> f64 {\n  return 0.0\n}\n",
+       "m.ab:1:21: error: parameter 'p' is declared simplex, so its type must be f64[K], K >= 2"},
+      {"func log_density(a: f64 bounded(2.0, 1.0), y) -> f64 {\n  return a\n}\n",
+       "m.ab:1:25: error: parameter 'a' is declared bounded(2.0, 1.0): the lower bound must be "
+       "below the upper"},
+      {"func log_density(mu: f64, y, tau: f64 positive) -> f64 {\n  return mu\n}\n",
+       "m.ab:1:39: error: 'tau' is declared positive but comes after the data argument 'y'"},
+      {"func log_density(mu: f64 positive, y: f64[2]) -> f64 {\n  return mu\n}\n",
+       "d.json has 'y', which log_density declares as a parameter"},
+      {"func log_density(a: f64 lower(lo), y) -> f64 {\n  return a\n}\n",
+       "m.ab:1:25: error: the bound 'lo' of 'a' is neither a number"},
+      {"func log_density(theta: f64 positive, y) -> f64 {\n  return theta\n}\n",
+       "m.ab:1:18: error: parameter 'theta' takes a name the sampler's outputs use"},
+      {"func log_density(mu: f64 positive, y) -> f64 {\n  return mu\n}\n"
+       "func constrain(mu, y) -> (mu: f64) {\n  return mu\n}\n",
+       "constrain's result 'mu' has the name of a declared parameter"},
+      {"func log_density(mu: f64 positive, y) -> f64 {\n  return mu\n}\n"
+       "func constrain(mu) -> f64 {\n  return mu\n}\n",
+       "constrain takes the arguments of log_density (the declared parameters"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.model);
+    autobatch::SampleOptions o;
+    o.model = write("m.ab", b.model);
+    o.data = data;
+    o.warmup = 10;
+    o.samples = 10;
+    auto r = autobatch::sample(o);
+    REQUIRE_FALSE(r);
+    CAPTURE(r.rendered());
+    CHECK(r.rendered().find(b.message) != std::string::npos);
+  }
+  // The CLI: exit 1, the message on stderr, nothing sampled.
+  auto p = ab_test::run_binary(dir.path,
+                               {"sample", write("m.ab", bad[0].model), "--data", data},
+                               std::nullopt, 60);
+  CHECK(p.code != 0);
+  CHECK(p.out.empty());
+  CHECK(p.err.find("unknown constraint 'postive'") != std::string::npos);
+}
