@@ -642,7 +642,8 @@ std::string nonfinite_warning(const SampleOptions& o, const SampleResult& r) {
   for (int64_t k = 0; k < d && k < 10; ++k) w << (k ? ", " : "") << q[k];
   if (d > 10) w << ", ... (" << d << " values)";
   w << "]. Those steps count as divergent; if the model can leave its support (a scale that "
-       "goes negative), map theta onto it (exp() with its log-Jacobian, or lib/transforms.ab)";
+       "goes negative), declare the parameter's constraint (`tau: f64 positive`), or map theta "
+       "onto it (exp() with its log-Jacobian, or lib/transforms.ab)";
   return w.str();
 }
 

@@ -669,4 +669,13 @@ TEST_CASE("sample: a bad declaration is a clear error at its place") {
   CHECK(p.code != 0);
   CHECK(p.out.empty());
   CHECK(p.err.find("unknown constraint 'postive'") != std::string::npos);
+  // `check` finds it too, and shows a good declaration in the signature.
+  auto c = ab_test::run_binary(dir.path, {"check", write("m.ab", bad[0].model)}, std::nullopt, 60);
+  CHECK(c.code == 2);
+  CHECK(c.err.find("m.ab:1:36: error: unknown constraint 'postive'") != std::string::npos);
+  auto good = ab_test::run_binary(
+      dir.path, {"check", (kModels / "eight_schools_declared.ab").string()}, std::nullopt, 60);
+  CHECK(good.code == 0);
+  CHECK(good.out.find("func log_density(mu: f64, tau: f64 positive, eta: f64[8], y: ?, sigma: ?)") !=
+        std::string::npos);
 }
