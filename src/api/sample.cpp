@@ -177,6 +177,10 @@ Result<DeclaredModel> declared_model(const ab::Module& m, const ab::Function& ld
                                    "' takes a name the sampler's outputs use ('theta', or one "
                                    "with '__'); name it otherwise");
     d.shape.assign(p.type->tensor.shape.begin(), p.type->tensor.shape.end());
+    for (int64_t k : d.shape)
+      if (k == 0)
+        return error(p.type_loc, "parameter '" + d.name + "' has no elements (" +
+                                     p.type->str() + "); a declared parameter needs at least one");
     if (p.constraint && p.constraint->kind != "unconstrained") {
       d.kind = p.constraint->kind;
       for (const auto& b : p.constraint->args) {

@@ -575,13 +575,23 @@ class Builder {
         return;
       }
     }
+    auto number = [](const std::string& a, double& v) {
+      char* end = nullptr;
+      v = std::strtod(a.c_str(), &end);
+      return !a.empty() && end && *end == '\0';
+    };
+    // A bound that is a number is finite (an infinite bound is no bound:
+    // leave it out).
+    for (const auto& a : con.args) {
+      double v = 0;
+      if (number(a, v) && !std::isfinite(v)) {
+        diags_.error(con.loc, "parameter '" + who + "' is declared " + con.kind + " with the bound " +
+                                  a + "; a bound must be finite (declare no bound instead)");
+        return;
+      }
+    }
     // Both bounds numbers: lower below upper (a name is checked when sampling).
     if (con.kind == "bounded") {
-      auto number = [](const std::string& a, double& v) {
-        char* end = nullptr;
-        v = std::strtod(a.c_str(), &end);
-        return !a.empty() && end && *end == '\0';
-      };
       double lo = 0, hi = 0;
       if (number(con.args[0], lo) && number(con.args[1], hi) && !(lo < hi))
         diags_.error(con.loc, "parameter '" + who + "' is declared bounded(" + con.args[0] + ", " +

@@ -641,6 +641,8 @@ TEST_CASE("sample: a bad declaration is a clear error at its place") {
        "d.json has 'y', which log_density declares as a parameter"},
       {"func log_density(a: f64 lower(lo), y) -> f64 {\n  return a\n}\n",
        "m.ab:1:25: error: the bound 'lo' of 'a' is neither a number"},
+      {"func log_density(a: f64[2, 0] positive, y) -> f64 {\n  return 0.0\n}\n",
+       "m.ab:1:21: error: parameter 'a' has no elements (f64[2,0])"},
       {"func log_density(theta: f64 positive, y) -> f64 {\n  return theta\n}\n",
        "m.ab:1:18: error: parameter 'theta' takes a name the sampler's outputs use"},
       {"func log_density(mu: f64 positive, y) -> f64 {\n  return mu\n}\n"
