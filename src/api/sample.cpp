@@ -1,6 +1,7 @@
 // autobatch::sample: the model, the shipped sampler (lib/nuts.ab) and a
 // generated driver compiled into one program that runs one chain per thread
 // (docs/sampling.md, "autobatch sample").
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -241,6 +242,111 @@ std::string declared_reads(const DeclaredModel& dm, const std::string& jac = "j_
     t += "  " + p.name + ", " + jac + p.name + " = " + call + "\n";
   }
   return t;
+}
+
+// An entry that maps the declared parameters' constrained values (one set
+// per chain) to the unconstrained vector, by the transforms' inverses
+// (lib/transforms.ab, NAME_free): the starting points of --init FILE.json.
+std::string unconstrain_text(const DeclaredModel& dm, const std::string& model_path) {
+  std::string args;
+  for (const auto& p : dm.params) args += (args.empty() ? "" : ", ") + p.name;
+  for (const auto& d : dm.data) args += ", " + d;
+  std::string t = "import " + Json(model_path).dump() + "\nimport transforms\n\n";
+  t += "entry func declared_unconstrain(" + args + ") {\n";
+  t += "  q__ = zeros(shape=[" + std::to_string(dm.dim) + "])\n";
+  for (const auto& p : dm.params) {
+    const std::string v = p.name;
+    std::string x;
+    if (p.kind.empty())
+      x = v;
+    else if (p.kind == "lower")
+      x = "lower_bound_free(" + v + ", " + p.bounds[0] + ")";
+    else if (p.kind == "upper")
+      x = "upper_bound_free(" + v + ", " + p.bounds[0] + ")";
+    else if (p.kind == "bounded")
+      x = "bounded_free(" + v + ", " + p.bounds[0] + ", " + p.bounds[1] + ")";
+    else if (p.kind == "simplex" || p.kind == "cholesky_corr" || p.kind == "corr_matrix" ||
+             p.kind == "cov_matrix")
+      x = p.kind + "_free(" + v + ", zeros(shape=[" + std::to_string(p.size) + "]))";
+    else
+      x = p.kind + "_free(" + v + ")";
+    const std::string off = std::to_string(p.offset);
+    if (p.shape.empty()) {
+      t += "  q__[" + off + "] = " + x + "\n";
+    } else {
+      t += "  x__" + p.name + " = reshape(" + x + ", shape=[" + std::to_string(p.size) + "])\n";
+      t += "  for k__ in range(" + std::to_string(p.size) + ") {\n";
+      t += "    q__[" + off + " + k__] = x__" + p.name + "[k__]\n  }\n";
+    }
+  }
+  t += "  return q__\n}\n";
+  return t;
+}
+
+// --init FILE.json for a declared model: every declared parameter's value
+// by name (its declared shape, the same for every chain, or one per chain
+// with the chains first), mapped to the unconstrained theta of each chain;
+// a value outside its parameter's support is an error.
+Result<std::vector<double>> declared_init(const DeclaredModel& dm, const std::string& model_path,
+                                          const std::vector<Array>& data,
+                                          const nlohmann::ordered_json& j, const SampleOptions& o) {
+  auto fail = [](const std::string& m) { return std::vector<Diagnostic>{option_error(m)}; };
+  std::string all;
+  for (const auto& p : dm.params) all += (all.empty() ? "" : ", ") + p.name;
+  for (const auto& item : j.items())
+    if (std::none_of(dm.params.begin(), dm.params.end(),
+                     [&](const DeclaredParam& p) { return p.name == item.key(); }))
+      return fail(o.init + " has '" + item.key() +
+                  "', which is not a declared parameter (they are " + all + ")");
+  const int64_t chains = o.chains;
+  std::vector<std::vector<double>> values;
+  for (const auto& p : dm.params) {
+    if (!j.contains(p.name))
+      return fail(o.init + " has no '" + p.name + "': give the value of every declared parameter (" +
+                  all + "), or theta");
+    auto a = json_value(o.init, p.name, j.at(p.name), false);
+    if (!a) return a.diagnostics();
+    const std::vector<int64_t> got(a->shape().begin() + 1, a->shape().end());
+    std::vector<int64_t> each = p.shape;
+    each.insert(each.begin(), chains);
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    if (got != p.shape && got != each)
+      return fail(o.init + ": '" + p.name + "' must be f64" +
+                  (p.shape.empty() ? "" : "[" + shape_text(p.shape).substr(2) + "]") +
+                  ", or " + std::to_string(chains) + " of them, one per chain");
+    const double* v = a->as<double>();
+    std::vector<double> buf(static_cast<size_t>(chains * n));
+    for (int64_t c = 0; c < chains; ++c)
+      for (int64_t i = 0; i < n; ++i)
+        buf[static_cast<size_t>(c * n + i)] = v[got == each ? c * n + i : i];
+    values.push_back(std::move(buf));
+  }
+  CompileOptions co;
+  co.name = "<autobatch sample --init>";
+  co.primitives = o.primitives;
+  auto program = compile(unconstrain_text(dm, model_path), co);
+  if (!program) return program.diagnostics();
+  std::vector<ArrayView> in;
+  for (size_t k = 0; k < dm.params.size(); ++k)
+    in.push_back(ArrayView::of(values[k].data(), chains, dm.params[k].shape));
+  for (const auto& a : data) in.push_back(a.view());
+  // One short run: interpreted, with no native code compiled in the
+  // background for a program that does not run again.
+  RunOptions ro;
+  ro.jit = false;
+  RunResult run = program->run(in, ro);
+  if (!run.ok()) return failure_of(run);
+  const double* q = run.outputs[0].as<double>();
+  std::vector<double> out(q, q + chains * dm.dim);
+  for (int64_t c = 0; c < chains; ++c)
+    for (const auto& p : dm.params)
+      for (int64_t i = 0; i < p.size; ++i)
+        if (!std::isfinite(out[static_cast<size_t>(c * dm.dim + p.offset + i)]))
+          return fail(o.init + ": the value of '" + p.name + "'" +
+                      (chains > 1 ? " for chain " + std::to_string(c) : std::string()) +
+                      " is not in its support (" + (p.kind.empty() ? "unconstrained, finite" : p.kind) + ")");
+  return out;
 }
 
 std::string joined(const std::vector<std::string>& v, const std::string& prefix = "") {
@@ -570,21 +676,30 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
     } else {
       auto j = read_json(o.init, "initial values");
       if (!j) return j.diagnostics();
-      if (!j->is_object() || !j->contains("theta"))
-        return fail(o.init + ": initial values are a JSON object {\"theta\": [...]}");
-      auto a = json_value(o.init, "theta", (*j)["theta"], false);
-      if (!a) return a.diagnostics();
-      const auto& s = a->shape();  // [1, ...]
-      bool one = s.size() == 2 && s[1] == dim;
-      bool each = s.size() == 3 && s[1] == o.chains && s[2] == dim;
-      if (!one && !each)
-        return fail(o.init + ": theta must have " + std::to_string(dim) + " values, or " +
-                    std::to_string(o.chains) + " rows of " + std::to_string(dim));
-      const double* v0 = a->as<double>();
-      for (int64_t c = 0; c < o.chains; ++c)
-        for (int64_t i = 0; i < dim; ++i)
-          init[static_cast<size_t>(c * dim + i)] = v0[each ? c * dim + i : i];
       radius = 0;
+      if (dm && j->is_object() && !j->contains("theta")) {
+        // The declared parameters' values by name, mapped to theta.
+        auto q = declared_init(*dm, model_path, data, *j, o);
+        if (!q) return q.diagnostics();
+        init = std::move(*q);
+      } else {
+        if (!j->is_object() || !j->contains("theta"))
+          return fail(o.init + (dm ? ": initial values are a JSON object of the declared "
+                                     "parameters' values by name, or {\"theta\": [...]}"
+                                   : ": initial values are a JSON object {\"theta\": [...]}"));
+        auto a = json_value(o.init, "theta", (*j)["theta"], false);
+        if (!a) return a.diagnostics();
+        const auto& s = a->shape();  // [1, ...]
+        bool one = s.size() == 2 && s[1] == dim;
+        bool each = s.size() == 3 && s[1] == o.chains && s[2] == dim;
+        if (!one && !each)
+          return fail(o.init + ": theta must have " + std::to_string(dim) + " values, or " +
+                      std::to_string(o.chains) + " rows of " + std::to_string(dim));
+        const double* v0 = a->as<double>();
+        for (int64_t c = 0; c < o.chains; ++c)
+          for (int64_t i = 0; i < dim; ++i)
+            init[static_cast<size_t>(c * dim + i)] = v0[each ? c * dim + i : i];
+      }
     }
   }
   std::vector<int64_t> keys(static_cast<size_t>(o.chains));

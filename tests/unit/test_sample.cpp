@@ -398,6 +398,16 @@ TEST_CASE("autobatch sample: the table, the files, and exit 2 on bad flags") {
 
 namespace {
 
+// The transforms' tests run many small programs once each: interpreted, so
+// that no native code is left compiling in the background when the process
+// ends (a test process that exits during such a compile can crash inside
+// LLVM; unit_tests -tc="dists*" alone shows it on main too).
+autobatch::RunOptions interpreted() {
+  autobatch::RunOptions o;
+  o.jit = false;
+  return o;
+}
+
 // log |det A| of a square matrix (row-major), by elimination with partial pivoting.
 double log_abs_det(std::vector<double> a, int n) {
   double out = 0;
@@ -496,7 +506,7 @@ TEST_CASE("transforms: each log-Jacobian is log |det J| by finite differences") 
       if (row > 0) z[(row - 1) / 2] += (row % 2 ? -h : h);
       in.insert(in.end(), z.begin(), z.end());
     }
-    auto run = p->run({autobatch::ArrayView::of(in.data(), 2 * n + 1, {n})});
+    auto run = p->run({autobatch::ArrayView::of(in.data(), 2 * n + 1, {n})}, interpreted());
     REQUIRE_MESSAGE(run.ok(), run.rendered());
     const double* v = run.outputs[0].as<double>();
     REQUIRE(run.outputs[0].num_elements() == (2 * n + 1) * n);
@@ -507,6 +517,164 @@ TEST_CASE("transforms: each log-Jacobian is log |det J| by finite differences") 
     const double lj = run.outputs[1].as<double>()[0];
     CHECK(std::abs(lj - log_abs_det(J, n)) < 1e-6);
   }
+}
+
+TEST_CASE("transforms: each inverse (NAME_free) gives x back, and NaN off the support") {
+  struct Case {
+    const char* call;
+    int n;
+    const char* free;
+  };
+  const Case cases[] = {
+      {"positive(y)", 3, "positive_free(v)"},
+      {"lower_bound(y, -1.5)", 2, "lower_bound_free(v, -1.5)"},
+      {"upper_bound(y, 2.0)", 2, "upper_bound_free(v, 2.0)"},
+      {"bounded(y, -1.0, 4.0)", 3, "bounded_free(v, -1.0, 4.0)"},
+      {"unit_interval(y)", 2, "unit_interval_free(v)"},
+      {"ordered(y)", 4, "ordered_free(v)"},
+      {"positive_ordered(y)", 3, "positive_ordered_free(v)"},
+      {"simplex(y, zeros(shape=[4]))", 3, "simplex_free(v, zeros(shape=[3]))"},
+      {"cholesky_corr(y, zeros(shape=[4, 4]))", 6, "cholesky_corr_free(v, zeros(shape=[6]))"},
+      {"corr_matrix(y, zeros(shape=[3, 3]))", 3, "corr_matrix_free(v, zeros(shape=[3]))"},
+      {"corr_matrix(y, zeros(shape=[4, 4]))", 6, "corr_matrix_free(v, zeros(shape=[6]))"},
+      {"cov_matrix(y, zeros(shape=[3, 3]))", 6, "cov_matrix_free(v, zeros(shape=[6]))"},
+  };
+  for (const Case& c : cases) {
+    const std::string call = c.call;
+    CAPTURE(call);
+    const int n = c.n;
+    std::string text = "import transforms\nentry func f(y: f64[" + std::to_string(n) +
+                       "]) {\n  v, lj = " + c.call + "\n  return " + c.free + "\n}\n";
+    auto p = autobatch::compile(text);
+    REQUIRE_MESSAGE(p, p.rendered());
+    std::vector<double> y(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) y[k] = 0.7 * std::sin(1.3 * k + 0.4) - 0.2 * k + 0.1;
+    auto run = p->run({autobatch::ArrayView::of(y.data(), 1, {n})}, interpreted());
+    REQUIRE_MESSAGE(run.ok(), run.rendered());
+    for (int k = 0; k < n; ++k) CHECK(std::abs(run.outputs[0].as<double>()[k] - y[k]) < 1e-9);
+  }
+  // Values off the support: not finite.
+  const char* off[] = {
+      "positive_free(-1.0)",
+      "lower_bound_free(0.5, 1.0)",
+      "bounded_free(1.5, 0.0, 1.0)",
+      "ordered_free([1.0, 0.5])",
+      "simplex_free([0.5, 0.6, -0.1], zeros(shape=[2]))",
+      "simplex_free([0.5, 0.6, 0.1], zeros(shape=[2]))",
+      "cholesky_corr_free([[1.0, 0.1], [0.0, 1.0]], zeros(shape=[1]))",
+      "cholesky_corr_free([[1.0, 0.0], [0.6, 0.9]], zeros(shape=[1]))",
+      "corr_matrix_free([[1.0, 2.0], [2.0, 1.0]], zeros(shape=[1]))",
+      "corr_matrix_free([[2.0, 0.0], [0.0, 1.0]], zeros(shape=[1]))",
+      "corr_matrix_free([[1.0, 0.1], [0.2, 1.0]], zeros(shape=[1]))",
+      "cov_matrix_free([[1.0, 0.5], [0.0, 1.0]], zeros(shape=[3]))",
+      "cov_matrix_free([[1.0, 2.0], [2.0, 1.0]], zeros(shape=[3]))",
+  };
+  for (const char* e : off) {
+    const std::string expr = e;
+    CAPTURE(expr);
+    auto p = autobatch::compile("import transforms\nentry func f(z: f64) {\n  return sum(" + expr +
+                                ") + z\n}\n");
+    REQUIRE_MESSAGE(p, p.rendered());
+    double z = 0;
+    auto run = p->run({autobatch::ArrayView::of(&z, 1)}, interpreted());
+    REQUIRE_MESSAGE(run.ok(), run.rendered());
+    CHECK_FALSE(std::isfinite(run.outputs[0].as<double>()[0]));
+  }
+}
+
+TEST_CASE("sample: --init gives declared parameters by name, on their support") {
+  ab_test::TempDir dir("ab_sample_declared_init");
+  auto o = options("eight_schools");
+  o.model = (kModels / "eight_schools_declared.ab").string();
+  o.chains = 2;
+  o.init = dir / "init.json";
+  auto theta_of = [&](const std::string& init) -> std::vector<double> {
+    std::ofstream(o.init) << init;
+    auto job = autobatch::prepare_sample(o);
+    REQUIRE_MESSAGE(job, job.rendered());
+    const auto& a = job->inputs.arrays[0];
+    REQUIRE(a.shape() == std::vector<int64_t>{2, 10});
+    CHECK(job->inputs.arrays[2].as<double>()[0] == 0.0);  // no random start
+    return std::vector<double>(a.as<double>(), a.as<double>() + 20);
+  };
+  // One value for every chain: theta = (mu, log tau, eta).
+  auto q = theta_of(R"({"mu": 1.5, "tau": 2.0, "eta": [0, 1, 2, 3, 4, 5, 6, 7]})");
+  for (int c = 0; c < 2; ++c) {
+    CHECK(q[c * 10] == 1.5);
+    CHECK(std::abs(q[c * 10 + 1] - std::log(2.0)) < 1e-15);
+    for (int k = 0; k < 8; ++k) CHECK(q[c * 10 + 2 + k] == k);
+  }
+  // One per chain, the chains first.
+  q = theta_of(R"({"mu": [1.0, -1.0], "tau": [1.0, 3.0], "eta": [[0, 0, 0, 0, 0, 0, 0, 0],
+                  [1, 1, 1, 1, 1, 1, 1, 1]]})");
+  CHECK(q[0] == 1.0);
+  CHECK(q[10] == -1.0);
+  CHECK(q[1] == 0.0);
+  CHECK(std::abs(q[11] - std::log(3.0)) < 1e-15);
+  CHECK(q[19] == 1.0);
+  // theta itself still works.
+  q = theta_of(R"({"theta": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]})");
+  CHECK(q[11] == 1.0);
+
+  struct Bad {
+    const char* init;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {R"({"mu": 1.0, "tau": -2.0, "eta": [0, 0, 0, 0, 0, 0, 0, 0]})",
+       "the value of 'tau' for chain 0 is not in its support (positive)"},
+      {R"({"mu": 1.0, "tau": [1.0, 0.0], "eta": [0, 0, 0, 0, 0, 0, 0, 0]})",
+       "the value of 'tau' for chain 1 is not in its support (positive)"},
+      {R"({"mu": 1.0, "eta": [0, 0, 0, 0, 0, 0, 0, 0]})",
+       "has no 'tau': give the value of every declared parameter (mu, tau, eta), or theta"},
+      {R"({"mu": 1.0, "tau": [1.0, 2.0, 3.0], "eta": [0, 0, 0, 0, 0, 0, 0, 0]})",
+       "'tau' must be f64, or 2 of them, one per chain"},
+      {R"({"mu": 1.0, "tau": 1.0, "eta": [0, 0, 0], "zz": 1})",
+       "has 'zz', which is not a declared parameter"},
+      {R"({"mu": 1.0, "tau": 1.0, "eta": [0, 0, 0]})", "'eta' must be f64[8], or 2 of them"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.init);
+    std::ofstream(o.init) << b.init;
+    auto r = autobatch::prepare_sample(o);
+    REQUIRE_FALSE(r);
+    CAPTURE(r.rendered());
+    CHECK(r.rendered().find(b.message) != std::string::npos);
+  }
+
+  // Every constraint's inverse through --init: the values come back as the
+  // chains' start (no warm-up, so the draw is one transition from there; the
+  // start itself is checked through theta).
+  autobatch::SampleOptions d;
+  d.model = dir / "all.ab";
+  std::ofstream(d.model)
+      << "func log_density(u: f64 bounded(lo, 2.0), s: f64[3] simplex, o: f64[2] ordered,\n"
+         "                 L: f64[2, 2] cholesky_corr, C: f64[2, 2] corr_matrix,\n"
+         "                 S: f64[2, 2] cov_matrix, lo) -> f64 {\n"
+         "  return 0.0\n}\n";
+  d.data = dir / "all.json";
+  std::ofstream(d.data) << R"({"lo": -1})";
+  d.init = dir / "all_init.json";
+  std::ofstream(d.init) << R"({"u": 0.5, "s": [0.2, 0.3, 0.5], "o": [-1.0, 2.0],
+      "L": [[1.0, 0.0], [0.6, 0.8]], "C": [[1.0, -0.5], [-0.5, 1.0]],
+      "S": [[4.0, 1.0], [1.0, 2.0]]})";
+  d.chains = 1;
+  auto job = autobatch::prepare_sample(d);
+  REQUIRE_MESSAGE(job, job.rendered());
+  const double* x = job->inputs.arrays[0].as<double>();
+  REQUIRE(job->inputs.arrays[0].shape() == std::vector<int64_t>{1, 10});
+  CHECK(std::abs(x[0] - 0.0) < 1e-12);  // 0.5 is the middle of (-1, 2)
+  // Stick-breaking: 0.2 = sigmoid(x - log 2); 0.3 / 0.8 = sigmoid(x).
+  CHECK(std::abs(x[1] - (std::log(0.2 / 0.8) + std::log(2.0))) < 1e-12);
+  CHECK(std::abs(x[2] - std::log(0.375 / 0.625)) < 1e-12);
+  CHECK(x[3] == -1.0);
+  CHECK(std::abs(x[4] - std::log(3.0)) < 1e-12);
+  CHECK(std::abs(x[5] - std::atanh(0.6)) < 1e-12);
+  CHECK(std::abs(x[6] - std::atanh(-0.5)) < 1e-12);
+  // S = L L^T with L = [[2, 0], [0.5, sqrt(1.75)]].
+  CHECK(std::abs(x[7] - std::log(2.0)) < 1e-12);
+  CHECK(std::abs(x[8] - 0.5) < 1e-12);
+  CHECK(std::abs(x[9] - 0.5 * std::log(1.75)) < 1e-12);
 }
 
 TEST_CASE("sample: declared parameters have their known distributions, on their support") {
