@@ -673,7 +673,8 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
     dict {name: value} (arrays or numbers, each shared by every chain) or the
     path of a CmdStan JSON data file. `init`: None (uniform in (-2, 2)), a
     radius R, or start values, one vector for every chain or one row per
-    chain. `csv`: a folder that also gets the draws as CmdStan's CSV files,
+    chain, or, for a model that declares its parameters, a dict of their
+    values by name. `csv`: a folder that also gets the draws as CmdStan's CSV files,
     output_N.csv for chain N from 1 (arviz.from_cmdstan reads them).
     Returns a SampleResult."""
     primitives = dict(primitives or {})
@@ -707,7 +708,12 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
         elif data is not None:
             data_path = os.fspath(data)
         init_arg = ""
-        if init is not None:
+        if isinstance(init, dict):
+            # A declared model's starting values by name (docs/sampling.md).
+            init_arg = os.path.join(tmp, "init.json")
+            with open(init_arg, "w") as f:
+                json.dump({str(k): _cmdstan_value(v) for k, v in init.items()}, f)
+        elif init is not None:
             if np.ndim(init) == 0:
                 init_arg = repr(float(init))
             else:

@@ -63,6 +63,12 @@ def test_a_declared_model_records_its_parameters_on_their_support():
     assert r["sigma"].shape == (2, 200)
     assert np.all(r["sigma"] > 0)
     np.testing.assert_allclose(r["sigma"], np.exp(r["theta"][:, :, 1]))
+    # Starting values by name, on the support; off it, an InputError.
+    r = autobatch.sample(model, data={"y": [0.3, -1.2]}, chains=2, warmup=0, samples=1, seed=4,
+                         init={"mu": 0.5, "sigma": [1.0, 2.0]})
+    assert r["theta"].shape == (2, 1, 2)
+    with pytest.raises(autobatch.InputError, match="'sigma' for chain 0 is not in its support"):
+        autobatch.sample(model, data={"y": [0.3]}, chains=2, init={"mu": 0.5, "sigma": -1.0})
 
 
 def test_errors_are_input_errors():
