@@ -78,8 +78,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return out;
 }
 
-// The generated driver: the model and the sampler imported, lp_grad over
-// the data tuple, and the entry that warms up and records the draws.
 // ---- declared parameters (docs/sampling.md, "Declared parameters") ----------
 
 // One parameter of log_density that the model declares: its name, its
@@ -302,8 +300,8 @@ Result<std::vector<double>> declared_init(const DeclaredModel& dm, const std::st
   std::vector<std::vector<double>> values;
   for (const auto& p : dm.params) {
     if (!j.contains(p.name))
-      return fail(o.init + " has no '" + p.name + "': give the value of every declared parameter (" +
-                  all + "), or theta");
+      return fail(o.init + " has no '" + p.name +
+                  "': give the value of every declared parameter (" + all + "), or theta");
     auto a = json_value(o.init, p.name, j.at(p.name), false);
     if (!a) return a.diagnostics();
     const std::vector<int64_t> got(a->shape().begin() + 1, a->shape().end());
@@ -345,7 +343,8 @@ Result<std::vector<double>> declared_init(const DeclaredModel& dm, const std::st
         if (!std::isfinite(out[static_cast<size_t>(c * dm.dim + p.offset + i)]))
           return fail(o.init + ": the value of '" + p.name + "'" +
                       (chains > 1 ? " for chain " + std::to_string(c) : std::string()) +
-                      " is not in its support (" + (p.kind.empty() ? "unconstrained, finite" : p.kind) + ")");
+                      " is not in its support (" +
+                      (p.kind.empty() ? "unconstrained, finite" : p.kind) + ")");
   return out;
 }
 
@@ -368,7 +367,8 @@ std::string declared_text(const DeclaredModel& dm, const std::vector<std::string
   const std::string reads = declared_reads(dm);
   const std::string reads_only = declared_reads(dm, "_j__");
   std::string t;
-  t += "import transforms\n\n# The model's declared parameters from the unconstrained vector q__.\n";
+  t += "import transforms\n\n";
+  t += "# The model's declared parameters from the unconstrained vector q__.\n";
   t += "func declared_log_density" + head + " -> f64 {\n" + reads;
   t += "  lp__ = log_density(" + joined(names) + d + ")\n";
   for (const auto& p : dm.params)
@@ -384,6 +384,8 @@ std::string declared_text(const DeclaredModel& dm, const std::vector<std::string
   return t;
 }
 
+// The generated driver: the model and the sampler imported, lp_grad over
+// the data tuple, and the entry that warms up and records the draws.
 // `declared`: the functions generated for a model that declares its
 // parameters (declared_text), which the driver calls in place of the
 // model's log_density and constrain.
@@ -621,7 +623,8 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
       std::string args;
       for (const auto& n : data_names) args += ", " + n;
       auto pr = probe("constrain", "import transforms\n",
-                      declared_reads(*dm, "_j__") + "  return constrain(" + joined(names) + args + ")\n");
+                      declared_reads(*dm, "_j__") + "  return constrain(" + joined(names) + args +
+                          ")\n");
       if (!pr) return pr.diagnostics();
       if (!pr->ok()) return failure_of(*pr);
       for (size_t k = 0; k < pr->outputs.size(); ++k) {

@@ -119,7 +119,8 @@ struct constraint_arg : p::sor<number, special_float, name> {};
 struct constraint_close : p::one<')'> {};
 struct constraint_args
     : p::seq<p::one<'('>, ws, p::must<constraint_arg>,
-             p::star<ws, p::one<','>, ws, p::must<constraint_arg>>, ws, p::must<constraint_close>> {};
+             p::star<ws, p::one<','>, ws, p::must<constraint_arg>>, ws,
+             p::must<constraint_close>> {};
 struct constraint : p::seq<constraint_name, p::opt<sp, constraint_args>> {};
 struct colon_type : p::seq<sp, p::one<':'>, sp, p::must<type_elem>> {};
 // `x = ...`, `f(x: ...)` and the like where x is a reserved word: say so

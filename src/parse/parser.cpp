@@ -34,7 +34,8 @@ using selector = p::parse_tree::selector<
         g::name, g::func_name, g::callee, g::fn_name, g::call_kw, g::label_ref, g::cond_ref,
         g::popped, g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float,
         g::true_lit, g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
-        g::type_tensor, g::type_tuple, g::constraint, g::constraint_name, g::constraint_arg, g::param, g::param_next, g::results, g::result_name,
+        g::type_tensor, g::type_tuple, g::constraint, g::constraint_name, g::constraint_arg,
+        g::param, g::param_next, g::results, g::result_name,
         g::entry_mark, g::inline_mark, g::prog_out_name, g::op_compound, g::s_compound, g::s_for, g::for_var, g::pat_tuple,
         g::pat_name, g::pattern, g::arg_attr, g::e_call, g::e_paren, g::e_tensor, g::e_var,
         g::e_index, g::e_slice, g::slice_start, g::slice_stop, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
@@ -585,8 +586,9 @@ class Builder {
     for (const auto& a : con.args) {
       double v = 0;
       if (number(a, v) && !std::isfinite(v)) {
-        diags_.error(con.loc, "parameter '" + who + "' is declared " + con.kind + " with the bound " +
-                                  a + "; a bound must be finite (declare no bound instead)");
+        diags_.error(con.loc, "parameter '" + who + "' is declared " + con.kind +
+                                  " with the bound " + a +
+                                  "; a bound must be finite (declare no bound instead)");
         return;
       }
     }

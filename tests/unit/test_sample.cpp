@@ -750,7 +750,8 @@ TEST_CASE("sample: declared parameters have their known distributions, on their 
              std::abs(s[3 * i] + s[3 * i + 1] + s[3 * i + 2] - 1) < 1e-12);
     off += !(ord[2 * i] < ord[2 * i + 1]);
     const double* l = L + 9 * i;
-    off += !(l[1] == 0 && l[2] == 0 && l[5] == 0 && std::abs(l[3] * l[3] + l[4] * l[4] - 1) < 1e-12);
+    off += !(l[1] == 0 && l[2] == 0 && l[5] == 0 &&
+             std::abs(l[3] * l[3] + l[4] * l[4] - 1) < 1e-12);
     const double* c = C + 9 * i;
     off += !(std::abs(c[0] - 1) < 1e-12 && std::abs(c[4] - 1) < 1e-12 && c[1] == c[3]);
     const double* v = S + 4 * i;
@@ -846,6 +847,7 @@ TEST_CASE("sample: a bad declaration is a clear error at its place") {
   auto good = ab_test::run_binary(
       dir.path, {"check", (kModels / "eight_schools_declared.ab").string()}, std::nullopt, 60);
   CHECK(good.code == 0);
-  CHECK(good.out.find("func log_density(mu: f64, tau: f64 positive, eta: f64[8], y: ?, sigma: ?)") !=
+  CHECK(good.out.find(
+            "func log_density(mu: f64, tau: f64 positive, eta: f64[8], y: ?, sigma: ?)") !=
         std::string::npos);
 }
