@@ -578,7 +578,12 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
     std::vector<double> zero(static_cast<size_t>(dim), 0.0);
     std::vector<ArrayView> in{ArrayView::of(zero.data(), 1, {dim})};
     for (const auto& a : data) in.push_back(a.view());
-    return p->run(in);
+    // One run at one point: interpreted, since native code compiled in the
+    // background would not be used again (and a process that ends while
+    // such a compile runs can crash inside LLVM).
+    RunOptions ro;
+    ro.jit = false;
+    return p->run(in, ro);
   };
 
   // log_density_and_grad returns (f64, f64[D]): checked here, where the
