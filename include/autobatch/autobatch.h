@@ -673,7 +673,11 @@ enum class SampleMetric { Diag, Dense };
 // Bayesian inference with the shipped NUTS sampler (docs/sampling.md): the
 // model file defines `func log_density(theta: f64[D], DATA...) -> f64` on
 // the unconstrained space, and optionally `func constrain(theta, DATA...)`
-// whose (named) results are recorded beside theta. A model may instead give
+// whose (named) results are recorded beside theta. Or log_density declares
+// its parameters with their constraints (`log_density(mu: f64, tau: f64
+// positive, DATA...)`; docs/sampling.md, "Declared parameters"): the sampler
+// then maps the unconstrained theta onto them, adds the log-Jacobians and
+// records them by name. A model may instead give
 // its gradient itself: `func log_density_and_grad(theta: f64[D], DATA...)`
 // returning (log density, gradient), used in place of value_and_grad of
 // log_density when both are defined; it may call custom primitives
@@ -693,7 +697,8 @@ struct SampleOptions {
   // "": each chain starts uniformly in (-2, 2) on the unconstrained space
   // (drawn again, up to 100 times, while the log density is not finite); a
   // number R: uniformly in (-R, R); else a JSON file {"theta": [...]} with one
-  // start for every chain or one per chain.
+  // start for every chain or one per chain, or, for declared parameters,
+  // their values by name on their support.
   std::string init;
   RunOptions run;  // threads, progress, ...
   bool program_only = false;  // stop once SampleResult::driver is made and compiles
@@ -701,7 +706,8 @@ struct SampleOptions {
 
 struct SampleResult {
   uint64_t seed = 0;
-  // "theta" and each quantity constrain returns, [chains, samples, ...].
+  // "theta", the declared parameters if any, and each quantity constrain
+  // returns, [chains, samples, ...].
   std::vector<std::pair<std::string, Array>> draws;
   // The sampler's statistics, [chains, samples]: lp__, accept_stat__,
   // treedepth__, n_leapfrog__, divergent__, energy__ (CmdStan's names).
@@ -751,7 +757,8 @@ struct SampleJob {
   std::string driver;
   std::optional<Program> program;  // set unless options.program_only
   Inputs inputs;
-  std::vector<std::string> quantities;  // constrain's results, in order
+  // The declared parameters, then constrain's results, in order.
+  std::vector<std::string> quantities;
   // The model file's warnings (Program::warnings; the generated driver has none).
   std::vector<Diagnostic> warnings;
   double prepare_seconds = 0;

@@ -664,7 +664,9 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
     """Bayesian inference with the shipped NUTS sampler (README, "Bayesian
     inference"): `model` is the path of a .ab file (or its text) defining
     log_density(theta: f64[D], DATA...) and optionally constrain(theta,
-    DATA...), or log_density_and_grad(theta: f64[D], DATA...) returning the
+    DATA...), or a log_density that declares its parameters with their
+    constraints (log_density(mu: f64, tau: f64 positive, DATA...), recorded
+    under their names; docs/sampling.md), or log_density_and_grad(theta: f64[D], DATA...) returning the
     log density and its gradient, which may call `primitives` ({name:
     Primitive}). `model` may also be a Primitive itself: fn(theta) returns the
     log densities [n] and gradients [n, D] of n chains' theta [n, D], with
@@ -672,7 +674,8 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
     dict {name: value} (arrays or numbers, each shared by every chain) or the
     path of a CmdStan JSON data file. `init`: None (uniform in (-2, 2)), a
     radius R, or start values, one vector for every chain or one row per
-    chain. `csv`: a folder that also gets the draws as CmdStan's CSV files,
+    chain, or, for a model that declares its parameters, a dict of their
+    values by name. `csv`: a folder that also gets the draws as CmdStan's CSV files,
     output_N.csv for chain N from 1 (arviz.from_cmdstan reads them).
     `metric`: the inverse metric warm-up adapts, "diag" (the draws'
     variances, Stan's diag_e) or "dense" (their covariance, Stan's dense_e,
@@ -711,7 +714,12 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
         elif data is not None:
             data_path = os.fspath(data)
         init_arg = ""
-        if init is not None:
+        if isinstance(init, dict):
+            # A declared model's starting values by name (docs/sampling.md).
+            init_arg = os.path.join(tmp, "init.json")
+            with open(init_arg, "w") as f:
+                json.dump({str(k): _cmdstan_value(v) for k, v in init.items()}, f)
+        elif init is not None:
             if np.ndim(init) == 0:
                 init_arg = repr(float(init))
             else:

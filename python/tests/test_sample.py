@@ -53,6 +53,24 @@ def test_a_model_given_as_text_and_init_values():
     assert np.all(np.abs(mean - 1.0) < 0.4)
 
 
+def test_a_declared_model_records_its_parameters_on_their_support():
+    # sigma declared positive: sampled as log sigma, recorded as sigma > 0.
+    model = ("import dists\n\nfunc log_density(mu: f64, sigma: f64 positive, y) -> f64 {\n"
+             "  return normal_lpdf(y, mu, sigma) + exponential_lpdf(sigma, 1.0)\n}\n")
+    r = autobatch.sample(model, data={"y": [0.3, -1.2, 0.8, 2.1, 0.5]}, chains=2, warmup=200,
+                         samples=200, seed=4)
+    assert r["theta"].shape == (2, 200, 2)
+    assert r["sigma"].shape == (2, 200)
+    assert np.all(r["sigma"] > 0)
+    np.testing.assert_allclose(r["sigma"], np.exp(r["theta"][:, :, 1]))
+    # Starting values by name, on the support; off it, an InputError.
+    r = autobatch.sample(model, data={"y": [0.3, -1.2]}, chains=2, warmup=0, samples=1, seed=4,
+                         init={"mu": 0.5, "sigma": [1.0, 2.0]})
+    assert r["theta"].shape == (2, 1, 2)
+    with pytest.raises(autobatch.InputError, match="'sigma' for chain 0 is not in its support"):
+        autobatch.sample(model, data={"y": [0.3]}, chains=2, init={"mu": 0.5, "sigma": -1.0})
+
+
 def test_errors_are_input_errors():
     with pytest.raises(autobatch.InputError, match="has no 'sigma'"):
         autobatch.sample(os.path.join(MODELS, "eight_schools.ab"), data={"y": SCHOOLS["y"]},

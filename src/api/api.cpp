@@ -392,8 +392,10 @@ std::string type_or_unknown(const std::optional<ab::Type>& t) {
 
 std::string signature_line(const ab::Function& f, const ab::FunctionTypes& ft) {
   std::string line = "func " + f.name.name + "(";
-  for (size_t i = 0; i < f.params.size(); ++i)
+  for (size_t i = 0; i < f.params.size(); ++i) {
     line += (i ? ", " : "") + f.params[i].name.name + ": " + type_or_unknown(ft.params[i]);
+    if (f.params[i].constraint) line += " " + ab::print_constraint(*f.params[i].constraint);
+  }
   line += ") -> ";
   if (ft.results.size() == 1 && !(ft.results[0] && ft.results[0]->is_tuple))
     return line + type_or_unknown(ft.results[0]);

@@ -1,12 +1,14 @@
 // autobatch::sample: the model, the shipped sampler (lib/nuts.ab) and a
 // generated driver compiled into one program that runs one chain per thread
 // (docs/sampling.md, "autobatch sample").
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "api/internal.h"
@@ -76,17 +78,329 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return out;
 }
 
+// ---- declared parameters (docs/sampling.md, "Declared parameters") ----------
+
+// One parameter of log_density that the model declares: its name, its
+// constrained shape, its constraint ("" for none) with the bounds as code,
+// and the slice of the unconstrained vector it comes from.
+struct DeclaredParam {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string kind;
+  std::vector<std::string> bounds;
+  int64_t offset = 0, size = 0;
+};
+
+struct DeclaredModel {
+  std::vector<DeclaredParam> params;
+  std::vector<std::string> data;  // log_density's arguments after the parameters
+  int64_t dim = 0;                // the unconstrained size
+};
+
+// A model declares its parameters when log_density's arguments carry a
+// constraint (`tau: f64 positive`, `mu: f64 unconstrained`), or when its
+// first argument is an f64 scalar or matrix, which cannot be the hand-written
+// form's vector theta.
+bool is_declared(const ab::Function& ld) {
+  for (const auto& p : ld.params)
+    if (p.constraint) return true;
+  if (ld.params.empty() || !ld.params[0].type || ld.params[0].type->is_tuple) return false;
+  const auto& t = ld.params[0].type->tensor;
+  return t.dtype == ab::DType::F64 && t.shape.size() != 1;
+}
+
+// The unconstrained size of a declared parameter of constrained shape `s`.
+int64_t unconstrained_size(const std::string& kind, const std::vector<int64_t>& s) {
+  const int64_t k = s.empty() ? 1 : s[0];
+  if (kind == "simplex") return k - 1;
+  if (kind == "cholesky_corr" || kind == "corr_matrix") return k * (k - 1) / 2;
+  if (kind == "cov_matrix") return k + k * (k - 1) / 2;
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// A bound as code: a number as an f64 literal; a name (an earlier parameter
+// or a data argument) as itself, cast to f64 where the data is an integer.
+std::string bound_code(const std::string& b, bool integer_data) {
+  char* end = nullptr;
+  double v = std::strtod(b.c_str(), &end);
+  if (end && *end == '\0' && !b.empty()) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    std::string t = buf;
+    if (t.find_first_of(".e") == std::string::npos) t += ".0";
+    return t;
+  }
+  return integer_data ? "cast(" + b + ", dtype=f64)" : b;
+}
+
+Result<DeclaredModel> declared_model(const ab::Module& m, const ab::Function& ld) {
+  auto error = [&](ab::SourceLoc loc, const std::string& msg) -> std::vector<Diagnostic> {
+    ab::Diagnostics d(m.source);
+    d.error(loc, msg);
+    return to_public(d);
+  };
+  DeclaredModel dm;
+  // The parameters: the leading arguments annotated with an f64 type.
+  size_t n = 0;
+  while (n < ld.params.size() && ld.params[n].type && !ld.params[n].type->is_tuple &&
+         ld.params[n].type->tensor.dtype == ab::DType::F64)
+    ++n;
+  if (n == 0)
+    return error(ld.loc, "log_density declares its parameters first, each with its f64 type "
+                         "(`mu: f64, tau: f64 positive, ...`), then its data");
+  std::set<std::string> data_names, integer_data;
+  for (size_t i = n; i < ld.params.size(); ++i) {
+    const ab::Param& p = ld.params[i];
+    if (p.constraint)
+      return error(p.constraint->loc,
+                   "'" + p.name.name + "' is declared " + p.constraint->kind +
+                       " but comes after the data argument '" + ld.params[n].name.name +
+                       "': log_density takes its declared parameters first (each with its "
+                       "f64 type), then its data");
+    dm.data.push_back(p.name.name);
+    data_names.insert(p.name.name);
+    if (p.type && !p.type->is_tuple && ab::is_integer(p.type->tensor.dtype))
+      integer_data.insert(p.name.name);
+  }
+  std::set<std::string> earlier;
+  for (size_t i = 0; i < n; ++i) {
+    const ab::Param& p = ld.params[i];
+    DeclaredParam d;
+    d.name = p.name.name;
+    if (d.name == "theta" || d.name.find("__") != std::string::npos)
+      return error(p.name.loc, "parameter '" + d.name +
+                                   "' takes a name the sampler's outputs use ('theta', or one "
+                                   "with '__'); name it otherwise");
+    d.shape.assign(p.type->tensor.shape.begin(), p.type->tensor.shape.end());
+    for (int64_t k : d.shape)
+      if (k == 0)
+        return error(p.type_loc, "parameter '" + d.name + "' has no elements (" +
+                                     p.type->str() + "); a declared parameter needs at least one");
+    if (p.constraint && p.constraint->kind != "unconstrained") {
+      d.kind = p.constraint->kind;
+      for (const auto& b : p.constraint->args) {
+        char* end = nullptr;
+        std::strtod(b.c_str(), &end);
+        bool number = end && *end == '\0';
+        if (!number && !earlier.count(b) && !data_names.count(b))
+          return error(p.constraint->loc,
+                       "the bound '" + b + "' of '" + d.name +
+                           "' is neither a number, nor a parameter declared before it, nor a "
+                           "data argument of log_density");
+        d.bounds.push_back(bound_code(b, integer_data.count(b) > 0));
+      }
+    }
+    d.offset = dm.dim;
+    d.size = unconstrained_size(d.kind, d.shape);
+    dm.dim += d.size;
+    earlier.insert(d.name);
+    dm.params.push_back(std::move(d));
+  }
+  return dm;
+}
+
+// The statements that read the declared parameters from the unconstrained
+// vector q__, each constrained by its transform (lib/transforms.ab); a
+// constrained one's log-Jacobian is left in JAC NAME (a name with '_' first
+// is not warned about when unused).
+std::string declared_reads(const DeclaredModel& dm, const std::string& jac = "j__") {
+  std::string t;
+  for (const auto& p : dm.params) {
+    const std::string a = std::to_string(p.offset), b = std::to_string(p.offset + p.size);
+    const bool matrix_kind = p.kind == "cholesky_corr" || p.kind == "corr_matrix" ||
+                             p.kind == "cov_matrix";
+    const bool reshaped = p.kind == "simplex" || p.kind == "ordered" ||
+                          p.kind == "positive_ordered" || matrix_kind;
+    std::string raw;
+    if (p.shape.empty())
+      raw = "q__[" + a + "]";
+    else if (p.shape.size() == 1 || reshaped)
+      raw = "q__[" + a + ":" + b + "]";
+    else
+      raw = "reshape(q__[" + a + ":" + b + "], shape=[" + shape_text(p.shape).substr(2) + "])";
+    if (p.kind.empty()) {
+      t += "  " + p.name + " = " + raw + "\n";
+      continue;
+    }
+    std::string call;
+    if (p.kind == "lower")
+      call = "lower_bound(" + raw + ", " + p.bounds[0] + ")";
+    else if (p.kind == "upper")
+      call = "upper_bound(" + raw + ", " + p.bounds[0] + ")";
+    else if (p.kind == "bounded")
+      call = "bounded(" + raw + ", " + p.bounds[0] + ", " + p.bounds[1] + ")";
+    else if (p.kind == "simplex" || matrix_kind)
+      call = p.kind + "(" + raw + ", zeros(shape=[" + shape_text(p.shape).substr(2) + "]))";
+    else  // positive, unit_interval, ordered, positive_ordered
+      call = p.kind + "(" + raw + ")";
+    t += "  " + p.name + ", " + jac + p.name + " = " + call + "\n";
+  }
+  return t;
+}
+
+// An entry that maps the declared parameters' constrained values (one set
+// per chain) to the unconstrained vector, by the transforms' inverses
+// (lib/transforms.ab, NAME_free): the starting points of --init FILE.json.
+std::string unconstrain_text(const DeclaredModel& dm, const std::string& model_path) {
+  std::string args;
+  for (const auto& p : dm.params) args += (args.empty() ? "" : ", ") + p.name;
+  for (const auto& d : dm.data) args += ", " + d;
+  std::string t = "import " + Json(model_path).dump() + "\nimport transforms\n\n";
+  t += "entry func declared_unconstrain(" + args + ") {\n";
+  t += "  q__ = zeros(shape=[" + std::to_string(dm.dim) + "])\n";
+  for (const auto& p : dm.params) {
+    const std::string v = p.name;
+    std::string x;
+    if (p.kind.empty())
+      x = v;
+    else if (p.kind == "lower")
+      x = "lower_bound_free(" + v + ", " + p.bounds[0] + ")";
+    else if (p.kind == "upper")
+      x = "upper_bound_free(" + v + ", " + p.bounds[0] + ")";
+    else if (p.kind == "bounded")
+      x = "bounded_free(" + v + ", " + p.bounds[0] + ", " + p.bounds[1] + ")";
+    else if (p.kind == "simplex" || p.kind == "cholesky_corr" || p.kind == "corr_matrix" ||
+             p.kind == "cov_matrix")
+      x = p.kind + "_free(" + v + ", zeros(shape=[" + std::to_string(p.size) + "]))";
+    else
+      x = p.kind + "_free(" + v + ")";
+    const std::string off = std::to_string(p.offset);
+    if (p.shape.empty()) {
+      t += "  q__[" + off + "] = " + x + "\n";
+    } else {
+      t += "  x__" + p.name + " = reshape(" + x + ", shape=[" + std::to_string(p.size) + "])\n";
+      t += "  for k__ in range(" + std::to_string(p.size) + ") {\n";
+      t += "    q__[" + off + " + k__] = x__" + p.name + "[k__]\n  }\n";
+    }
+  }
+  t += "  return q__\n}\n";
+  return t;
+}
+
+// --init FILE.json for a declared model: every declared parameter's value
+// by name (its declared shape, the same for every chain, or one per chain
+// with the chains first), mapped to the unconstrained theta of each chain;
+// a value outside its parameter's support is an error.
+Result<std::vector<double>> declared_init(const DeclaredModel& dm, const std::string& model_path,
+                                          const std::vector<Array>& data,
+                                          const nlohmann::ordered_json& j, const SampleOptions& o) {
+  auto fail = [](const std::string& m) { return std::vector<Diagnostic>{option_error(m)}; };
+  std::string all;
+  for (const auto& p : dm.params) all += (all.empty() ? "" : ", ") + p.name;
+  for (const auto& item : j.items())
+    if (std::none_of(dm.params.begin(), dm.params.end(),
+                     [&](const DeclaredParam& p) { return p.name == item.key(); }))
+      return fail(o.init + " has '" + item.key() +
+                  "', which is not a declared parameter (they are " + all + ")");
+  const int64_t chains = o.chains;
+  std::vector<std::vector<double>> values;
+  for (const auto& p : dm.params) {
+    if (!j.contains(p.name))
+      return fail(o.init + " has no '" + p.name +
+                  "': give the value of every declared parameter (" + all + "), or theta");
+    auto a = json_value(o.init, p.name, j.at(p.name), false);
+    if (!a) return a.diagnostics();
+    const std::vector<int64_t> got(a->shape().begin() + 1, a->shape().end());
+    std::vector<int64_t> each = p.shape;
+    each.insert(each.begin(), chains);
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    if (got != p.shape && got != each)
+      return fail(o.init + ": '" + p.name + "' must be f64" +
+                  (p.shape.empty() ? "" : "[" + shape_text(p.shape).substr(2) + "]") +
+                  ", or " + std::to_string(chains) + " of them, one per chain");
+    const double* v = a->as<double>();
+    std::vector<double> buf(static_cast<size_t>(chains * n));
+    for (int64_t c = 0; c < chains; ++c)
+      for (int64_t i = 0; i < n; ++i)
+        buf[static_cast<size_t>(c * n + i)] = v[got == each ? c * n + i : i];
+    values.push_back(std::move(buf));
+  }
+  CompileOptions co;
+  co.name = "<autobatch sample --init>";
+  co.primitives = o.primitives;
+  auto program = compile(unconstrain_text(dm, model_path), co);
+  if (!program) return program.diagnostics();
+  std::vector<ArrayView> in;
+  for (size_t k = 0; k < dm.params.size(); ++k)
+    in.push_back(ArrayView::of(values[k].data(), chains, dm.params[k].shape));
+  for (const auto& a : data) in.push_back(a.view());
+  // One short run: interpreted, with no native code compiled in the
+  // background for a program that does not run again.
+  RunOptions ro;
+  ro.jit = false;
+  RunResult run = program->run(in, ro);
+  if (!run.ok()) return failure_of(run);
+  const double* q = run.outputs[0].as<double>();
+  std::vector<double> out(q, q + chains * dm.dim);
+  for (int64_t c = 0; c < chains; ++c)
+    for (const auto& p : dm.params)
+      for (int64_t i = 0; i < p.size; ++i)
+        if (!std::isfinite(out[static_cast<size_t>(c * dm.dim + p.offset + i)]))
+          return fail(o.init + ": the value of '" + p.name + "'" +
+                      (chains > 1 ? " for chain " + std::to_string(c) : std::string()) +
+                      " is not in its support (" +
+                      (p.kind.empty() ? "unconstrained, finite" : p.kind) + ")");
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v, const std::string& prefix = "") {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + prefix + x;
+  return out;
+}
+
+// The functions the driver calls for a declared model: the log density on
+// the unconstrained vector (the model's at the constrained values plus the
+// log-Jacobians), and constrain, which gives the declared parameters' values
+// and then those of the model's own constrain, if it has one (`extras`: its
+// results' names).
+std::string declared_text(const DeclaredModel& dm, const std::vector<std::string>& extras) {
+  std::vector<std::string> names;
+  for (const auto& p : dm.params) names.push_back(p.name);
+  const std::string d = dm.data.empty() ? "" : ", " + joined(dm.data);
+  const std::string head = "(q__: f64[" + std::to_string(dm.dim) + "]" + d + ")";
+  const std::string reads = declared_reads(dm);
+  const std::string reads_only = declared_reads(dm, "_j__");
+  std::string t;
+  t += "import transforms\n\n";
+  t += "# The model's declared parameters from the unconstrained vector q__.\n";
+  t += "func declared_log_density" + head + " -> f64 {\n" + reads;
+  t += "  lp__ = log_density(" + joined(names) + d + ")\n";
+  for (const auto& p : dm.params)
+    if (!p.kind.empty()) t += "  lp__ += j__" + p.name + "\n";
+  t += "  return lp__\n}\n\n";
+  t += "func declared_constrain" + head + " {\n" + reads_only;
+  std::vector<std::string> out = names;
+  if (!extras.empty()) {
+    t += "  " + joined(extras) + " = constrain(" + joined(names) + d + ")\n";
+    out.insert(out.end(), extras.begin(), extras.end());
+  }
+  t += "  return " + joined(out) + "\n}\n\n";
+  return t;
+}
+
 // The generated driver: the model and the sampler imported, lp_grad over
 // the data tuple, and the entry that warms up and records the draws.
+// `declared`: the functions generated for a model that declares its
+// parameters (declared_text), which the driver calls in place of the
+// model's log_density and constrain.
 std::string driver_text(const std::string& model_path, const std::vector<std::string>& data,
                         int64_t dim, int64_t samples,
                         const std::vector<std::pair<std::string, std::vector<int64_t>>>& quantities,
-                        bool has_constrain, bool own_gradient, bool dense) {
+                        bool has_constrain, bool own_gradient, bool dense,
+                        const std::string& declared) {
   // The sampler's functions for the metric: nuts_warmup and nuts_transition
   // with a diagonal inverse metric, their nuts_dense_ twins with a dense one
   // (which also take the momentum factor, computed once after warm-up).
   const std::string prefix = dense ? "nuts_dense_" : "nuts_";
   const std::string factor = dense ? "p_factor, " : "";
+  const std::string ld = declared.empty() ? "log_density" : "declared_log_density";
+  const std::string cs = declared.empty() ? "constrain" : "declared_constrain";
   std::string d_args, d_pack, d_unpack;
   for (size_t i = 0; i < data.size(); ++i) {
     d_args += ", data_" + data[i];
@@ -98,12 +412,13 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   std::string t;
   t += "# Generated by autobatch sample: " + model_path + " with the shipped sampler.\n";
   t += "import " + Json(model_path).dump() + "\nimport nuts\n\n";
+  t += declared;
   t += "inline func lp_grad(q, data) {\n";
   if (data.size() >= 2) t += "  (" + d_unpack + ") = data\n";
   std::string call_args;
   for (const auto& n : data) call_args += ", " + (data.size() >= 2 ? "u_" + n : std::string("data"));
   t += own_gradient ? "  return log_density_and_grad(q" + call_args + ")\n}\n\n"
-                    : "  return value_and_grad(log_density, q" + call_args + ")\n}\n\n";
+                    : "  return value_and_grad(" + ld + ", q" + call_args + ")\n}\n\n";
   t += "entry func sample_chain(init, key, radius" + d_args +
        ", n_warmup, max_depth, target_accept) {\n";
   t += "  data = " + packed + "\n";
@@ -142,7 +457,7 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
     std::string outs, args;
     for (size_t i = 0; i < quantities.size(); ++i) outs += std::string(i ? ", " : "") + "v_" + quantities[i].first;
     for (const auto& n : data) args += ", data_" + n;
-    t += "    " + outs + " = constrain(q" + args + ")\n";
+    t += "    " + outs + " = " + cs + "(q" + args + ")\n";
     for (const auto& [name, shape] : quantities) t += "    c_" + name + "[s] = v_" + name + "\n";
   }
   t += "  }\n";
@@ -176,20 +491,29 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
                 ": a model defines func log_density(theta: f64[D], DATA...) -> f64 (or "
                 "log_density_and_grad, returning the log density and its gradient)");
   const std::string ld_name = ld->name.name;
-  if (ld->params.empty() || !ld->params[0].type || ld->params[0].type->is_tuple ||
+  // A model that declares its parameters: the sampler makes the
+  // unconstrained vector and its transforms (declared_text).
+  std::optional<DeclaredModel> dm;
+  if (!own && is_declared(*ld)) {
+    auto d = declared_model(*m, *ld);
+    if (!d) return d.diagnostics();
+    dm = std::move(*d);
+  }
+  if (!dm && (ld->params.empty() || !ld->params[0].type || ld->params[0].type->is_tuple ||
       ld->params[0].type->tensor.dtype != ab::DType::F64 ||
-      ld->params[0].type->tensor.shape.size() != 1)
+      ld->params[0].type->tensor.shape.size() != 1))
     return fail(o.model + ":" + std::to_string(ab::local_line(ld->loc.line)) + ": " + ld_name +
                 "'s first parameter must be annotated with its size, as in "
                 "`theta: f64[3]` (the unconstrained parameters, a vector)");
-  const int64_t dim = ld->params[0].type->tensor.shape[0];
-  for (const char* reserved : {"lp_grad", "sample_chain"})
+  const int64_t dim = dm ? dm->dim : ld->params[0].type->tensor.shape[0];
+  for (const char* reserved :
+       {"lp_grad", "sample_chain", "declared_log_density", "declared_constrain"})
     if (m->find_func(reserved))
       return fail(o.model + ": the model defines '" + std::string(reserved) +
                   "', a name autobatch sample uses; rename it");
   std::vector<std::string> data_names;
   std::vector<bool> integer;
-  for (size_t i = 1; i < ld->params.size(); ++i) {
+  for (size_t i = dm ? ld->params.size() - dm->data.size() : 1; i < ld->params.size(); ++i) {
     data_names.push_back(ld->params[i].name.name);
     const auto& t = ld->params[i].type;
     integer.push_back(t && !t->is_tuple && ab::is_integer(t->tensor.dtype));
@@ -197,16 +521,28 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   const ab::Function* constrain = m->find_func("constrain");
   if (constrain && constrain->params.size() != ld->params.size())
     return fail(o.model + ": constrain takes the arguments of " + ld_name +
-                " (theta and the data)");
+                (dm ? " (the declared parameters, constrained, and the data)"
+                    : " (theta and the data)"));
 
   // The data: one whole value per key, batch 1.
   std::vector<Array> data;
-  if (!data_names.empty()) {
+  // (A declared model's data file is read even when it takes no data, to
+  // check that the file holds none of its parameters.)
+  if (!data_names.empty() || (dm && !o.data.empty())) {
     if (o.data.empty())
       return fail(ld_name + " takes data (" + data_names.front() + ", ...); give --data DATA.json");
     auto j = read_json(o.data, "data");
     if (!j) return j.diagnostics();
     if (!j->is_object()) return fail(o.data + ": CmdStan data is a JSON object of named values");
+    // A declared parameter the data also has: most likely a data argument
+    // annotated f64 among the parameters, which the data would not reach.
+    if (dm)
+      for (const auto& p : dm->params)
+        if (j->contains(p.name))
+          return fail(o.data + " has '" + p.name + "', which " + ld_name +
+                      " declares as a parameter (its leading f64-annotated arguments are "
+                      "parameters); put the data arguments after the parameters, the first "
+                      "one without an f64 type");
     for (size_t i = 0; i < data_names.size(); ++i) {
       auto it = j->find(data_names[i]);
       if (it == j->end())
@@ -231,11 +567,16 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   // names, types and shapes.
   std::error_code ec;
   const std::string model_path = std::filesystem::absolute(o.model, ec).string();
-  auto probe = [&](const std::string& fn) -> Result<RunResult> {
+  // `prelude`: generated functions the call needs; `call`: the call, when
+  // it is not FN(theta, DATA...).
+  auto probe = [&](const std::string& fn, const std::string& prelude = "",
+                   const std::string& body = "") -> Result<RunResult> {
     std::string args;
     for (const auto& n : data_names) args += ", " + n;
-    std::string text = "import " + Json(model_path).dump() + "\nentry func probe_" + fn +
-                       "(theta" + args + ") {\n  return " + fn + "(theta" + args + ")\n}\n";
+    std::string text = "import " + Json(model_path).dump() + "\n" + prelude + "entry func probe_" +
+                       fn + "(q__" + args + ") {\n" +
+                       (body.empty() ? "  return " + fn + "(q__" + args + ")\n" : body) +
+                       "}\n";
     CompileOptions co;
     co.name = "<autobatch sample>";
     co.primitives = o.primitives;
@@ -244,7 +585,12 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
     std::vector<double> zero(static_cast<size_t>(dim), 0.0);
     std::vector<ArrayView> in{ArrayView::of(zero.data(), 1, {dim})};
     for (const auto& a : data) in.push_back(a.view());
-    return p->run(in);
+    // One run at one point: interpreted, since native code compiled in the
+    // background would not be used again (and a process that ends while
+    // such a compile runs can crash inside LLVM).
+    RunOptions ro;
+    ro.jit = false;
+    return p->run(in, ro);
   };
 
   // log_density_and_grad returns (f64, f64[D]): checked here, where the
@@ -278,8 +624,36 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
 
   // The constrained quantities' names and shapes, from one run of constrain.
   std::vector<std::pair<std::string, std::vector<int64_t>>> quantities;
-  if (constrain) {
-    auto pr = probe("constrain");
+  std::string declared;
+  if (dm) {
+    // The model's own constrain takes the constrained parameters: its
+    // results' names from one run at q = 0, then the generated functions.
+    std::vector<std::string> extras;
+    if (constrain) {
+      std::vector<std::string> names;
+      for (const auto& p : dm->params) names.push_back(p.name);
+      std::string args;
+      for (const auto& n : data_names) args += ", " + n;
+      auto pr = probe("constrain", "import transforms\n",
+                      declared_reads(*dm, "_j__") + "  return constrain(" + joined(names) + args +
+                          ")\n");
+      if (!pr) return pr.diagnostics();
+      if (!pr->ok()) return failure_of(*pr);
+      for (size_t k = 0; k < pr->outputs.size(); ++k) {
+        std::string name = k < pr->names.size() ? pr->names[k] : "";
+        if (name.empty()) name = "out" + std::to_string(k);
+        for (const auto& e : names)
+          if (name == e)
+            return fail(o.model + ": constrain's result '" + name +
+                        "' has the name of a declared parameter, which is recorded already; "
+                        "name it otherwise");
+        extras.push_back(name);
+      }
+    }
+    declared = declared_text(*dm, extras);
+  }
+  if (constrain || dm) {
+    auto pr = dm ? probe("declared_constrain", declared) : probe("constrain");
     if (!pr) return pr.diagnostics();
     if (!pr->ok()) return failure_of(*pr);
     for (size_t k = 0; k < pr->outputs.size(); ++k) {
@@ -295,8 +669,9 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   }
 
   for (const auto& q : quantities) r.quantities.push_back(q.first);
-  r.driver = driver_text(model_path, data_names, dim, o.samples, quantities, constrain != nullptr,
-                         own != nullptr, o.metric == SampleMetric::Dense);
+  r.driver = driver_text(model_path, data_names, dim, o.samples, quantities,
+                         constrain != nullptr || dm, own != nullptr,
+                         o.metric == SampleMetric::Dense, declared);
   CompileOptions co;
   co.name = "<autobatch sample>";
   co.primitives = o.primitives;
@@ -317,21 +692,30 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
     } else {
       auto j = read_json(o.init, "initial values");
       if (!j) return j.diagnostics();
-      if (!j->is_object() || !j->contains("theta"))
-        return fail(o.init + ": initial values are a JSON object {\"theta\": [...]}");
-      auto a = json_value(o.init, "theta", (*j)["theta"], false);
-      if (!a) return a.diagnostics();
-      const auto& s = a->shape();  // [1, ...]
-      bool one = s.size() == 2 && s[1] == dim;
-      bool each = s.size() == 3 && s[1] == o.chains && s[2] == dim;
-      if (!one && !each)
-        return fail(o.init + ": theta must have " + std::to_string(dim) + " values, or " +
-                    std::to_string(o.chains) + " rows of " + std::to_string(dim));
-      const double* v0 = a->as<double>();
-      for (int64_t c = 0; c < o.chains; ++c)
-        for (int64_t i = 0; i < dim; ++i)
-          init[static_cast<size_t>(c * dim + i)] = v0[each ? c * dim + i : i];
       radius = 0;
+      if (dm && j->is_object() && !j->contains("theta")) {
+        // The declared parameters' values by name, mapped to theta.
+        auto q = declared_init(*dm, model_path, data, *j, o);
+        if (!q) return q.diagnostics();
+        init = std::move(*q);
+      } else {
+        if (!j->is_object() || !j->contains("theta"))
+          return fail(o.init + (dm ? ": initial values are a JSON object of the declared "
+                                     "parameters' values by name, or {\"theta\": [...]}"
+                                   : ": initial values are a JSON object {\"theta\": [...]}"));
+        auto a = json_value(o.init, "theta", (*j)["theta"], false);
+        if (!a) return a.diagnostics();
+        const auto& s = a->shape();  // [1, ...]
+        bool one = s.size() == 2 && s[1] == dim;
+        bool each = s.size() == 3 && s[1] == o.chains && s[2] == dim;
+        if (!one && !each)
+          return fail(o.init + ": theta must have " + std::to_string(dim) + " values, or " +
+                      std::to_string(o.chains) + " rows of " + std::to_string(dim));
+        const double* v0 = a->as<double>();
+        for (int64_t c = 0; c < o.chains; ++c)
+          for (int64_t i = 0; i < dim; ++i)
+            init[static_cast<size_t>(c * dim + i)] = v0[each ? c * dim + i : i];
+      }
     }
   }
   std::vector<int64_t> keys(static_cast<size_t>(o.chains));
@@ -393,7 +777,8 @@ std::string nonfinite_warning(const SampleOptions& o, const SampleResult& r) {
   for (int64_t k = 0; k < d && k < 10; ++k) w << (k ? ", " : "") << q[k];
   if (d > 10) w << ", ... (" << d << " values)";
   w << "]. Those steps count as divergent; if the model can leave its support (a scale that "
-       "goes negative), map theta onto it (exp() with its log-Jacobian, or lib/transforms.ab)";
+       "goes negative), declare the parameter's constraint (`tau: f64 positive`), or map theta "
+       "onto it (exp() with its log-Jacobian, or lib/transforms.ab)";
   return w.str();
 }
 

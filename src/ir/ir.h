@@ -140,10 +140,23 @@ struct Block {
   bool operator==(const Block&) const = default;
 };
 
+// A parameter's declared constraint, written after its type
+// (`tau: f64 positive`, `p: f64 bounded(0.0, 1.0)`, `L: f64[3, 3] cholesky_corr`):
+// autobatch sample reads it to sample the parameter on the unconstrained
+// scale (docs/sampling.md, "Declared parameters"); compilation otherwise
+// ignores it, and the function takes the constrained value as given.
+struct Constraint {
+  std::string kind;               // positive, lower, bounded, simplex, ...
+  std::vector<std::string> args;  // the bounds as written: a number's text or a name
+  SourceLoc loc;
+  bool operator==(const Constraint&) const = default;
+};
+
 struct Param {
   NameRef name;
   std::optional<Type> type;
   SourceLoc type_loc;
+  std::optional<Constraint> constraint;
   bool operator==(const Param&) const = default;
 };
 

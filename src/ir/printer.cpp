@@ -160,6 +160,16 @@ std::string print_results(const std::vector<Type>& results, const std::vector<st
   return out + ")";
 }
 
+std::string print_constraint(const Constraint& c) {
+  std::string out = c.kind;
+  if (!c.args.empty()) {
+    out += "(";
+    for (size_t k = 0; k < c.args.size(); ++k) out += (k ? ", " : "") + c.args[k];
+    out += ")";
+  }
+  return out;
+}
+
 std::string print_signature(const Function& f) {
   std::string out = std::string(f.is_entry    ? "entry func "
                                 : f.is_inline ? "inline func "
@@ -169,6 +179,7 @@ std::string print_signature(const Function& f) {
     if (i) out += ", ";
     out += f.params[i].name.name;
     if (f.params[i].type) out += ": " + f.params[i].type->str();
+    if (f.params[i].constraint) out += " " + print_constraint(*f.params[i].constraint);
   }
   out += ")";
   if (f.results_declared) out += " " + print_results(f.results, f.result_names);

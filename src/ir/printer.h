@@ -18,6 +18,9 @@ std::string print_scalar(const Scalar& s);
 std::string print_pattern(const Pattern& p, bool top = true);
 std::string print_operand(const Operand& o);
 // The header line of a function without its body: `func f(n: i64) -> i64`.
+// A declared constraint as written after a parameter's type: "positive",
+// "bounded(0.0, hi)".
+std::string print_constraint(const Constraint& c);
 std::string print_signature(const Function& f);
 // `-> T`, `-> (A, B)`, `-> ((A, B))`, `-> ()`, or "" when not declared.
 std::string print_results(const std::vector<Type>& results,

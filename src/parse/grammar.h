@@ -110,13 +110,25 @@ struct type : p::sor<type_tuple, type_tensor> {};
 struct type_elem : type {};
 
 // ---- function headers --------------------------------------------------------
+// A parameter's declared constraint after its type, for autobatch sample:
+// `tau: f64 positive`, `x: f64 bounded(0.0, 1.0)`, `s: f64 lower(lo)` (a
+// bound is a number or the name of another parameter). Which names are
+// constraints is checked after parsing, where the message can list them.
+struct constraint_name : ident {};
+struct constraint_arg : p::sor<number, special_float, name> {};
+struct constraint_close : p::one<')'> {};
+struct constraint_args
+    : p::seq<p::one<'('>, ws, p::must<constraint_arg>,
+             p::star<ws, p::one<','>, ws, p::must<constraint_arg>>, ws,
+             p::must<constraint_close>> {};
+struct constraint : p::seq<constraint_name, p::opt<sp, constraint_args>> {};
 struct colon_type : p::seq<sp, p::one<':'>, sp, p::must<type_elem>> {};
 // `x = ...`, `f(x: ...)` and the like where x is a reserved word: say so
 // instead of giving a vague syntax error.
 struct reserved_probe : p::seq<reserved, sp, p::one<'=', ',', ':', ')'>> {};
 struct reserved_name : reserved_probe {};  // only raised, never tried
 struct reserved_here : p::seq<p::at<reserved_probe>, p::raise<reserved_name>> {};
-struct param : p::seq<name, p::opt<colon_type>> {};
+struct param : p::seq<name, p::opt<colon_type, p::opt<sp, constraint>>> {};
 struct param_next : param {};
 struct params_close : p::one<')'> {};
 struct params
@@ -362,6 +374,8 @@ AB_ERR(type_elem,
 AB_ERR(type_close, "expected ',' or ')' in type list");
 AB_ERR(param_next, "expected a parameter name");
 AB_ERR(params_close, "expected ',' or ')' after a parameter");
+AB_ERR(constraint_arg, "expected a bound: a number or a parameter's name, as in lower(0.0)");
+AB_ERR(constraint_close, "expected ',' or ')' after a bound");
 AB_ERR(result_types, "expected result types after '->'");
 AB_ERR(result_next, "expected a result type, or a name and its type (total: f64)");
 AB_ERR(elif_word, "write 'else if': the language has no 'elif'");

@@ -34,7 +34,8 @@ using selector = p::parse_tree::selector<
         g::name, g::func_name, g::callee, g::fn_name, g::call_kw, g::label_ref, g::cond_ref,
         g::popped, g::var_name, g::prog_var, g::prog_var_next, g::number, g::special_float,
         g::true_lit, g::false_lit, g::dim, g::dtype, g::storage, g::bang, g::tensor_lit, g::shape,
-        g::type_tensor, g::type_tuple, g::param, g::param_next, g::results, g::result_name,
+        g::type_tensor, g::type_tuple, g::constraint, g::constraint_name, g::constraint_arg,
+        g::param, g::param_next, g::results, g::result_name,
         g::entry_mark, g::inline_mark, g::prog_out_name, g::op_compound, g::s_compound, g::s_for, g::for_var, g::pat_tuple,
         g::pat_name, g::pattern, g::arg_attr, g::e_call, g::e_paren, g::e_tensor, g::e_var,
         g::e_index, g::e_slice, g::e_multi, g::slice_pos, g::slice_start, g::slice_stop, g::op_pow, g::op_neg, g::op_mul, g::op_add, g::op_cmp, g::op_not, g::op_and,
@@ -615,6 +616,90 @@ class Builder {
     return s;
   }
 
+  // A declared constraint (ir.h, Constraint) fits its parameter: a known
+  // name, its number of bounds, an f64 type of the shape it needs, constant
+  // bounds in order. Checked for every function, so that `check` finds a
+  // misspelled constraint before `sample` does.
+  void check_constraint(const Param& prm, const Constraint& con) {
+    struct Kind {
+      const char* name;
+      size_t bounds;
+      int rank;  // -1: any shape (elementwise), else the rank it needs
+      int64_t min_k;
+      const char* shape_text;
+    };
+    static const Kind kinds[] = {
+        {"unconstrained", 0, -1, 0, ""},   {"positive", 0, -1, 0, ""},
+        {"lower", 1, -1, 0, ""},           {"upper", 1, -1, 0, ""},
+        {"bounded", 2, -1, 0, ""},         {"unit_interval", 0, -1, 0, ""},
+        {"simplex", 0, 1, 2, "f64[K], K >= 2"},
+        {"ordered", 0, 1, 1, "f64[K]"},    {"positive_ordered", 0, 1, 1, "f64[K]"},
+        {"cholesky_corr", 0, 2, 2, "f64[K, K], K >= 2"},
+        {"corr_matrix", 0, 2, 2, "f64[K, K], K >= 2"},
+        {"cov_matrix", 0, 2, 1, "f64[K, K]"},
+    };
+    const std::string& who = prm.name.name;
+    const Kind* kind = nullptr;
+    for (const Kind& k : kinds)
+      if (con.kind == k.name) kind = &k;
+    if (!kind) {
+      std::string all;
+      for (const Kind& k : kinds) all += std::string(all.empty() ? "" : ", ") + k.name;
+      diags_.error(con.loc, "unknown constraint '" + con.kind + "' on parameter '" + who +
+                                "'; the constraints are " + all);
+      return;
+    }
+    if (con.args.size() != kind->bounds) {
+      static const char* forms[] = {"", "one bound, as in lower(0.0)",
+                                    "two bounds, as in bounded(0.0, 1.0)"};
+      diags_.error(con.loc, "constraint '" + con.kind + "' takes " +
+                                (kind->bounds ? forms[kind->bounds] : std::string("no bounds")) +
+                                "; it has " + std::to_string(con.args.size()));
+      return;
+    }
+    const Type& t = *prm.type;
+    if (t.is_tuple || t.tensor.dtype != DType::F64) {
+      diags_.error(prm.type_loc, "parameter '" + who + "' is declared " + con.kind +
+                                     ", so its type must be f64 (with a shape or not); it is " +
+                                     t.str());
+      return;
+    }
+    const auto& sh = t.tensor.shape;
+    if (kind->rank >= 0) {
+      bool fits = static_cast<int>(sh.size()) == kind->rank && sh[0] >= kind->min_k &&
+                  (kind->rank == 1 || sh[1] == sh[0]);
+      if (!fits) {
+        diags_.error(prm.type_loc, "parameter '" + who + "' is declared " + con.kind +
+                                       ", so its type must be " + kind->shape_text + "; it is " +
+                                       t.str());
+        return;
+      }
+    }
+    auto number = [](const std::string& a, double& v) {
+      char* end = nullptr;
+      v = std::strtod(a.c_str(), &end);
+      return !a.empty() && end && *end == '\0';
+    };
+    // A bound that is a number is finite (an infinite bound is no bound:
+    // leave it out).
+    for (const auto& a : con.args) {
+      double v = 0;
+      if (number(a, v) && !std::isfinite(v)) {
+        diags_.error(con.loc, "parameter '" + who + "' is declared " + con.kind +
+                                  " with the bound " + a +
+                                  "; a bound must be finite (declare no bound instead)");
+        return;
+      }
+    }
+    // Both bounds numbers: lower below upper (a name is checked when sampling).
+    if (con.kind == "bounded") {
+      double lo = 0, hi = 0;
+      if (number(con.args[0], lo) && number(con.args[1], hi) && !(lo < hi))
+        diags_.error(con.loc, "parameter '" + who + "' is declared bounded(" + con.args[0] + ", " +
+                                  con.args[1] + "): the lower bound must be below the upper");
+    }
+  }
+
   syntax::Func function(const Node& n) {
     syntax::Func sf;
     Function& f = sf.header;
@@ -628,6 +713,19 @@ class Builder {
         if (c->children.size() > 1) {
           prm.type = type(*c->children[1]);
           prm.type_loc = loc_of(*c->children[1]);
+        }
+        if (c->children.size() > 2) {
+          const Node& k = *c->children[2];
+          Constraint con;
+          con.loc = loc_of(k);
+          for (const auto& a : k.children) {
+            if (a->is_type<g::constraint_name>())
+              con.kind = a->string();
+            else
+              con.args.push_back(a->string());
+          }
+          check_constraint(prm, con);
+          prm.constraint = std::move(con);
         }
         f.params.push_back(std::move(prm));
       } else if (c->is_type<g::entry_mark>()) {

@@ -416,6 +416,68 @@ double mean_leapfrogs(const autobatch::SampleResult& r) {
 
 }  // namespace
 
+// ---- declared parameters (docs/sampling.md, "Declared parameters") ---------
+
+namespace {
+
+// The transforms' tests run many small programs once each: interpreted, so
+// that no native code is left compiling in the background when the process
+// ends (a test process that exits during such a compile can crash inside
+// LLVM; unit_tests -tc="dists*" alone shows it on main too).
+autobatch::RunOptions interpreted() {
+  autobatch::RunOptions o;
+  o.jit = false;
+  return o;
+}
+
+// log |det A| of a square matrix (row-major), by elimination with partial pivoting.
+double log_abs_det(std::vector<double> a, int n) {
+  double out = 0;
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(a[r * n + c]) > std::abs(a[p * n + c])) p = r;
+    if (a[p * n + c] == 0) return -INFINITY;
+    for (int k = 0; k < n; ++k) std::swap(a[c * n + k], a[p * n + k]);
+    out += std::log(std::abs(a[c * n + c]));
+    for (int r = c + 1; r < n; ++r) {
+      double f = a[r * n + c] / a[c * n + c];
+      for (int k = c; k < n; ++k) a[r * n + k] -= f * a[c * n + k];
+    }
+  }
+  return out;
+}
+
+// A declared model's summary rows against known moments: each mean within 4
+// MCSE, each sd within `sd_tol` (relative), R-hat below 1.01.
+void check_moments(const autobatch::SampleResult& r, const std::map<std::string, Moment>& ref,
+                   double sd_tol = 0.1) {
+  std::map<std::string, const autobatch::SummaryRow*> rows;
+  for (const auto& row : r.summary.rows) rows[row.name] = &row;
+  for (const auto& [name, m] : ref) {
+    CAPTURE(name);
+    REQUIRE(rows.count(name));
+    const autobatch::SummaryRow& row = *rows[name];
+    CAPTURE(row.mean);
+    CAPTURE(row.mcse);
+    CAPTURE(row.sd);
+    CAPTURE(m.mean);
+    CAPTURE(m.sd);
+    CHECK(std::abs(row.mean - m.mean) <= 4 * row.mcse);
+    CHECK(std::abs(row.sd / m.sd - 1) <= sd_tol);
+    CHECK(row.rhat < 1.01);
+  }
+}
+
+const autobatch::Array& draws_of(const autobatch::SampleResult& r, const std::string& name) {
+  for (const auto& [n, a] : r.draws)
+    if (n == name) return a;
+  FAIL("no draws named " << name);
+  return r.draws[0].second;
+}
+
+}  // namespace
+
 TEST_CASE("sample: --metric dense recovers a strongly correlated Gaussian and its covariance") {
   const auto cov = dense_covariance();
   const double mu[3] = {1.0, -2.0, 0.5};
@@ -610,4 +672,400 @@ TEST_CASE("autobatch sample --metric: dense writes [chains, D, D], a bad value i
     CAPTURE(bad.err);
     CHECK(bad.err.find("--metric") != std::string::npos);
   }
+}
+
+TEST_CASE("transforms: each log-Jacobian is log |det J| by finite differences") {
+  // Each transform of lib/transforms.ab at a point y, with the free
+  // coordinates of its value (those the others are determined by: a
+  // simplex's first K-1, a correlation's below the diagonal, a covariance's
+  // lower triangle): its log-Jacobian must be log |det d free / d y|.
+  struct Case {
+    const char* call;
+    int n;
+    const char* free;
+  };
+  const Case cases[] = {
+      {"positive(y)", 3, "v"},
+      {"lower_bound(y, -1.5)", 2, "v"},
+      {"upper_bound(y, 2.0)", 2, "v"},
+      {"bounded(y, -1.0, 4.0)", 3, "v"},
+      {"unit_interval(y)", 2, "v"},
+      {"positive_softplus(y)", 2, "v"},
+      {"ordered(y)", 4, "v"},
+      {"positive_ordered(y)", 3, "v"},
+      {"simplex(y, zeros(shape=[2]))", 1, "v[:1]"},
+      {"simplex(y, zeros(shape=[4]))", 3, "v[:3]"},
+      {"cholesky_corr(y, zeros(shape=[2, 2]))", 1, "[v[1][0]]"},
+      {"cholesky_corr(y, zeros(shape=[3, 3]))", 3, "[v[1][0], v[2][0], v[2][1]]"},
+      {"cholesky_corr(y, zeros(shape=[4, 4]))", 6,
+       "[v[1][0], v[2][0], v[2][1], v[3][0], v[3][1], v[3][2]]"},
+      {"corr_matrix(y, zeros(shape=[3, 3]))", 3, "[v[1][0], v[2][0], v[2][1]]"},
+      {"corr_matrix(y, zeros(shape=[4, 4]))", 6,
+       "[v[1][0], v[2][0], v[2][1], v[3][0], v[3][1], v[3][2]]"},
+      {"cov_matrix(y, zeros(shape=[2, 2]))", 3, "[v[0][0], v[1][0], v[1][1]]"},
+      {"cov_matrix(y, zeros(shape=[3, 3]))", 6,
+       "[v[0][0], v[1][0], v[1][1], v[2][0], v[2][1], v[2][2]]"},
+  };
+  for (const Case& c : cases) {
+    const std::string call = c.call;
+    CAPTURE(call);
+    const int n = c.n;
+    std::string text = "import transforms\nentry func f(y: f64[" + std::to_string(n) +
+                       "]) {\n  v, lj = " + c.call + "\n  return " + c.free + ", lj\n}\n";
+    auto p = autobatch::compile(text);
+    REQUIRE_MESSAGE(p, p.rendered());
+    // Row 0: y; rows 1 + 2k and 2 + 2k: y -+ h in coordinate k.
+    const double h = 1e-5;
+    std::vector<double> y(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) y[k] = 0.7 * std::sin(1.3 * k + 0.4) - 0.2 * k + 0.1;
+    std::vector<double> in;
+    for (int row = 0; row < 2 * n + 1; ++row) {
+      std::vector<double> z = y;
+      if (row > 0) z[(row - 1) / 2] += (row % 2 ? -h : h);
+      in.insert(in.end(), z.begin(), z.end());
+    }
+    auto run = p->run({autobatch::ArrayView::of(in.data(), 2 * n + 1, {n})}, interpreted());
+    REQUIRE_MESSAGE(run.ok(), run.rendered());
+    const double* v = run.outputs[0].as<double>();
+    REQUIRE(run.outputs[0].num_elements() == (2 * n + 1) * n);
+    std::vector<double> J(static_cast<size_t>(n * n));
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k)
+        J[i * n + k] = (v[(2 + 2 * k) * n + i] - v[(1 + 2 * k) * n + i]) / (2 * h);
+    const double lj = run.outputs[1].as<double>()[0];
+    CHECK(std::abs(lj - log_abs_det(J, n)) < 1e-6);
+  }
+}
+
+TEST_CASE("transforms: each inverse (NAME_free) gives x back, and NaN off the support") {
+  struct Case {
+    const char* call;
+    int n;
+    const char* free;
+  };
+  const Case cases[] = {
+      {"positive(y)", 3, "positive_free(v)"},
+      {"lower_bound(y, -1.5)", 2, "lower_bound_free(v, -1.5)"},
+      {"upper_bound(y, 2.0)", 2, "upper_bound_free(v, 2.0)"},
+      {"bounded(y, -1.0, 4.0)", 3, "bounded_free(v, -1.0, 4.0)"},
+      {"unit_interval(y)", 2, "unit_interval_free(v)"},
+      {"ordered(y)", 4, "ordered_free(v)"},
+      {"positive_ordered(y)", 3, "positive_ordered_free(v)"},
+      {"simplex(y, zeros(shape=[4]))", 3, "simplex_free(v, zeros(shape=[3]))"},
+      {"cholesky_corr(y, zeros(shape=[4, 4]))", 6, "cholesky_corr_free(v, zeros(shape=[6]))"},
+      {"corr_matrix(y, zeros(shape=[3, 3]))", 3, "corr_matrix_free(v, zeros(shape=[3]))"},
+      {"corr_matrix(y, zeros(shape=[4, 4]))", 6, "corr_matrix_free(v, zeros(shape=[6]))"},
+      {"cov_matrix(y, zeros(shape=[3, 3]))", 6, "cov_matrix_free(v, zeros(shape=[6]))"},
+  };
+  for (const Case& c : cases) {
+    const std::string call = c.call;
+    CAPTURE(call);
+    const int n = c.n;
+    std::string text = "import transforms\nentry func f(y: f64[" + std::to_string(n) +
+                       "]) {\n  v, lj = " + c.call + "\n  return " + c.free + "\n}\n";
+    auto p = autobatch::compile(text);
+    REQUIRE_MESSAGE(p, p.rendered());
+    std::vector<double> y(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) y[k] = 0.7 * std::sin(1.3 * k + 0.4) - 0.2 * k + 0.1;
+    auto run = p->run({autobatch::ArrayView::of(y.data(), 1, {n})}, interpreted());
+    REQUIRE_MESSAGE(run.ok(), run.rendered());
+    for (int k = 0; k < n; ++k) CHECK(std::abs(run.outputs[0].as<double>()[k] - y[k]) < 1e-9);
+  }
+  // Values off the support: not finite.
+  const char* off[] = {
+      "positive_free(-1.0)",
+      "lower_bound_free(0.5, 1.0)",
+      "bounded_free(1.5, 0.0, 1.0)",
+      "ordered_free([1.0, 0.5])",
+      "simplex_free([0.5, 0.6, -0.1], zeros(shape=[2]))",
+      "simplex_free([0.5, 0.6, 0.1], zeros(shape=[2]))",
+      "cholesky_corr_free([[1.0, 0.1], [0.0, 1.0]], zeros(shape=[1]))",
+      "cholesky_corr_free([[1.0, 0.0], [0.6, 0.9]], zeros(shape=[1]))",
+      "corr_matrix_free([[1.0, 2.0], [2.0, 1.0]], zeros(shape=[1]))",
+      "corr_matrix_free([[2.0, 0.0], [0.0, 1.0]], zeros(shape=[1]))",
+      "corr_matrix_free([[1.0, 0.1], [0.2, 1.0]], zeros(shape=[1]))",
+      "cov_matrix_free([[1.0, 0.5], [0.0, 1.0]], zeros(shape=[3]))",
+      "cov_matrix_free([[1.0, 2.0], [2.0, 1.0]], zeros(shape=[3]))",
+  };
+  for (const char* e : off) {
+    const std::string expr = e;
+    CAPTURE(expr);
+    auto p = autobatch::compile("import transforms\nentry func f(z: f64) {\n  return sum(" + expr +
+                                ") + z\n}\n");
+    REQUIRE_MESSAGE(p, p.rendered());
+    double z = 0;
+    auto run = p->run({autobatch::ArrayView::of(&z, 1)}, interpreted());
+    REQUIRE_MESSAGE(run.ok(), run.rendered());
+    CHECK_FALSE(std::isfinite(run.outputs[0].as<double>()[0]));
+  }
+}
+
+TEST_CASE("sample: --init gives declared parameters by name, on their support") {
+  ab_test::TempDir dir("ab_sample_declared_init");
+  auto o = options("eight_schools");
+  o.model = (kModels / "eight_schools_declared.ab").string();
+  o.chains = 2;
+  o.init = dir / "init.json";
+  auto theta_of = [&](const std::string& init) -> std::vector<double> {
+    std::ofstream(o.init) << init;
+    auto job = autobatch::prepare_sample(o);
+    REQUIRE_MESSAGE(job, job.rendered());
+    const auto& a = job->inputs.arrays[0];
+    REQUIRE(a.shape() == std::vector<int64_t>{2, 10});
+    CHECK(job->inputs.arrays[2].as<double>()[0] == 0.0);  // no random start
+    return std::vector<double>(a.as<double>(), a.as<double>() + 20);
+  };
+  // One value for every chain: theta = (mu, log tau, eta).
+  auto q = theta_of(R"({"mu": 1.5, "tau": 2.0, "eta": [0, 1, 2, 3, 4, 5, 6, 7]})");
+  for (int c = 0; c < 2; ++c) {
+    CHECK(q[c * 10] == 1.5);
+    CHECK(std::abs(q[c * 10 + 1] - std::log(2.0)) < 1e-15);
+    for (int k = 0; k < 8; ++k) CHECK(q[c * 10 + 2 + k] == k);
+  }
+  // One per chain, the chains first.
+  q = theta_of(R"({"mu": [1.0, -1.0], "tau": [1.0, 3.0], "eta": [[0, 0, 0, 0, 0, 0, 0, 0],
+                  [1, 1, 1, 1, 1, 1, 1, 1]]})");
+  CHECK(q[0] == 1.0);
+  CHECK(q[10] == -1.0);
+  CHECK(q[1] == 0.0);
+  CHECK(std::abs(q[11] - std::log(3.0)) < 1e-15);
+  CHECK(q[19] == 1.0);
+  // theta itself still works.
+  q = theta_of(R"({"theta": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]})");
+  CHECK(q[11] == 1.0);
+
+  struct Bad {
+    const char* init;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {R"({"mu": 1.0, "tau": -2.0, "eta": [0, 0, 0, 0, 0, 0, 0, 0]})",
+       "the value of 'tau' for chain 0 is not in its support (positive)"},
+      {R"({"mu": 1.0, "tau": [1.0, 0.0], "eta": [0, 0, 0, 0, 0, 0, 0, 0]})",
+       "the value of 'tau' for chain 1 is not in its support (positive)"},
+      {R"({"mu": 1.0, "eta": [0, 0, 0, 0, 0, 0, 0, 0]})",
+       "has no 'tau': give the value of every declared parameter (mu, tau, eta), or theta"},
+      {R"({"mu": 1.0, "tau": [1.0, 2.0, 3.0], "eta": [0, 0, 0, 0, 0, 0, 0, 0]})",
+       "'tau' must be f64, or 2 of them, one per chain"},
+      {R"({"mu": 1.0, "tau": 1.0, "eta": [0, 0, 0], "zz": 1})",
+       "has 'zz', which is not a declared parameter"},
+      {R"({"mu": 1.0, "tau": 1.0, "eta": [0, 0, 0]})", "'eta' must be f64[8], or 2 of them"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.init);
+    std::ofstream(o.init) << b.init;
+    auto r = autobatch::prepare_sample(o);
+    REQUIRE_FALSE(r);
+    CAPTURE(r.rendered());
+    CHECK(r.rendered().find(b.message) != std::string::npos);
+  }
+
+  // Every constraint's inverse through --init: the values come back as the
+  // chains' start (no warm-up, so the draw is one transition from there; the
+  // start itself is checked through theta).
+  autobatch::SampleOptions d;
+  d.model = dir / "all.ab";
+  std::ofstream(d.model)
+      << "func log_density(u: f64 bounded(lo, 2.0), s: f64[3] simplex, o: f64[2] ordered,\n"
+         "                 L: f64[2, 2] cholesky_corr, C: f64[2, 2] corr_matrix,\n"
+         "                 S: f64[2, 2] cov_matrix, lo) -> f64 {\n"
+         "  return 0.0\n}\n";
+  d.data = dir / "all.json";
+  std::ofstream(d.data) << R"({"lo": -1})";
+  d.init = dir / "all_init.json";
+  std::ofstream(d.init) << R"({"u": 0.5, "s": [0.2, 0.3, 0.5], "o": [-1.0, 2.0],
+      "L": [[1.0, 0.0], [0.6, 0.8]], "C": [[1.0, -0.5], [-0.5, 1.0]],
+      "S": [[4.0, 1.0], [1.0, 2.0]]})";
+  d.chains = 1;
+  auto job = autobatch::prepare_sample(d);
+  REQUIRE_MESSAGE(job, job.rendered());
+  const double* x = job->inputs.arrays[0].as<double>();
+  REQUIRE(job->inputs.arrays[0].shape() == std::vector<int64_t>{1, 10});
+  CHECK(std::abs(x[0] - 0.0) < 1e-12);  // 0.5 is the middle of (-1, 2)
+  // Stick-breaking: 0.2 = sigmoid(x - log 2); 0.3 / 0.8 = sigmoid(x).
+  CHECK(std::abs(x[1] - (std::log(0.2 / 0.8) + std::log(2.0))) < 1e-12);
+  CHECK(std::abs(x[2] - std::log(0.375 / 0.625)) < 1e-12);
+  CHECK(x[3] == -1.0);
+  CHECK(std::abs(x[4] - std::log(3.0)) < 1e-12);
+  CHECK(std::abs(x[5] - std::atanh(0.6)) < 1e-12);
+  CHECK(std::abs(x[6] - std::atanh(-0.5)) < 1e-12);
+  // S = L L^T with L = [[2, 0], [0.5, sqrt(1.75)]].
+  CHECK(std::abs(x[7] - std::log(2.0)) < 1e-12);
+  CHECK(std::abs(x[8] - 0.5) < 1e-12);
+  CHECK(std::abs(x[9] - 0.5 * std::log(1.75)) < 1e-12);
+}
+
+TEST_CASE("sample: declared parameters have their known distributions, on their support") {
+  // Each parameter's density (or none) gives a known distribution on its
+  // support, which the draws must match: a missing or wrong log-Jacobian
+  // moves the moments.
+  ab_test::TempDir dir("ab_sample_declared");
+  autobatch::SampleOptions o;
+  o.model = dir / "declared.ab";
+  std::ofstream(o.model)
+      << "import dists\n"
+         "func log_density(lam: f64 positive, u: f64 bounded(0.0, 1.0), x: f64 lower(1.0),\n"
+         "                 w: f64 upper(-2.0), s: f64[3] simplex, o: f64[2] ordered,\n"
+         "                 po: f64[2] positive_ordered, L: f64[3, 3] cholesky_corr,\n"
+         "                 C: f64[3, 3] corr_matrix, S: f64[2, 2] cov_matrix, m: f64[2, 2],\n"
+         "                 b: f64 bounded(lo, 3.0), lo) -> f64 {\n"
+         "  lp = exponential_lpdf(lam, 2.0) + exponential_lpdf(x - 1.0, 1.0)\n"
+         "  lp += exponential_lpdf(-2.0 - w, 0.5) + normal_lpdf(o, 0.0, 1.0)\n"
+         "  lp += exponential_lpdf(po, 1.0) + lkj_corr_cholesky_lpdf(L, 1.0)\n"
+         "  # Wishart(5, I): log det S - trace(S) / 2\n"
+         "  lp += log(S[0][0] * S[1][1] - S[1][0] * S[1][0]) - 0.5 * (S[0][0] + S[1][1])\n"
+         "  return lp + normal_lpdf(m, 1.0, 2.0)\n"
+         "}\n";
+  o.data = dir / "declared.json";
+  std::ofstream(o.data) << R"({"lo": 1})";
+  o.seed = 11;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  // Unconstrained: 1 + 1 + 1 + 1 + 2 + 2 + 2 + 3 + 3 + 3 + 4 + 1.
+  CHECK(r->draws[0].second.shape() == std::vector<int64_t>{4, 1000, 24});
+  const double s3 = std::sqrt(2.0 / 36.0);  // Dirichlet(1, 1, 1)'s sd
+  const double om = 1 / std::sqrt(M_PI);      // the larger of two normals' mean
+  const double osd = std::sqrt(1 - 1 / M_PI);
+  check_moments(*r, {{"lam", {0.5, 0.5}},
+                     {"u", {0.5, std::sqrt(1.0 / 12)}},
+                     {"x", {2.0, 1.0}},
+                     {"w", {-4.0, 2.0}},
+                     {"s[0]", {1.0 / 3, s3}},
+                     {"s[1]", {1.0 / 3, s3}},
+                     {"s[2]", {1.0 / 3, s3}},
+                     {"o[0]", {-om, osd}},
+                     {"o[1]", {om, osd}},
+                     // The smaller of two Exp(1) is Exp(2); the larger adds an Exp(1).
+                     {"po[0]", {0.5, 0.5}},
+                     {"po[1]", {1.5, std::sqrt(1.25)}},
+                     // LKJ(1) for K = 3: each correlation is Beta(3/2, 3/2) on (-1, 1).
+                     {"L[1, 0]", {0.0, 0.5}},
+                     {"L[2, 0]", {0.0, 0.5}},
+                     {"C[1, 0]", {0.0, 0.5}},
+                     {"C[2, 0]", {0.0, 0.5}},
+                     {"C[2, 1]", {0.0, 0.5}},
+                     {"S[0, 0]", {5.0, std::sqrt(10.0)}},
+                     {"S[1, 0]", {0.0, std::sqrt(5.0)}},
+                     {"S[1, 1]", {5.0, std::sqrt(10.0)}},
+                     {"m[1, 1]", {1.0, 2.0}},
+                     {"b", {2.0, std::sqrt(4.0 / 12)}}},
+                0.12);
+  CHECK(r->divergent <= 5);
+
+  // Every draw on its support.
+  const int64_t n = 4 * 1000;
+  const double* lam = draws_of(*r, "lam").as<double>();
+  const double* u = draws_of(*r, "u").as<double>();
+  const double* s = draws_of(*r, "s").as<double>();
+  const double* ord = draws_of(*r, "o").as<double>();
+  const double* L = draws_of(*r, "L").as<double>();
+  const double* C = draws_of(*r, "C").as<double>();
+  const double* S = draws_of(*r, "S").as<double>();
+  int64_t off = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    off += !(lam[i] > 0) + !(u[i] > 0 && u[i] < 1);
+    off += !(s[3 * i] >= 0 && s[3 * i + 1] >= 0 && s[3 * i + 2] >= 0 &&
+             std::abs(s[3 * i] + s[3 * i + 1] + s[3 * i + 2] - 1) < 1e-12);
+    off += !(ord[2 * i] < ord[2 * i + 1]);
+    const double* l = L + 9 * i;
+    off += !(l[1] == 0 && l[2] == 0 && l[5] == 0 &&
+             std::abs(l[3] * l[3] + l[4] * l[4] - 1) < 1e-12);
+    const double* c = C + 9 * i;
+    off += !(std::abs(c[0] - 1) < 1e-12 && std::abs(c[4] - 1) < 1e-12 && c[1] == c[3]);
+    const double* v = S + 4 * i;
+    off += !(v[0] > 0 && v[1] == v[2] && v[0] * v[3] - v[1] * v[2] > 0);
+  }
+  CHECK(off == 0);
+}
+
+TEST_CASE("sample: eight schools with declared parameters matches the hand-written model") {
+  auto o = options("eight_schools");
+  o.model = (kModels / "eight_schools_declared.ab").string();
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  check_posterior(*r, reference("eight_schools"));
+  // theta (unconstrained), the declared parameters, then constrain's quantity.
+  REQUIRE(r->draws.size() == 5);
+  CHECK(r->draws[0].first == "theta");
+  CHECK(r->draws[0].second.shape() == std::vector<int64_t>{4, 1000, 10});
+  CHECK(r->draws[1].first == "mu");
+  CHECK(r->draws[2].first == "tau");
+  CHECK(r->draws[3].first == "eta");
+  CHECK(r->draws[3].second.shape() == std::vector<int64_t>{4, 1000, 8});
+  CHECK(r->draws[4].first == "effect");
+  // tau cannot leave its support: every draw is positive, and the density is
+  // finite all along.
+  const autobatch::Array& tau = r->draws[2].second;
+  int64_t off = 0;
+  for (int64_t i = 0; i < tau.num_elements(); ++i) off += !(tau.as<double>()[i] > 0);
+  CHECK(off == 0);
+  CHECK(r->warmup_nonfinite_total + r->nonfinite_total == 0);
+  CHECK(r->driver.find("tau, j__tau = positive(q__[1])") != std::string::npos);
+  CHECK(r->driver.find("value_and_grad(declared_log_density") != std::string::npos);
+}
+
+TEST_CASE("sample: a bad declaration is a clear error at its place") {
+  ab_test::TempDir dir("ab_sample_declared_bad");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream((dir / name)) << text;
+    return (dir / name);
+  };
+  struct Bad {
+    std::string model, message;
+  };
+  const std::string data = write("d.json", R"({"y": [1.0, 2.0]})");
+  const Bad bad[] = {
+      {"func log_density(mu: f64, tau: f64 postive, y) -> f64 {\n  return mu\n}\n",
+       "m.ab:1:36: error: unknown constraint 'postive' on parameter 'tau'"},
+      {"func log_density(p: f64[3, 3] simplex, y) -> f64 {\n  return 0.0\n}\n",
+       "m.ab:1:21: error: parameter 'p' is declared simplex, so its type must be f64[K], K >= 2"},
+      {"func log_density(a: f64 bounded(2.0, 1.0), y) -> f64 {\n  return a\n}\n",
+       "m.ab:1:25: error: parameter 'a' is declared bounded(2.0, 1.0): the lower bound must be "
+       "below the upper"},
+      {"func log_density(mu: f64, y, tau: f64 positive) -> f64 {\n  return mu\n}\n",
+       "m.ab:1:39: error: 'tau' is declared positive but comes after the data argument 'y'"},
+      {"func log_density(mu: f64 positive, y: f64[2]) -> f64 {\n  return mu\n}\n",
+       "d.json has 'y', which log_density declares as a parameter"},
+      {"func log_density(a: f64 lower(lo), y) -> f64 {\n  return a\n}\n",
+       "m.ab:1:25: error: the bound 'lo' of 'a' is neither a number"},
+      {"func log_density(a: f64[2, 0] positive, y) -> f64 {\n  return 0.0\n}\n",
+       "m.ab:1:21: error: parameter 'a' has no elements (f64[2,0])"},
+      {"func log_density(theta: f64 positive, y) -> f64 {\n  return theta\n}\n",
+       "m.ab:1:18: error: parameter 'theta' takes a name the sampler's outputs use"},
+      {"func log_density(mu: f64 positive, y) -> f64 {\n  return mu\n}\n"
+       "func constrain(mu, y) -> (mu: f64) {\n  return mu\n}\n",
+       "constrain's result 'mu' has the name of a declared parameter"},
+      {"func log_density(mu: f64 positive, y) -> f64 {\n  return mu\n}\n"
+       "func constrain(mu) -> f64 {\n  return mu\n}\n",
+       "constrain takes the arguments of log_density (the declared parameters"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.model);
+    autobatch::SampleOptions o;
+    o.model = write("m.ab", b.model);
+    o.data = data;
+    o.warmup = 10;
+    o.samples = 10;
+    auto r = autobatch::sample(o);
+    REQUIRE_FALSE(r);
+    CAPTURE(r.rendered());
+    CHECK(r.rendered().find(b.message) != std::string::npos);
+  }
+  // The CLI: exit 1, the message on stderr, nothing sampled.
+  auto p = ab_test::run_binary(dir.path,
+                               {"sample", write("m.ab", bad[0].model), "--data", data},
+                               std::nullopt, 60);
+  CHECK(p.code != 0);
+  CHECK(p.out.empty());
+  CHECK(p.err.find("unknown constraint 'postive'") != std::string::npos);
+  // `check` finds it too, and shows a good declaration in the signature.
+  auto c = ab_test::run_binary(dir.path, {"check", write("m.ab", bad[0].model)}, std::nullopt, 60);
+  CHECK(c.code == 2);
+  CHECK(c.err.find("m.ab:1:36: error: unknown constraint 'postive'") != std::string::npos);
+  auto good = ab_test::run_binary(
+      dir.path, {"check", (kModels / "eight_schools_declared.ab").string()}, std::nullopt, 60);
+  CHECK(good.code == 0);
+  CHECK(good.out.find(
+            "func log_density(mu: f64, tau: f64 positive, eta: f64[8], y: ?, sigma: ?)") !=
+        std::string::npos);
 }
