@@ -641,6 +641,37 @@ class SampleResult:
         self.seconds = d["seconds"]
         self.program = d["program"]
 
+    # ArviZ's names for the sampler's statistics (those of its from_cmdstan).
+    _ARVIZ_STATS = {"lp__": "lp", "accept_stat__": "acceptance_rate",
+                    "treedepth__": "tree_depth", "n_leapfrog__": "n_steps",
+                    "divergent__": "diverging", "energy__": "energy"}
+
+    def to_arviz(self):
+        """The draws as an arviz.InferenceData: `posterior` (every entry of
+        `draws`, [chains, draws, ...]), `sample_stats` (the statistics under
+        ArviZ's names: lp, acceptance_rate, tree_depth, n_steps, diverging
+        (bool), energy, and step_size, each [chains, draws]) and the
+        sampler's settings in its attributes. Needs ArviZ installed (it is
+        imported here, not by autobatch)."""
+        try:
+            import arviz
+        except ImportError as e:
+            raise ImportError("SampleResult.to_arviz needs ArviZ (import arviz failed: %s)"
+                              % e) from e
+        stats = {}
+        for name, a in self.stats.items():
+            a = np.asarray(a)
+            stats[self._ARVIZ_STATS.get(name, name)] = (
+                a.astype(bool) if name == "divergent__" else a)
+        chains, draws = self.summary.chains, self.summary.draws
+        stats["step_size"] = np.repeat(np.asarray(self.step_size, dtype=np.float64)[:, None],
+                                       draws, axis=1)
+        attrs = {"inference_library": "autobatch", "inference_library_version": __version__,
+                 "sampling_time": float(self.seconds), "num_chains": chains,
+                 "num_draws": draws}
+        attrs.update({k: v for k, v in getattr(self, "settings", {}).items() if v is not None})
+        return arviz.from_dict(posterior=dict(self.draws), sample_stats=stats, attrs=attrs)
+
     def __getitem__(self, name):
         return self.draws[name]
 
@@ -726,12 +757,17 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
                 init_arg = os.path.join(tmp, "init.json")
                 with open(init_arg, "w") as f:
                     json.dump({"theta": np.asarray(init, dtype=np.float64).tolist()}, f)
-        return SampleResult(_ab.sample(path, data_path, int(chains), int(warmup), int(samples),
-                                       None if seed is None else int(seed), int(max_depth),
-                                       float(target_accept), init_arg, int(threads),
-                                       _primitive_set(primitives),
-                                       "" if csv is None else os.path.join(os.fspath(csv), ""),
-                                       metric))
+        r = SampleResult(_ab.sample(path, data_path, int(chains), int(warmup), int(samples),
+                                    None if seed is None else int(seed), int(max_depth),
+                                    float(target_accept), init_arg, int(threads),
+                                    _primitive_set(primitives),
+                                    "" if csv is None else os.path.join(os.fspath(csv), ""),
+                                    metric))
+        # The settings, for to_arviz's attributes.
+        r.settings = {"num_warmup": int(warmup), "max_depth": int(max_depth),
+                      "target_accept": float(target_accept), "metric": str(metric),
+                      "seed": r.seed}
+        return r
 
 
 def pass_names():

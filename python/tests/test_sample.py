@@ -172,3 +172,52 @@ def test_a_dense_metric_adapts_to_the_covariance():
     assert diag.inv_metric.shape == (4, 3)
     with pytest.raises(autobatch.InputError, match='metric must be "diag" or "dense"'):
         autobatch.sample(os.path.join(MODELS, "gaussian_dense.ab"), data=data, metric="unit")
+
+
+def test_to_arviz_hands_arviz_the_posterior_the_statistics_and_the_settings(monkeypatch):
+    # A stand-in for ArviZ's from_dict (ArviZ itself is tested below when
+    # it is installed): what to_arviz passes it.
+    import sys
+    import types
+    got = {}
+    fake = types.ModuleType("arviz")
+    fake.from_dict = lambda **kw: got.update(kw) or "inference data"
+    monkeypatch.setitem(sys.modules, "arviz", fake)
+    r = autobatch.sample(os.path.join(MODELS, "eight_schools.ab"),
+                         data=os.path.join(MODELS, "eight_schools.data.json"),
+                         chains=3, warmup=100, samples=40, seed=5)
+    assert r.to_arviz() == "inference data"
+    assert set(got["posterior"]) == {"theta", "mu", "tau", "effect"}
+    assert got["posterior"]["effect"].shape == (3, 40, 8)
+    stats = got["sample_stats"]
+    assert set(stats) == {"lp", "acceptance_rate", "tree_depth", "n_steps", "diverging",
+                          "energy", "step_size"}
+    assert all(v.shape == (3, 40) for v in stats.values())
+    assert stats["diverging"].dtype == bool
+    np.testing.assert_array_equal(stats["step_size"][:, 0], r.step_size)
+    np.testing.assert_array_equal(stats["lp"], r.stats["lp__"])
+    attrs = got["attrs"]
+    assert attrs["inference_library"] == "autobatch"
+    assert attrs["num_chains"] == 3 and attrs["num_draws"] == 40
+    assert attrs["num_warmup"] == 100 and attrs["seed"] == 5 and attrs["metric"] == "diag"
+
+
+def test_to_arviz_without_arviz_says_so(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "arviz", None)  # import arviz raises ImportError
+    r = autobatch.sample(os.path.join(MODELS, "eight_schools.ab"),
+                         data=os.path.join(MODELS, "eight_schools.data.json"),
+                         chains=2, warmup=50, samples=20, seed=5)
+    with pytest.raises(ImportError, match="to_arviz needs ArviZ"):
+        r.to_arviz()
+
+
+def test_to_arviz_with_arviz_installed():
+    az = pytest.importorskip("arviz")
+    r = autobatch.sample(os.path.join(MODELS, "eight_schools.ab"),
+                         data=os.path.join(MODELS, "eight_schools.data.json"),
+                         chains=2, warmup=100, samples=50, seed=5)
+    idata = r.to_arviz()
+    assert isinstance(idata, az.InferenceData)
+    assert idata.posterior["tau"].shape == (2, 50)
+    assert idata.sample_stats["diverging"].dtype == bool
