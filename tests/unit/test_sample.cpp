@@ -454,7 +454,10 @@ void check_moments(const autobatch::SampleResult& r, const std::map<std::string,
                    double sd_tol = 0.1) {
   std::map<std::string, const autobatch::SummaryRow*> rows;
   for (const auto& row : r.summary.rows) rows[row.name] = &row;
-  for (const auto& [name, m] : ref) {
+  for (const auto& entry : ref) {
+    // (not a structured binding: clang 15 cannot capture one in CAPTURE's lambda)
+    const std::string& name = entry.first;
+    const Moment& m = entry.second;
     CAPTURE(name);
     REQUIRE(rows.count(name));
     const autobatch::SummaryRow& row = *rows[name];
