@@ -5,6 +5,7 @@
 // differences. Values are summed over the broadcast elements, as Stan's are.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -388,4 +389,45 @@ TEST_CASE("dists: lkj_corr_cholesky_lpdf is normalised") {
   CHECK(std::abs(eval("lkj_corr_cholesky_lpdf(" + id + ", x)", {2.0})[0] +
                  std::log(2048 * b * b / 6)) <= 1e-12);
   CHECK(std::abs(2048 * b * b / 6 - 1.85055) < 1e-5);
+}
+
+TEST_CASE("dists: categorical log masses and the draws under Stan's names") {
+  // theta = (0.2, 0.5, 0.3); beta = log(theta) + 1.7 (the same, unnormalised).
+  const std::vector<double> ys = {0.0, 1.0, 2.0};
+  const double theta[3] = {0.2, 0.5, 0.3};
+  close("categorical_lpmf(cast(x, dtype=i64), [0.2, 0.5, 0.3])", ys,
+        [&](double y) { return std::log(theta[static_cast<int>(y)]); });
+  close("categorical_logit_lpmf(cast(x, dtype=i64), log([0.2, 0.5, 0.3]) + 1.7)", ys,
+        [&](double y) { return std::log(theta[static_cast<int>(y)]); });
+  close("log_sum_exp([x, 2.0 * x, -x])", {0.5, 300.0}, [](double x) {
+    const double m = std::max({x, 2 * x, -x});
+    return m + std::log(std::exp(x - m) + std::exp(2 * x - m) + std::exp(-x - m));
+  });
+  // Frequencies of 4000 draws each (one thread per draw, a key per thread).
+  const std::string text = R"(import dists
+func main(i: i64) -> (i64, i64, i64) {
+  k1, k2 = split(fold_in(7, i))
+  k3, k4 = split(k2)
+  return categorical_rng(k1, [0.2, 0.5, 0.3]), categorical_logit_rng(k3, log([0.2, 0.5, 0.3])), poisson_rng(k4, 3.5)
+}
+)";
+  auto p = autobatch::compile(text);
+  REQUIRE_MESSAGE(p, p.rendered());
+  std::vector<int64_t> idx(4000);
+  for (int64_t i = 0; i < 4000; ++i) idx[static_cast<size_t>(i)] = i;
+  autobatch::RunResult r = p->run({autobatch::ArrayView::of(idx.data(), 4000)});
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  for (int o = 0; o < 2; ++o) {
+    double count[3] = {0, 0, 0};
+    for (int64_t i = 0; i < 4000; ++i) count[r.outputs[o].as<int64_t>()[i]] += 1;
+    for (int c = 0; c < 3; ++c) {
+      CAPTURE(o);
+      CAPTURE(c);
+      // within 4.5 binomial sds
+      CHECK(std::abs(count[c] / 4000 - theta[c]) <= 4.5 * std::sqrt(theta[c] * (1 - theta[c]) / 4000));
+    }
+  }
+  double mean = 0;
+  for (int64_t i = 0; i < 4000; ++i) mean += static_cast<double>(r.outputs[2].as<int64_t>()[i]);
+  CHECK(std::abs(mean / 4000 - 3.5) <= 4.5 * std::sqrt(3.5 / 4000));
 }
