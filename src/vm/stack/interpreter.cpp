@@ -428,15 +428,14 @@ std::optional<RuntimeError> StackVM::run_seg(uint32_t b, const Seg& s, uint32_t*
     // Keep the outputs' old values: on a failed check they come back and
     // the kernels run the same ops, reporting the error exactly.
     size_t bytes = 0;
-    const auto rows = static_cast<size_t>(chunk_lanes());
-    for (int32_t l : s.thread_out) bytes += leaves_[l].ebytes * rows;
-    for (int32_t l : s.scratch_out) bytes += leaves_[l].ebytes * rows;
+    for (int32_t l : s.thread_out) bytes += saved_stride(l);
+    for (int32_t l : s.scratch_out) bytes += saved_stride(l);
     if (saved_.size() < bytes) saved_.resize(bytes);  // (only grown: resize zeroes what it adds)
     std::byte* w = saved_.data();
     for (const auto* list : {&s.thread_out, &s.scratch_out})
       for (int32_t l : *list) {
         move_out(l, w, true);
-        w += leaves_[l].ebytes * rows;
+        w += saved_stride(l);
       }
     if (saved_depth_.size() < s.popped.size() * kChunk)
       saved_depth_.resize(s.popped.size() * kChunk);
@@ -457,7 +456,7 @@ std::optional<RuntimeError> StackVM::run_seg(uint32_t b, const Seg& s, uint32_t*
   for (const auto* list : {&s.thread_out, &s.scratch_out})
     for (int32_t l : *list) {
       move_out(l, w, false);
-      w += leaves_[l].ebytes * static_cast<size_t>(chunk_lanes());
+      w += saved_stride(l);
     }
   for (size_t p = 0; p < s.popped.size(); ++p) {
     uint32_t* depth = leaves_[s.popped[p]].depth.data();

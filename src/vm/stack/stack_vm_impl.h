@@ -200,6 +200,12 @@ class StackVM {
   // kept of a segment's outputs) has a row per lane of the chunk, so a
   // run of 4 chains keeps 4 rows of a data-sized temporary, not kChunk.
   int64_t chunk_lanes() const { return std::clamp<int64_t>(lanes_, 1, kChunk); }
+  // The bytes a segment keeps of leaf l's outputs for a chunk (run_seg):
+  // a row per lane, rounded up to 8 so that the next leaf's rows, of any
+  // dtype, stay aligned.
+  size_t saved_stride(int32_t l) const {
+    return (leaves_[l].ebytes * static_cast<size_t>(chunk_lanes()) + 7) & ~size_t{7};
+  }
   std::string lanes_note_;  // for the log: the lanes chosen (stack_auto_lanes), if fewer
   std::map<std::string, uint32_t> label_index_;
   std::map<std::string, bool> shared_var_;
