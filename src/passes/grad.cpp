@@ -636,7 +636,10 @@ bool Writer::prim_backward(const Instr& orig, const Instr& in, const std::string
     case PrimId::Concat: {  // each operand's rows of the adjoint
       int64_t at = 0;
       for (size_t k = 0; k < a.size(); ++k) {
-        const int64_t rows = type_of(a[k].name).tensor.shape[0];
+        // (an operand may be a literal, `concat([0.0], b)`: its rows are its own)
+        const int64_t rows = a[k].is_var     ? type_of(a[k].name).tensor.shape[0]
+                             : a[k].lit.is_tensor && !a[k].lit.shape.empty() ? a[k].lit.shape[0]
+                                                                              : 1;
         if (active(k))
           give_shaped(k, prim("slice", {var(dy)}, {int_attr("start", at), int_attr("stop", at + rows)}));
         at += rows;

@@ -89,7 +89,7 @@ const Case kCases[] = {
      "func f(x, c) {\n  a = x[1:4] * x[:3] + x[-3:] * c\n  m = reshape(x, shape=[3, 2])\n"
      "  return sum(a * a) + sum(m[1:] ** 2.0) + x[2:3][0]\n}\n"},
     {"concat and indexing by row and column", {3, 2}, -1, 1,
-     "func f(x, c) {\n  j = concat(x, x[1:] * 2.0, x[2:] * x[:1])\n"
+     "func f(x, c) {\n  j = concat(x, x[1:] * 2.0, x[2:] * x[:1], [[0.5, 1.5]])\n"
      "  col = x[:, 1]\n  return sum(j * j) + dot(col, c) + x[2, 0] * x[0, 1] + sum(x[1:, :1])\n}\n"},
     {"a block-form loop back to the entry block", {}, 0.1, 2,
      "func f(x, c) {\nentry:\n  x = x * 1.5 + c[0]\n  more = x < 20.0\n  branch more, entry, done\n"
