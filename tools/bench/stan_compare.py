@@ -193,6 +193,8 @@ def main():
     ap.add_argument("--big-samples", type=int, default=1000, help="draws for 4096 chains")
     ap.add_argument("--timeout", type=int, default=300, help="cap on each autobatch run (s)")
     ap.add_argument("--no-rstan", action="store_true", help="autobatch only")
+    ap.add_argument("--no-rate", action="store_true",
+                    help="no second 4-chain run for autobatch's sampling-phase leapfrog rate")
     ap.add_argument("--json-out")
     args = ap.parse_args()
 
@@ -220,8 +222,8 @@ def main():
             if use_rstan:
                 r["rstan"] = run_rstan(name, data_name, pars, tmp, args)
             a4 = run_autobatch(name, data_name, pars, 4, args.warmup, args.samples, tmp, args, "4")
-            a4b = run_autobatch(name, data_name, pars, 4, args.warmup, 2 * args.samples, tmp, args,
-                                "4x2")
+            a4b = {} if args.no_rate else run_autobatch(name, data_name, pars, 4, args.warmup,
+                                                        2 * args.samples, tmp, args, "4x2")
             lf4 = a4.pop("_lf", None)
             lf4b = a4b.pop("_lf", None)
             if lf4 is not None and lf4b is not None:
@@ -235,6 +237,10 @@ def main():
             r["autobatch_4"] = a4
             big = []
             for c in [int(x) for x in args.big_chains.split(",") if x]:
+                if big and "error" in big[-1]:
+                    big.append({"chains": c, "error": "not run: %d chains did not finish"
+                                % big[-1]["chains"]})
+                    continue
                 w, s = (args.warmup, args.samples) if c < 4096 else (args.big_warmup,
                                                                       args.big_samples)
                 b = run_autobatch(name, data_name, pars, c, w, s, tmp, args, str(c))
