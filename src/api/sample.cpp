@@ -121,8 +121,10 @@ int64_t unconstrained_size(const std::string& kind, const std::vector<int64_t>& 
 }
 
 // A bound as code: a number as an f64 literal; a name (an earlier parameter
-// or a data argument) as itself, cast to f64 where the data is an integer.
-std::string bound_code(const std::string& b, bool integer_data) {
+// or a data argument) as itself, cast to f64 where the data is an integer;
+// an expression of them in parentheses, cast to f64 (`n - 1` of integer
+// data is an integer).
+std::string bound_code(const std::string& b, bool name, bool integer_data) {
   char* end = nullptr;
   double v = std::strtod(b.c_str(), &end);
   if (end && *end == '\0' && !b.empty()) {
@@ -134,6 +136,7 @@ std::string bound_code(const std::string& b, bool integer_data) {
     if (t.find_first_of(".e") == std::string::npos) t += ".0";
     return t;
   }
+  if (!name) return "cast((" + b + "), dtype=f64)";
   return integer_data ? "cast(" + b + ", dtype=f64)" : b;
 }
 
@@ -182,16 +185,33 @@ Result<DeclaredModel> declared_model(const ab::Module& m, const ab::Function& ld
                                      p.type->str() + "); a declared parameter needs at least one");
     if (p.constraint && p.constraint->kind != "unconstrained") {
       d.kind = p.constraint->kind;
-      for (const auto& b : p.constraint->args) {
+      const auto& args = p.constraint->args;
+      for (size_t k = 0; k < args.size(); ++k) {
+        const std::string& b = args[k];
         char* end = nullptr;
         std::strtod(b.c_str(), &end);
-        bool number = end && *end == '\0';
-        if (!number && !earlier.count(b) && !data_names.count(b))
+        const bool number = end && *end == '\0';
+        const std::vector<std::string> none;
+        const auto& reads = k < p.constraint->reads.size() ? p.constraint->reads[k] : none;
+        const bool name = !number && reads.size() == 1 && reads[0] == b;
+        for (const std::string& v : number ? none : reads) {
+          if (earlier.count(v) || data_names.count(v)) continue;
+          const bool later = std::any_of(ld.params.begin(), ld.params.begin() + n,
+                                         [&](const ab::Param& q) { return q.name.name == v; });
+          const std::string what = later ? ": '" + v + "' is declared after it, and a bound may "
+                                                        "read only the parameters declared before"
+                                         : "";
+          if (name)
+            return error(p.constraint->loc,
+                         "the bound '" + b + "' of '" + d.name +
+                             "' is neither a number, nor a parameter declared before it, nor a "
+                             "data argument of log_density" + what);
           return error(p.constraint->loc,
-                       "the bound '" + b + "' of '" + d.name +
-                           "' is neither a number, nor a parameter declared before it, nor a "
-                           "data argument of log_density");
-        d.bounds.push_back(bound_code(b, integer_data.count(b) > 0));
+                       "the bound '" + b + "' of '" + d.name + "' reads '" + v +
+                           "', which is neither a parameter declared before it nor a data "
+                           "argument of log_density" + what);
+        }
+        d.bounds.push_back(bound_code(b, name, integer_data.count(b) > 0));
       }
     }
     d.offset = dm.dim;

@@ -147,7 +147,8 @@ struct Block {
 // ignores it, and the function takes the constrained value as given.
 struct Constraint {
   std::string kind;               // positive, lower, bounded, simplex, ...
-  std::vector<std::string> args;  // the bounds as written: a number's text or a name
+  std::vector<std::string> args;  // the bounds as written: a number, a name or an expression
+  std::vector<std::vector<std::string>> reads;  // per bound, the variables it reads
   SourceLoc loc;
   bool operator==(const Constraint&) const = default;
 };

@@ -111,11 +111,13 @@ struct type_elem : type {};
 
 // ---- function headers --------------------------------------------------------
 // A parameter's declared constraint after its type, for autobatch sample:
-// `tau: f64 positive`, `x: f64 bounded(0.0, 1.0)`, `s: f64 lower(lo)` (a
-// bound is a number or the name of another parameter). Which names are
-// constraints is checked after parsing, where the message can list them.
+// `tau: f64 positive`, `x: f64 bounded(0.0, 1.0)`, `s: f64 lower(lo)`,
+// `b: f64 bounded(0.0, 1.0 - a)` (a bound is an expression of numbers, data
+// arguments and parameters declared before it). Which names are constraints
+// is checked after parsing, where the message can list them.
 struct constraint_name : ident {};
-struct constraint_arg : p::sor<number, special_float, name> {};
+struct expr;
+struct constraint_arg : p::seq<expr> {};
 struct constraint_close : p::one<')'> {};
 struct constraint_args
     : p::seq<p::one<'('>, ws, p::must<constraint_arg>,
@@ -374,7 +376,7 @@ AB_ERR(type_elem,
 AB_ERR(type_close, "expected ',' or ')' in type list");
 AB_ERR(param_next, "expected a parameter name");
 AB_ERR(params_close, "expected ',' or ')' after a parameter");
-AB_ERR(constraint_arg, "expected a bound: a number or a parameter's name, as in lower(0.0)");
+AB_ERR(constraint_arg, "expected a bound: a number, a name or an expression of them, as in lower(0.0) or upper(1.0 - a)");
 AB_ERR(constraint_close, "expected ',' or ')' after a bound");
 AB_ERR(result_types, "expected result types after '->'");
 AB_ERR(result_next, "expected a result type, or a name and its type (total: f64)");

@@ -700,6 +700,32 @@ class Builder {
     }
   }
 
+  // A bound of a declared constraint: its text as written (on one line, its
+  // comments left out, so that it reads back as one expression), and
+  // the variables it reads (`sample` checks that each is a data argument or
+  // a parameter declared before).
+  static void constraint_bound(const Node& a, Constraint& con) {
+    std::string text;
+    bool comment = false;
+    for (char ch : a.string()) {
+      if (ch == '\n' || ch == '\r') comment = false;
+      if (ch == '#') comment = true;
+      if (!comment) text += ch == '\n' || ch == '\r' || ch == '\t' ? ' ' : ch;
+    }
+    con.args.push_back(std::move(text));
+    std::vector<std::string> reads;
+    auto walk = [&](auto&& self, const Node& x) -> void {
+      if (x.is_type<g::e_var>()) {
+        std::string v = x.string();
+        if (std::find(reads.begin(), reads.end(), v) == reads.end()) reads.push_back(v);
+        return;
+      }
+      for (const auto& c : x.children) self(self, *c);
+    };
+    walk(walk, a);
+    con.reads.push_back(std::move(reads));
+  }
+
   syntax::Func function(const Node& n) {
     syntax::Func sf;
     Function& f = sf.header;
@@ -722,7 +748,7 @@ class Builder {
             if (a->is_type<g::constraint_name>())
               con.kind = a->string();
             else
-              con.args.push_back(a->string());
+              constraint_bound(*a, con);
           }
           check_constraint(prm, con);
           prm.constraint = std::move(con);

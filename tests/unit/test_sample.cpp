@@ -981,6 +981,60 @@ TEST_CASE("sample: declared parameters have their known distributions, on their 
   CHECK(off == 0);
 }
 
+TEST_CASE("sample: a bound can be an expression of earlier parameters and data") {
+  // Uniform on the triangle a, b > 0, a + b < 1 (Stan's `upper = 1 - a`): a
+  // and b are each Beta(1, 2); c is 2 m - 1 plus an Exp(1), m integer data.
+  ab_test::TempDir dir("ab_sample_bound_expr");
+  autobatch::SampleOptions o;
+  o.model = dir / "triangle.ab";
+  std::ofstream(o.model)
+      << "import dists\n"
+         "func log_density(a: f64 unit_interval, b: f64 bounded(0.0, 1.0 - a),\n"
+         "                 c: f64 lower(2 * m - 1), m) -> f64 {\n"
+         "  return exponential_lpdf(c - cast(2 * m - 1, dtype=f64), 1.0)\n"
+         "}\n";
+  o.data = dir / "triangle.json";
+  std::ofstream(o.data) << R"({"m": 2})";
+  o.seed = 5;
+  auto r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  CHECK(r->driver.find("b, j__b = bounded(q__[1], 0.0, cast((1.0 - a), dtype=f64))") !=
+        std::string::npos);
+  const double sd = std::sqrt(1.0 / 18);
+  check_moments(*r, {{"a", {1.0 / 3, sd}}, {"b", {1.0 / 3, sd}}, {"c", {4.0, 1.0}}}, 0.12);
+  const double* a = draws_of(*r, "a").as<double>();
+  const double* b = draws_of(*r, "b").as<double>();
+  const double* c = draws_of(*r, "c").as<double>();
+  int64_t off = 0;
+  for (int64_t i = 0; i < 4 * 1000; ++i) off += !(a[i] > 0 && b[i] > 0 && a[i] + b[i] < 1 && c[i] > 3);
+  CHECK(off == 0);
+
+  // A bound that reads what it may not: a clear error at the constraint.
+  struct Bad {
+    std::string model, message;
+  };
+  const Bad bad[] = {
+      {"func log_density(a: f64 bounded(0.0, 1.0 - z), m) -> f64 {\n  return a\n}\n",
+       "m.ab:1:25: error: the bound '1.0 - z' of 'a' reads 'z', which is neither a parameter "
+       "declared before it nor a data argument of log_density"},
+      {"func log_density(a: f64 upper(exp(b)), b: f64, m) -> f64 {\n  return a\n}\n",
+       "'b' is declared after it, and a bound may read only the parameters declared before"},
+      {"func log_density(a: f64 lower(), m) -> f64 {\n  return a\n}\n",
+       "expected a bound: a number, a name or an expression of them"},
+  };
+  for (const Bad& x : bad) {
+    CAPTURE(x.model);
+    autobatch::SampleOptions e;
+    e.model = dir / "m.ab";
+    std::ofstream(e.model) << x.model;
+    e.data = o.data;
+    auto f = autobatch::sample(e);
+    REQUIRE_FALSE(f);
+    CAPTURE(f.rendered());
+    CHECK(f.rendered().find(x.message) != std::string::npos);
+  }
+}
+
 TEST_CASE("sample: eight schools with declared parameters matches the hand-written model") {
   auto o = options("eight_schools");
   o.model = (kModels / "eight_schools_declared.ab").string();

@@ -44,8 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STAN_DIR = os.path.join(HERE, "stan")
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# name, data, the Stan model's parameters (its `parameters` block; garch11's beta1 is
-# recorded by the translation's constrain)
+# name, data, the Stan model's parameters (its `parameters` block)
 MODELS = [
     ("eight_schools_noncentered", "eight_schools", ["theta_trans", "mu", "tau"]),
     ("kidscore_momhsiq", "kidiq", ["beta", "sigma"]),
