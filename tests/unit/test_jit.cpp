@@ -422,6 +422,77 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
   }
 }
 
+// Two sets of one tensor in one block whose later op can fail: a loop
+// whose second set takes its index from the element the first one wrote,
+// and a bubble sort's swap. The blocks compile whole (chained); a lane whose
+// second set fails gets the first one's element back before the interpreter
+// reruns the block, which then reports the index the reference reports
+// (without the undo it reports the index 3 higher).
+const char* kTwoSets = R"(func bump(x0: f64, n: i64) -> (f64[8], i64) {
+  x = zeros(shape=[8])
+  x[0] = x0
+  for r in range(n) {
+    x[0] = x[0] + 3.0
+    k = cast(x[0], dtype=i64)
+    x[k] = 1.0
+  }
+  swaps = 0
+  for i in range(7) {
+    j = 7 - i
+    if x[j - 1] > x[j] {
+      t = x[j - 1]
+      x[j - 1] = x[j]
+      x[j] = t
+      swaps += 1
+    }
+  }
+  return x, swaps
+}
+)";
+
+std::string two_sets_inputs(int threads, int trips) {
+  std::string x0, n;
+  for (int t = 0; t < threads; ++t) {
+    const char* sep = t ? ", " : "";
+    x0 += sep + std::to_string(t % 3 - 1) + ".0";
+    n += sep + std::to_string(t % trips);
+  }
+  return "{\"x0\": [" + x0 + "], \"n\": [" + n + "]}";
+}
+
+TEST_CASE("jit: two sets of a tensor in a block compile whole; a later failure undoes the first") {
+  Prog p = load(kTwoSets, two_sets_inputs(300, 3), "bump");
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    same_bits(r, ref);
+    if (m.jit && m.persistent && jit::available()) {
+      for (const auto& e : r.execution) {
+        CAPTURE(e.block);
+        CAPTURE(e.reason);
+        if (e.mode == "segments" || e.mode == "interpreted")
+          CHECK((e.reason.find("'get'") == std::string::npos &&
+                 e.reason.find("'set'") == std::string::npos));
+      }
+      CHECK(mode_of(r, "bump.body.4") == "chained");
+    }
+  }
+  // n = 3: the third iteration's index is 8, 9 or 10.
+  Prog bad = load(kTwoSets, two_sets_inputs(300, 4), "bump");
+  RunResult want = reference(bad);
+  same_error_in_every_mode(bad, want);
+  CHECK(want.error->message.find("index 8 is out of range") != std::string::npos);
+  RunResult rec = recorded_as_interpreted(bad);
+  REQUIRE(rec.failed.size() == 75);
+  for (const auto& e : rec.failed) {
+    CAPTURE(e.thread);
+    CHECK(e.message.find("index " + std::to_string(8 + e.thread % 3) + " is out of range") !=
+          std::string::npos);
+  }
+}
+
 // A recursion reading a per-thread 3-d tensor as g[a][b][c] (rows of rows,
 // read in place), a negative index and the size of a row; `bad` threads
 // index past the end at some depth.

@@ -46,16 +46,18 @@ Function* Gen::block(const Segment& s, const std::string& name) {
   std::vector<Value*> depths = stack_depths(c);
   block_ops(c);
   // A check that failed (a bad index): the lane's stacks go back to their
-  // depths (block_check made sure nothing else changed, gather_facts), and
-  // the lane is the interpreter's, which reports the error, with the rest
-  // of the list.
+  // depths and the elements its sets wrote to their old values (block_check
+  // made sure nothing else changed, gather_facts), and the lane is the
+  // interpreter's, which reports the error, with the rest of the list.
   BasicBlock* failed = nullptr;
   if (may_have_failed()) {
     failed = BasicBlock::Create(ctx_, "failed", fn);
     BasicBlock* ok = BasicBlock::Create(ctx_, "checked", fn);
     b_.CreateCondBr(bad_, failed, ok);
     b_.SetInsertPoint(failed);
+    undo_writes();
     restore_depths(depths);
+    failed = b_.GetInsertBlock();  // the end of the failed path
     b_.SetInsertPoint(ok);
   }
   const size_t pcs = c.stacks.size() - 1;
@@ -86,7 +88,7 @@ Function* Gen::block(const Segment& s, const std::string& name) {
   acc->addIncoming(acc_next, loop_end);
   mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(jn, n), loop, exit), false);
 
-  if (failed) {  // (restore_depths adds no blocks: `failed` is still open)
+  if (failed) {  // (the failed path's last block is still open)
     b_.SetInsertPoint(failed);
     b_.CreateBr(exit);
   }
@@ -311,6 +313,7 @@ void Gen::block_ops(const BlockCtx& c) {
   old_.assign(ns, nullptr);
   written_.assign(ns, false);
   bad_ = b_.getFalse();
+  undo_.clear();
   for (const FOp& o : c.seg->ops) {
     if (o.kind == FOp::Kind::Push) {
       push(o.stack, o.outs[0]);
@@ -361,6 +364,22 @@ std::vector<Value*> Gen::stack_depths(const BlockCtx& c) {
 void Gen::restore_depths(const std::vector<Value*>& d) {
   for (size_t k = 0; k < d.size(); ++k)
     if (d[k]) store_depth(k, d[k]);
+}
+
+// A failed check: the elements the block's sets wrote in this lane get
+// their old values back, the last written first (two sets of one element).
+// Adds blocks: the failed path goes on from the insertion point.
+void Gen::undo_writes() {
+  Function* fn = b_.GetInsertBlock()->getParent();
+  for (auto u = undo_.rbegin(); u != undo_.rend(); ++u) {
+    BasicBlock* put = BasicBlock::Create(ctx_, "undo", fn);
+    BasicBlock* next = BasicBlock::Create(ctx_, "undone", fn);
+    b_.CreateCondBr(u->wrote, put, next);
+    b_.SetInsertPoint(put);
+    b_.CreateStore(u->old, u->at);
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+  }
 }
 
 // The Thread slots the block wrote, back to memory.

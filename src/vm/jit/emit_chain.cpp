@@ -431,14 +431,16 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     b_.SetInsertPoint(body);
     std::vector<Value*> depths = stack_depths(ctx[k]);
     block_ops(ctx[k]);
-    // A failed check (a bad index): the stacks' depths back (its slots'
-    // values are not stored yet, its calls and returns not made): stuck
-    // here, the interpreter runs the block and reports the error.
+    // A failed check (a bad index): the stacks' depths back and the
+    // elements its sets wrote (its slots' values are not stored yet, its
+    // calls and returns not made): stuck here, the interpreter runs the
+    // block and reports the error.
     if (may_have_failed()) {
       BasicBlock* failed = BasicBlock::Create(ctx_, "failed", fn, stop);
       BasicBlock* ok = BasicBlock::Create(ctx_, "checked", fn, stop);
       b_.CreateCondBr(bad_, failed, ok);
       b_.SetInsertPoint(failed);
+      undo_writes();
       restore_depths(depths);
       b_.CreateBr(stuck_k);
       b_.SetInsertPoint(ok);

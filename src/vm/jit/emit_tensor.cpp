@@ -171,16 +171,21 @@ void Gen::set(const FOp& o) {
   const Arg& v = o.args[2];
   const std::vector<int64_t> row_shape(x.shape.begin() + 1, x.shape.end());
   // Block forms: written only if no check has failed (this one included),
-  // so that a failed lane is left as it was (StackVM::gather_facts). The
-  // flag is kept aside: the element loop carries its own.
+  // so that a failed lane is left as it was (StackVM::gather_facts); one
+  // element's old value is kept, for a check that fails later (undo_writes).
+  // The flag is kept aside: the element loop carries its own.
   BasicBlock* after = nullptr;
+  BasicBlock* skip = nullptr;
   Value* bad = bad_;
+  Value* old = nullptr;
   if (guard_writes_) {
     Function* fn = b_.GetInsertBlock()->getParent();
     BasicBlock* write = BasicBlock::Create(ctx_, "set", fn);
     after = BasicBlock::Create(ctx_, "set_done", fn);
+    skip = b_.GetInsertBlock();
     b_.CreateCondBr(bad_, after, write);
     b_.SetInsertPoint(write);
+    if (row == 1) old = b_.CreateLoad(t, dst);
   }
   if (v.slot >= 0 && seg_->slots[v.slot].tensor) {
     const Slot& vs = seg_->slots[v.slot];
@@ -194,9 +199,19 @@ void Gen::set(const FOp& o) {
     element_loop(row, [&](Value* k) { b_.CreateStore(sv, b_.CreateGEP(t, dst, k)); });
   }
   if (after) {
+    BasicBlock* wrote = b_.GetInsertBlock();
     b_.CreateBr(after);
     b_.SetInsertPoint(after);
     bad_ = bad;
+    if (old) {
+      PHINode* o = b_.CreatePHI(t, 2);
+      o->addIncoming(PoisonValue::get(t), skip);
+      o->addIncoming(old, wrote);
+      PHINode* w = b_.CreatePHI(b_.getInt1Ty(), 2);
+      w->addIncoming(b_.getFalse(), skip);
+      w->addIncoming(b_.getTrue(), wrote);
+      undo_.push_back({dst, o, w});
+    }
   }
 }
 

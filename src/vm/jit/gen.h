@@ -111,6 +111,7 @@ class Gen {
   bool may_have_failed() const;
   std::vector<Value*> stack_depths(const BlockCtx& c);
   void restore_depths(const std::vector<Value*>& d);
+  void undo_writes();
   Value* local_stack(size_t k) const;
   Value* local_entry(Value* buf, Value* i, bool pc);
   Value* load_depth(size_t k);
@@ -174,6 +175,15 @@ class Gen {
   // Block forms: a tensor's element is written only while no check has
   // failed (the lane must be left as it was for the interpreter).
   bool guard_writes_ = false;
+  // Block forms: each element an in-place set wrote in this lane, its old
+  // value, and whether it was written, so that a check failing after the
+  // write puts it back (undo_writes) before the interpreter reruns the block.
+  struct Undo {
+    Value* at;
+    Value* old;
+    Value* wrote;  // i1
+  };
+  std::vector<Undo> undo_;
   Value* second_ = nullptr;  // op(): a second result (split's second key)
 };
 

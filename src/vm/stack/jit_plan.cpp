@@ -90,8 +90,10 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
     // that the interpreter can run the block for it and report the error:
     // the compiled code puts its stacks' depths back (what a pop read stays
     // below the top, what a push wrote above it), which a push after a pop
-    // of the same stack would overwrite; and it writes an element of a
-    // tensor only if no check has failed, so no check may come after.
+    // of the same stack would overwrite; and it writes a tensor only if no
+    // check has failed, keeping a written element's old value to put back
+    // if a later check fails (x[i] = x[j]; x[j] = t), but not a written
+    // row's, so no check may come after a set of a row.
     if (!fails.empty()) {
       std::set<int32_t> popped;
       bool written = false;
@@ -100,9 +102,11 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
         if (fo.kind == jit::FOp::Kind::Push && popped.count(fo.stack))
           f.whole_blocker = "op '" + fails + "' can fail in a block that pops and then pushes";
         if (written && jit::may_fail(fo, c.whole.slots))
-          f.whole_blocker = "op '" + fails + "' can fail after an element of a tensor is set";
-        if (fo.kind == jit::FOp::Kind::Compute && !fo.copy && fo.prim == PrimId::Set)
-          written = true;
+          f.whole_blocker = "op '" + fails + "' can fail after a row of a tensor is set";
+        if (fo.kind == jit::FOp::Kind::Compute && !fo.copy && fo.prim == PrimId::Set) {
+          const jit::Slot& x = c.whole.slots[fo.args[0].slot];
+          written = written || (!x.shape.empty() && x.elems() / x.shape[0] > 1);
+        }
       }
     }
     f.whole_fail_op = fails;

@@ -247,6 +247,8 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
       why = f.not_compiled;
     else if (f.loop)
       why = "a loop under --schedule min-pc runs one iteration per step";
+    else if (!o.calls && comp[b] >= 0 && !f.whole_form)
+      why = "in a loop of several blocks, not compiled whole: " + f.whole_blocker;
     else if (!o.calls)
       why = "blocks are compiled whole only in programs with calls";
     else if (!o.whole_blocks)

@@ -65,7 +65,10 @@ RunResult StackVM::run() {
       if (res.error) break;
       continue;
     }
-    if (cb.persistent_loop && cb.mode != ExecMode::DenseChunks) {
+    // A loop block in the chain runs there (run_chunk), its threads alone
+    // through their iterations; the other loop blocks here.
+    const bool loop_here = cb.persistent_loop && cb.mode != ExecMode::Chained;
+    if (loop_here && cb.mode != ExecMode::DenseChunks) {
       // The threads go round together until all have left.
       parked_ = 0;
       res.error = run_loop_rounds(b, cur);
@@ -73,7 +76,7 @@ RunResult StackVM::run() {
       if (res.error) break;
       continue;
     }
-    if (cb.persistent_loop) {
+    if (loop_here) {
       // Each chunk loops in the compiled body until all its threads have left.
       const bool dense = cb.mode == ExecMode::DenseChunks;
       parked_ = 0;
