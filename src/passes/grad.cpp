@@ -81,33 +81,9 @@ std::string bits(const std::vector<bool>& mask) {
   return s;
 }
 
-// Primitives whose result carries no gradient even from a float operand.
-bool no_gradient(PrimId p) {
-  switch (p) {
-    case PrimId::Floor:
-    case PrimId::Ceil:
-    case PrimId::Round:
-    case PrimId::Eq:
-    case PrimId::Ne:
-    case PrimId::Lt:
-    case PrimId::Le:
-    case PrimId::Gt:
-    case PrimId::Ge:
-    case PrimId::And:
-    case PrimId::Or:
-    case PrimId::Not:
-    case PrimId::Xor:
-    case PrimId::IsNan:
-    case PrimId::IsFinite:
-    case PrimId::Size:
-    case PrimId::Iota:
-    case PrimId::Zeros:
-    case PrimId::ThreadIndex:
-      return true;
-    default:
-      return false;
-  }
-}
+// Primitives whose result carries no gradient even from a float operand
+// (ops.def's Grad column says Zero).
+bool no_gradient(PrimId p) { return prim_grad(p) == GradKind::Zero; }
 
 struct VjpInfo {
   std::string name;
@@ -752,8 +728,7 @@ bool Grad::check(const Function& g, const FunctionTypes& ft) {
                           "', a function being differentiated: gradients of gradients are not "
                           "supported");
         ok = false;
-      } else if (in.kind == InstrKind::Prim &&
-                 (prim_info(in.prim).effects & prim_effect::Random) != 0) {
+      } else if (in.kind == InstrKind::Prim && prim_grad(in.prim) == GradKind::Random) {
         error(in.loc, "'" + in.callee.name + "' draws random numbers in '" + gn +
                           "', a function being differentiated; draw them outside and pass them "
                           "in as arguments");
