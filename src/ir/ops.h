@@ -83,9 +83,9 @@ enum class JitKind : uint8_t {
 };
 
 // What value_and_grad does with a primitive (ops.def's Grad column; the grad
-// pass, src/passes/grad.cpp).
+// pass, src/passes/grad/).
 enum class GradKind : uint8_t {
-  Rule,    // a reverse-mode rule of its own in the grad pass
+  Rule,    // a reverse-mode rule: rule_<Id> in src/passes/grad/rules.cpp
   Zero,    // the result carries no gradient (comparisons, rounding, integers)
   Leaves,  // the cotangent goes to the operands leaf by leaf (tuple)
   Random,  // draws random numbers: an error in a function being differentiated
