@@ -163,14 +163,15 @@ std::string FnBuilder::unbroadcast(std::string c, Shape from, const Shape& to) {
   return summed ? prim(PrimId::Reshape, {c}, {shape_attr(to)}) : c;
 }
 
-std::string FnBuilder::expand(const std::string& v, const Shape& full,
-                              std::optional<int64_t> axis) {
+std::string FnBuilder::expand(const std::string& v, const Shape& full, std::optional<int64_t> axis,
+                              DType dt) {
   if (full.empty()) return v;
   if (!axis) return prim(PrimId::Fill, {v}, {shape_attr(full)});
   Shape keep = full;
   keep[static_cast<size_t>(*axis)] = 1;
   std::string r = prim(PrimId::Reshape, {v}, {shape_attr(keep)});
-  return prim(PrimId::Add, {r, zeros(Type::tensor_of(DType::F64, full))});
+  // (broadcast by adding zeros of v's dtype: an f32 sum stays f32)
+  return prim(PrimId::Add, {r, zeros(Type::tensor_of(dt, full))});
 }
 
 }  // namespace ab::gradient

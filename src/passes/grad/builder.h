@@ -10,7 +10,7 @@
 namespace ab::gradient {
 
 Operand var(const std::string& name);
-Operand flit(double v);
+Operand flit(double v);  // a float literal: it takes the dtype of what it meets (f32 or f64)
 Operand ilit(int64_t v);
 Attr int_attr(const char* key, int64_t v);
 Attr shape_attr(const Shape& s);
@@ -45,7 +45,7 @@ class FnBuilder {
   void copy(Pattern out, Operand v);
   void call(Pattern out, const std::string& callee, std::vector<Operand> args);
 
-  // Zeros of type t (a tuple's leaf by leaf).
+  // Zeros of type t (its dtype, f32 or f64, and shape; a tuple's leaf by leaf).
   std::string zeros(const Type& t);
   // The leaves of a tuple value v of type t, one level down.
   std::vector<std::string> unpack(const std::string& v, const Type& t);
@@ -53,9 +53,10 @@ class FnBuilder {
   std::string add_values(const std::string& a, const std::string& b, const Type& t);
   // c (of shape `from`) summed down to `to`, the shape it was broadcast from.
   std::string unbroadcast(std::string c, Shape from, const Shape& to);
-  // v, the result of reducing `full` over `axis` (or all axes), broadcast
-  // back to `full`.
-  std::string expand(const std::string& v, const Shape& full, std::optional<int64_t> axis);
+  // v (of dtype dt), the result of reducing `full` over `axis` (or all
+  // axes), broadcast back to `full`.
+  std::string expand(const std::string& v, const Shape& full, std::optional<int64_t> axis,
+                     DType dt);
 
  protected:
   Function fn_;

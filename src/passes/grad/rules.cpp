@@ -4,6 +4,8 @@
 // table below is built from ops.def, so a row marked Rule without its
 // function here does not compile, and a function here whose row says
 // otherwise is unused (a warning); tests/unit/test_grad_rules.cpp sweeps it.
+// Literals (flit) take the dtype of what they meet, and zeros the dtype they
+// are given, so the rules differentiate f32 as well as f64 programs.
 #include "ir/prim_types.h"
 #include "passes/grad/internal.h"
 
@@ -199,20 +201,21 @@ void rule_Concat(RuleCtx& r) {  // each operand's rows of the adjoint
 // ---- reductions: dy broadcast back over what was reduced ----
 void rule_Sum(RuleCtx& r) {
   const Type& x = r.type(0);
-  r.give_shaped(0, r.w.expand(r.dy, x.tensor.shape, r.axis(x.tensor.shape.size())));
+  r.give_shaped(0, r.w.expand(r.dy, x.tensor.shape, r.axis(x.tensor.shape.size()), x.tensor.dtype));
 }
 void rule_Mean(RuleCtx& r) {
   const Shape xs = r.type(0).tensor.shape;
   const std::optional<int64_t> axis = r.axis(xs.size());
-  std::string g = r.w.expand(r.dy, xs, axis);
+  std::string g = r.w.expand(r.dy, xs, axis, r.type(0).tensor.dtype);
   int64_t n = axis ? xs[static_cast<size_t>(*axis)] : num_elements(xs);
   r.give_shaped(0, r.prim(P::Div, {g, flit(static_cast<double>(n))}));
 }
 void rule_Prod(RuleCtx& r) {
   const Shape xs = r.type(0).tensor.shape;
+  const DType dt = r.type(0).tensor.dtype;
   const std::optional<int64_t> axis = r.axis(xs.size());
-  std::string g = r.w.expand(r.dy, xs, axis);
-  std::string ratio = r.prim(P::Div, {r.w.expand(r.y, xs, axis), r.arg(0)});
+  std::string g = r.w.expand(r.dy, xs, axis, dt);
+  std::string ratio = r.prim(P::Div, {r.w.expand(r.y, xs, axis, dt), r.arg(0)});
   r.give_shaped(0, r.prim(P::Mul, {g, ratio}));
 }
 // reduce_max, reduce_min: ties share the gradient equally.
@@ -220,12 +223,12 @@ void extremum(RuleCtx& r) {
   const Shape xs = r.type(0).tensor.shape;
   const DType dt = r.type(0).tensor.dtype;
   const std::optional<int64_t> axis = r.axis(xs.size());
-  std::string g = r.w.expand(r.dy, xs, axis);
-  std::string eq = r.prim(P::Eq, {r.arg(0), r.w.expand(r.y, xs, axis)});
+  std::string g = r.w.expand(r.dy, xs, axis, dt);
+  std::string eq = r.prim(P::Eq, {r.arg(0), r.w.expand(r.y, xs, axis, dt)});
   std::string hit = r.prim(P::Cast, {eq}, {dtype_attr(dt)});
   std::vector<Attr> at;
   if (axis) at.push_back(int_attr("axis", *axis));
-  std::string count = r.w.expand(r.prim(P::Sum, {hit}, at), xs, axis);
+  std::string count = r.w.expand(r.prim(P::Sum, {hit}, at), xs, axis, dt);
   r.give_shaped(0, r.prim(P::Mul, {g, r.prim(P::Div, {hit, count})}));
 }
 void rule_ReduceMax(RuleCtx& r) { extremum(r); }
