@@ -43,9 +43,6 @@ class Writer : public FnBuilder {
          std::string name)
       : FnBuilder(std::move(name), src.loc), g_(g), src_(src), ft_(ft), active_(active) {}
 
-  const Function& source() const { return src_; }
-  Grad& pass() { return g_; }
-
   // ---- versions: within a block every write is a version of its own ----
   const Type& type_of_base(const std::string& base) const { return ft_.vars.at(base); }
   const Type& type_of(const std::string& version) const {
