@@ -11,7 +11,7 @@ namespace {
 using namespace prim_effect;  // the Effects column's names
 const PrimInfo kPrims[] = {
 #define AB_PRIM(id, name, lo, hi, attrs, group, kind, dtypes, effects, speculate, jit, symbol, \
-                doc)                                                                           \
+                grad, doc)                                                                     \
   {PrimId::id,                                                                                 \
    name,                                                                                       \
    lo,                                                                                         \
@@ -24,6 +24,7 @@ const PrimInfo kPrims[] = {
    Speculate::speculate,                                                                       \
    JitKind::jit,                                                                               \
    symbol,                                                                                     \
+   GradKind::grad,                                                                             \
    doc},
 #include "ir/ops.def"
 #undef AB_PRIM
@@ -92,7 +93,7 @@ std::optional<PrimId> register_custom_prim(CustomPrimDef def) {
   auto id = static_cast<PrimId>(kBuiltins + g_count);
   auto* c = new Custom{std::move(def), {}};  // lives for the process
   // An embedder's primitive may fail (or cost) anywhere: never speculated;
-  // compiled code calls its kernel for a segment's lanes.
+  // compiled code calls its kernel for a segment's lanes; it has no gradient.
   c->info = PrimInfo{id,
                      c->def.name.c_str(),
                      c->def.min_args,
@@ -105,6 +106,7 @@ std::optional<PrimId> register_custom_prim(CustomPrimDef def) {
                      Speculate::Never,
                      JitKind::Batched,
                      "",
+                     GradKind::None,
                      c->def.doc.c_str()};
   g_custom[g_count++].store(c, std::memory_order_release);
   return id;

@@ -82,6 +82,17 @@ enum class JitKind : uint8_t {
   None,       // not compiled
 };
 
+// What value_and_grad does with a primitive (ops.def's Grad column; the grad
+// pass, src/passes/grad/).
+enum class GradKind : uint8_t {
+  Rule,    // a reverse-mode rule: rule_<Id> in src/passes/grad/rules.cpp
+  Zero,    // the result carries no gradient (comparisons, rounding, integers)
+  Leaves,  // the cotangent goes to the operands leaf by leaf (tuple)
+  Random,  // draws random numbers: an error in a function being differentiated
+  None,    // no gradient: an error when an operand depends on the argument
+           // differentiated (custom primitives)
+};
+
 struct AttrSpec {
   std::string key;
   bool required = false;
@@ -100,6 +111,7 @@ struct PrimInfo {
   Speculate speculate;
   JitKind jit;
   const char* symbol;  // Intrinsic, Libm, Kernel: what it compiles to
+  GradKind grad;
   const char* doc;
   std::vector<AttrSpec> attr_specs() const;
 };
@@ -118,6 +130,7 @@ inline bool prim_random(PrimId id) { return prim_info(id).effects & prim_effect:
 inline bool prim_per_thread(PrimId id) { return prim_info(id).effects & prim_effect::Thread; }
 inline Speculate prim_speculate(PrimId id) { return prim_info(id).speculate; }
 inline JitKind prim_jit(PrimId id) { return prim_info(id).jit; }
+inline GradKind prim_grad(PrimId id) { return prim_info(id).grad; }
 // Names of the columns' values, for `autobatch ops` and messages.
 std::string prim_effects_name(uint8_t effects);  // "pure", "fails", "random,fails", ...
 const char* speculate_name(Speculate s);

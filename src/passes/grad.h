@@ -25,6 +25,15 @@
 // functions, random numbers, a float that depends on x cast to an integer, a
 // custom primitive fed by x, value_and_grad inside a differentiated function,
 // and types the inputs do not fix.
+//
+// Rules: what the pass does with each primitive is ops.def's Grad column;
+// the reverse-mode rule of each marked Rule is rule_<Id> in
+// grad/rules.cpp. They write IR through typed helpers keyed by PrimId, and
+// the zeros they make take the dtype of the value they pair with, so f32
+// programs differentiate as f64 ones do.
+//
+// Files (src/passes/grad/, one per job; grad/internal.h lists them):
+// activity, legality, rules, the block transform, the driver, the builder.
 #pragma once
 #include "ir/ir.h"
 #include "ir/type_info.h"

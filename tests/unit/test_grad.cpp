@@ -188,6 +188,79 @@ TEST_CASE("value_and_grad agrees with finite differences in every VM") {
   }
 }
 
+TEST_CASE("value_and_grad of f32 programs agrees with finite differences in f64") {
+  // The cases above that type-check in f32 (those making f64 zeros or casts
+  // do not), with straight code, reductions over an axis, loops and calls:
+  // the program runs on f32 inputs, and on the same values as f64, where
+  // `fd` gives the finite differences; the f32 gradient is f32 and agrees
+  // with them to f32's precision.
+  const char* const names[] = {"arithmetic and broadcasting",
+                               "exp log trig",
+                               "special functions",
+                               "lgamma below one half",
+                               "inverse trig",
+                               "min max abs mod",
+                               "select and comparisons",
+                               "while loop",
+                               "for loop over get and set",
+                               "reshape transpose stack",
+                               "linear algebra",
+                               "reductions with axis",
+                               "helpers with tuples",
+                               "a helper in a loop",
+                               "fill and a scalar x",
+                               "slices",
+                               "concat and indexing by row and column"};
+  const int64_t batch = 5;
+  std::mt19937_64 rng(20261129);
+  for (const char* want : names) {
+    const Case* found = nullptr;
+    for (const Case& k : kCases)
+      if (std::string(k.name) == want) found = &k;
+    REQUIRE(found);
+    const Case& k = *found;
+    const std::string name = k.name;
+    CAPTURE(name);
+    std::string text = program(k);
+    auto p = autobatch::compile(text);
+    REQUIRE_MESSAGE(p, p.rendered());
+    int64_t n = 1;
+    for (int64_t d : k.shape) n *= d;
+    std::uniform_real_distribution<float> ux(static_cast<float>(k.lo), static_cast<float>(k.hi)),
+        uc(0.5f, 1.5f);
+    std::vector<float> x32(static_cast<size_t>(batch * n)), c32(static_cast<size_t>(batch * 3));
+    for (auto& v : x32) v = ux(rng);
+    for (auto& v : c32) v = uc(rng);
+    std::vector<double> x64(x32.begin(), x32.end()), c64(c32.begin(), c32.end());
+    // f64: the finite differences (and the f64 value).
+    auto r64 = p->run({autobatch::ArrayView::of(x64.data(), batch, k.shape),
+                       autobatch::ArrayView::of(c64.data(), batch, {3})});
+    REQUIRE_MESSAGE(r64.ok(), r64.rendered());
+    std::vector<double> v64 = doubles(r64.outputs[0]), fd = doubles(r64.outputs[2]);
+    for (const char* vm : {"stack", "stackless", "reference"}) {
+      CAPTURE(vm);
+      autobatch::RunOptions o;
+      o.vm = vm;
+      auto r = p->run({autobatch::ArrayView::of(x32.data(), batch, k.shape),
+                       autobatch::ArrayView::of(c32.data(), batch, {3})},
+                      o);
+      REQUIRE_MESSAGE(r.ok(), r.rendered());
+      REQUIRE(r.outputs[0].dtype() == autobatch::DType::F32);
+      REQUIRE(r.outputs[1].dtype() == autobatch::DType::F32);
+      REQUIRE(r.outputs[1].num_elements() == static_cast<int64_t>(fd.size()));
+      const float* v = r.outputs[0].as<float>();
+      const float* g = r.outputs[1].as<float>();
+      for (int64_t t = 0; t < batch; ++t)
+        CHECK(std::abs(v[t] - v64[t]) <= 1e-4 * (1 + std::abs(v64[t])));
+      for (size_t i = 0; i < fd.size(); ++i) {
+        CAPTURE(i);
+        CHECK(std::isfinite(g[i]));
+        CHECK(std::abs(g[i] - fd[i]) <= 2e-3 * (1 + std::abs(fd[i])));
+      }
+    }
+  }
+}
+
 TEST_CASE("value_and_grad of nuts.ab's log density is its hand-written gradient") {
   // log_density as in programs/nuts.ab; leapfrog there uses -matvec(prec, q - mu).
   const char* text =
