@@ -203,6 +203,11 @@ INPUT_TABLE = {
     "mandelbrot": [("cx", P("f64", floats(-2.2, 1.0, special=(0.0, -1.0, 0.25, -2.0)))),
                    ("cy", P("f64", floats(-1.3, 1.3, special=(0.0, 0.5)))),
                    ("max_iter", P("i64", ints(0, 60, special=(100, 256), p_special=0.02)))],
+    # Any 10 numbers sort (at most 45 swaps); signed zeros and infinities too.
+    "bubble_sort": [("x", P("f64", floats(-100.0, 100.0, special=(0.0, -0.0, 1.0, INF, -INF)), shape=(10,)))],
+    # Any system: a singular one gives infinities or NaN alike in every VM, never an error.
+    "gauss_solve": [("A", P("f64", floats(-5.0, 5.0, special=(0.0, 1.0)), shape=(4, 4))),
+                    ("b", P("f64", floats(-5.0, 5.0, special=(0.0,)), shape=(4,)))],
     # Any 32 numbers sort; signed zeros and infinities test stability (no NaN: it is unordered).
     "mergesort": [("a", P("f64", floats(-100.0, 100.0, special=(0.0, -0.0, 1.0, INF, -INF)), shape=(32,)))],
     # n = 9 takes seconds under the sanitizers; n <= 8 (n = 8 rare).
