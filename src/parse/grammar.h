@@ -164,7 +164,19 @@ struct pattern : p::seq<pat_elem, p::star<sp, p::one<','>, sp, pat_elem>> {};
 // followed by a newline (the expression continues on the next line); they may not begin one.
 struct expr;
 struct expr_req : p::seq<expr> {};  // an expression that must be there
-struct attr_value : p::sor<dtype, literal> {};
+// An attribute's value is a literal; a list holding anything else
+// (shape=[size(x)]) gets a sentence of its own, not a syntax error inside it.
+struct lit_probe;
+struct lit_probe_elem : p::sor<lit_probe, scalar_lit> {};
+struct lit_probe
+    : p::seq<p::one<'['>, ws,
+             p::opt<lit_probe_elem, p::star<ws, p::one<','>, ws, lit_probe_elem>, ws,
+                    p::opt<p::one<','>>>,
+             ws, p::one<']'>> {};
+struct attr_computed : p::one<'['> {};  // only raised
+struct attr_value
+    : p::sor<dtype, p::seq<p::at<p::one<'['>>, p::not_at<lit_probe>, p::raise<attr_computed>>,
+             literal> {};
 struct arg_attr : p::seq<name, sp, p::one<'='>, p::not_at<p::one<'='>>, sp, p::must<attr_value>> {};
 struct arg : p::sor<arg_attr, expr> {};
 struct arg_next : arg {};
@@ -385,7 +397,8 @@ AB_ERR(stray_else, "'else' must follow the '}' that closes an if");
 AB_ERR(for_var, "expected the loop variable: for i in range(n) {");
 AB_ERR(for_in, "expected 'in' after the loop variable: for i in range(n) {");
 AB_ERR(entry_func, "expected 'func' after 'entry': entry func main(...) { ... }");
-AB_ERR(attr_value, "expected a literal or a dtype after '='");
+AB_ERR(attr_value, "expected a literal or a dtype after '=' (an attribute is fixed when the program is compiled: shape=[3, 2], dtype=f32)");
+AB_ERR(attr_computed, "an attribute's value is a literal, fixed when the program is compiled (shape=[3, 2]); it cannot be computed from values such as size(x): write the number, which the types fix");
 AB_ERR(arg_next, "expected an argument (an expression or key=value)");
 AB_ERR(expr_req, "expected an expression");
 AB_ERR(paren_close, "expected ')' to close the parenthesis");
