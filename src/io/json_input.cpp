@@ -126,13 +126,25 @@ std::optional<InputScalar> leaf_scalar(const ojson& v) {
 }
 
 // Walks `v` against `shape` (batch first), collecting the leaves in C order.
-// Returns an error message (without origin) on ragged or wrong nesting.
+// Returns an error message (without origin) on ragged or wrong nesting,
+// naming the element by its indices (`x[3][1]`), which are spelled out only
+// then: a batch of many elements is read without a string per element.
 class Walker {
  public:
-  Walker(const Shape& shape, bool declared) : shape_(shape), declared_(declared) {}
+  Walker(const Shape& shape, bool declared)
+      : shape_(shape), declared_(declared), at_(shape.size(), 0) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= std::max<int64_t>(d, 0);
+    leaves.reserve(static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 26)));
+  }
   std::vector<InputScalar> leaves;
 
-  std::optional<std::string> walk(const ojson& v, size_t dim, std::string& path) {
+  std::optional<std::string> walk(const ojson& v, size_t dim, const std::string& param) {
+    auto where = [&] {
+      std::string path = param;
+      for (size_t d = 0; d < dim; ++d) path += "[" + std::to_string(at_[d]) + "]";
+      return path;
+    };
     if (dim == shape_.size()) {
       auto s = leaf_scalar(v);
       if (s) {
@@ -140,23 +152,21 @@ class Walker {
         return std::nullopt;
       }
       if (v.is_array())
-        return path + " is a list where a number or boolean was expected" + why_shape();
+        return where() + " is a list where a number or boolean was expected" + why_shape();
       if (v.is_string())
-        return path + " is the string " + v.dump() +
+        return where() + " is the string " + v.dump() +
                "; the only strings allowed are \"NaN\", \"Infinity\" and \"-Infinity\"";
-      return path + " is " + kind_name(v) + ", expected a number or boolean";
+      return where() + " is " + kind_name(v) + ", expected a number or boolean";
     }
     if (!v.is_array())
-      return path + " is " + kind_name(v) + " where a list of " + std::to_string(shape_[dim]) +
+      return where() + " is " + kind_name(v) + " where a list of " + std::to_string(shape_[dim]) +
              " was expected" + why_shape();
     if (static_cast<int64_t>(v.size()) != shape_[dim])
-      return path + " has " + std::to_string(v.size()) + " elements, expected " +
+      return where() + " has " + std::to_string(v.size()) + " elements, expected " +
              std::to_string(shape_[dim]) + why_shape();
-    const size_t mark = path.size();
     for (size_t k = 0; k < v.size(); ++k) {
-      path += "[" + std::to_string(k) + "]";
-      if (auto e = walk(v[k], dim + 1, path)) return e;
-      path.resize(mark);
+      at_[dim] = k;
+      if (auto e = walk(v[k], dim + 1, param)) return e;
     }
     return std::nullopt;
   }
@@ -172,6 +182,7 @@ class Walker {
   }
   const Shape& shape_;
   bool declared_;
+  std::vector<size_t> at_;  // the indices of the element being read, per dimension
 };
 
 // The shape the nesting suggests, following first elements.
