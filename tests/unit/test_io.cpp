@@ -282,6 +282,11 @@ TEST_CASE("inputs: untyped nesting gives the shape; ragged nesting is an error")
         std::string::npos);
   auto e3 = errors(load({R"({"m": [1, [2]]})"}, {untyped("m")}));
   CHECK(e3.find("m[1] is a list") != std::string::npos);
+  // The indices of an element deep in the nesting, after good ones.
+  auto e4 = errors(load({R"({"m": [[[1, 2], [3, 4]], [[5, 6], [7, "x"]]]})"}, {untyped("m")}));
+  CHECK(e4.find("m[1][1][1] is the string \"x\"") != std::string::npos);
+  auto e5 = errors(load({R"({"m": [[[1, 2], [3, 4]], [[5, 6], [7]]]})"}, {untyped("m")}));
+  CHECK(e5.find("m[1][1] has 1 elements, expected 2") != std::string::npos);
 }
 
 TEST_CASE("inputs: wrong element kinds") {
