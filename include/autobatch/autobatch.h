@@ -508,6 +508,12 @@ struct RunOptions {
   // comes every few million blocks, with the same step count (steps never
   // decrease) and more threads finished.
   std::function<void(const Progress&)> progress;
+  // The side table of the primitive progress(n) (docs/language.md): `batch`
+  // entries (the run's threads, counted from first_thread), where each call
+  // stores n, relaxed, at its thread's entry while the run goes on. Read it
+  // from `progress` (or any OS thread) to see how far each thread got; the
+  // caller sets the initial values. Null: progress(n) only returns n.
+  std::atomic<int64_t>* thread_progress = nullptr;
   // When *cancel becomes true (a signal handler may set it) the run stops
   // within a few steps: RunResult::cancelled, and runtime_error says how far
   // it got. A trace file of a cancelled run is deleted.

@@ -103,6 +103,7 @@ bool no_gradient(PrimId p) {
     case PrimId::Iota:
     case PrimId::Zeros:
     case PrimId::ThreadIndex:
+    case PrimId::Progress:
       return true;
     default:
       return false;
