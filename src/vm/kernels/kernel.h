@@ -85,10 +85,10 @@ struct KernelCall {
   OutView* outs = nullptr;
   int nouts = 0;
   const PrimAttrs* attrs = nullptr;  // never null
-  // thread_index and progress only (null for the others): lane j's thread, the index of
-  // its input row in the whole batch (docs/language.md, "Primitives"), for j < n.
-  // Also for progress, which records each lane's n in `progress` (null:
-  // the run has no table, and progress only returns n).
+  // thread_index and progress only (null for the others): lane j's thread,
+  // the index of its input row in the whole batch (docs/language.md,
+  // "Primitives"), for j < n. progress stores lane j's n in `progress` at
+  // that thread (null: the run has no table, and progress only returns n).
   const int64_t* threads = nullptr;
   const ProgressTable* progress = nullptr;
 };
