@@ -508,6 +508,12 @@ struct RunOptions {
   // comes every few million blocks, with the same step count (steps never
   // decrease) and more threads finished.
   std::function<void(const Progress&)> progress;
+  // The side table of the primitive progress(n) (docs/language.md): `batch`
+  // entries (the run's threads, counted from first_thread), where each call
+  // stores n, relaxed, at its thread's entry while the run goes on. Read it
+  // from `progress` (or any OS thread) to see how far each thread got; the
+  // caller sets the initial values. Null: progress(n) only returns n.
+  std::atomic<int64_t>* thread_progress = nullptr;
   // When *cancel becomes true (a signal handler may set it) the run stops
   // within a few steps: RunResult::cancelled, and runtime_error says how far
   // it got. A trace file of a cancelled run is deleted.
@@ -670,6 +676,19 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
 // covariance, for posteriors whose parameters are strongly correlated.
 enum class SampleMetric { Diag, Dense };
 
+// How far `sample` got (SampleOptions::progress). An iteration is one NUTS
+// transition: chain c has done iterations[c] of warmup + samples, the first
+// `warmup` of them warm-up. The figures of a chain only grow.
+struct SampleProgress {
+  int64_t chains = 0, warmup = 0, samples = 0;
+  std::vector<int64_t> iterations;  // per chain, 0 .. warmup + samples
+  int64_t slowest = 0, fastest = 0;  // the least and the most iterations of a chain
+  int64_t done = 0;                  // iterations done, over all chains
+  double seconds = 0;                // since the run started
+  bool sampling() const { return slowest >= warmup; }  // every chain past warm-up
+  bool finished() const { return slowest >= warmup + samples; }
+};
+
 // Bayesian inference with the shipped NUTS sampler (docs/sampling.md): the
 // model file defines `func log_density(theta: f64[D], DATA...) -> f64` on
 // the unconstrained space, and optionally `func constrain(theta, DATA...)`
@@ -702,6 +721,10 @@ struct SampleOptions {
   std::string init;
   RunOptions run;  // threads, progress, ...
   bool program_only = false;  // stop once SampleResult::driver is made and compiles
+  // How far the chains got (docs/sampling.md, "Progress"): called while the
+  // run goes on, as often as RunOptions::progress is (which is still called
+  // too), and once more when the run ended without an error. Keep it cheap.
+  std::function<void(const SampleProgress&)> progress;
 };
 
 struct SampleResult {
@@ -766,6 +789,13 @@ struct SampleJob {
 Result<SampleJob> prepare_sample(const SampleOptions& options);
 Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
                                    double run_seconds);
+// Runs job.program on job.inputs with `options` (threads, cancel, the run's
+// own progress, ...) and, when `progress` is set, reports how far the chains
+// got (SampleOptions::progress): through RunOptions::thread_progress, which
+// the driver's progress(n) calls fill, one per iteration of each chain. The
+// outputs do not depend on `progress`.
+RunResult run_sample(const SampleJob& job, RunOptions options,
+                     const std::function<void(const SampleProgress&)>& progress);
 
 // ---------------------------------------------------------------- dtype_of
 

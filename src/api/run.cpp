@@ -30,6 +30,7 @@
 #include "passes/result_names.h"
 #include "io/limits.h"
 #include "support/log.h"
+#include "vm/kernels/kernel.h"
 #include "vm/reference/reference.h"
 #include "vm/reference/lowered.h"
 #include "vm/stack/stack_vm.h"
@@ -521,6 +522,8 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
     Watchdog watchdog(o.time_limit, o.cancel);
     const std::atomic<bool>* const stop = watchdog.flag();
     auto run_start = Clock::now();
+    // progress(n)'s table: the caller's, indexed by the thread in this run.
+    const ab::ProgressTable progress_table{o.thread_progress, o.first_thread, batch};
     auto run_shard = [&](int64_t k, int64_t w, int64_t steps_before, int64_t finished_before) {
       Shard& s = work[static_cast<size_t>(k)];
       try {
@@ -541,6 +544,7 @@ RunResult Program::run(const std::vector<ArrayView>& views, const RunOptions& o)
         ro.persistent = o.schedule == "persistent";
         ro.lanes = o.lanes > 0 ? o.lanes / workers + (w < o.lanes % workers ? 1 : 0) : 0;
         ro.first_thread = o.first_thread + s.start;
+        ro.progress_table = o.thread_progress ? &progress_table : nullptr;
         ro.stats = o.stats ? &s.stats : nullptr;
         ro.trace = tracing ? &trace : nullptr;
         ro.cancel = stop;

@@ -2,7 +2,9 @@
 // generated driver compiled into one program that runs one chain per thread
 // (docs/sampling.md, "autobatch sample").
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -466,6 +468,9 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   t += "    key, k = split(key)\n";
   t += "    q, lp, g, accept, depth, n_leapfrog, divergent, energy, bad, q_bad = " + prefix +
        "transition(q, lp, g, k, step, inv_metric, " + factor + "max_depth, data)\n";
+  // The chain's iterations so far, for the host (run_sample): warm-up's
+  // transitions counted first, as nuts_warmup reports them.
+  t += "    progress(n_warmup + s + 1)\n";
   // The first transition that met a log density that is not finite, over
   // warm-up and sampling (iterations numbered on from warm-up's).
   t += "    nonfinite, nonfinite_at, nonfinite_q = nuts_note_nonfinite(bad, nonfinite, "
@@ -855,6 +860,47 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
   return r;
 }
 
+RunResult run_sample(const SampleJob& job, RunOptions ro,
+                     const std::function<void(const SampleProgress&)>& progress) {
+  if (!progress) return job.program->run(job.inputs, ro);
+  const SampleOptions& o = job.options;
+  // Chain c's latest progress(n): the iterations it has done.
+  std::vector<std::atomic<int64_t>> done(static_cast<size_t>(o.chains));
+  for (auto& d : done) d.store(0, std::memory_order_relaxed);
+  SampleProgress sp;
+  sp.chains = o.chains;
+  sp.warmup = o.warmup;
+  sp.samples = o.samples;
+  sp.iterations.assign(static_cast<size_t>(o.chains), 0);
+  // The figures only grow: a slot read is at least what an earlier read gave
+  // (relaxed loads of one atomic are coherent), so no clamp is needed.
+  auto report = [&](double seconds) {
+    sp.seconds = seconds;
+    sp.done = 0;
+    sp.slowest = INT64_MAX;
+    sp.fastest = 0;
+    for (size_t c = 0; c < done.size(); ++c) {
+      const int64_t n = done[c].load(std::memory_order_relaxed);
+      sp.iterations[c] = n;
+      sp.done += n;
+      sp.slowest = std::min(sp.slowest, n);
+      sp.fastest = std::max(sp.fastest, n);
+    }
+    progress(sp);
+  };
+  ro.thread_progress = done.data();
+  auto run_progress = std::move(ro.progress);
+  ro.progress = [&](const Progress& p) {
+    if (run_progress) run_progress(p);
+    report(p.seconds);
+  };
+  auto start = std::chrono::steady_clock::now();
+  RunResult run = job.program->run(job.inputs, ro);
+  if (run.ok())
+    report(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return run;
+}
+
 Result<SampleResult> sample(const SampleOptions& o) {
   auto job = prepare_sample(o);
   if (!job) return job.diagnostics();
@@ -865,7 +911,7 @@ Result<SampleResult> sample(const SampleOptions& o) {
     return r;
   }
   auto start = std::chrono::steady_clock::now();
-  RunResult run = job->program->run(job->inputs, o.run);
+  RunResult run = run_sample(*job, o.run, o.progress);
   return finish_sample(
       *job, run, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }

@@ -5,8 +5,11 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -153,6 +156,79 @@ class ProgressLine {
   double last_ = 0;
   double next_ = 10;  // not a terminal: when the next line is due
   bool shown_ = false;
+};
+
+// How far `sample` got, on stderr, drawn when ProgressLine would draw (on a
+// terminal one line redrawn, erased at the end; otherwise a line at 10 s and
+// then once a minute): the chains' phase and iterations, iterations per
+// second (all chains') over the last ten seconds or so, and the time left
+// at that rate.
+class SampleProgressLine {
+ public:
+  explicit SampleProgressLine(bool terminal) : terminal_(terminal) {}
+  void update(const autobatch::SampleProgress& p) {
+    if (window_.empty() || p.seconds - window_.back().first >= 0.25)
+      window_.emplace_back(p.seconds, p.done);
+    while (window_.size() > 2 && window_[1].first <= p.seconds - 10) window_.pop_front();
+    if (p.finished()) return;  // the end: the line is erased
+    if (terminal_ ? p.seconds < 1.0 || p.seconds - last_ < 0.25 : p.seconds < next_) return;
+    last_ = p.seconds;
+    next_ = (next_ < 60 ? 0 : next_) + 60;
+    const auto& [t0, d0] = window_.front();
+    const double span = p.seconds - t0;
+    const double rate = span >= 1.0 ? static_cast<double>(p.done - d0) / span
+                        : p.seconds > 0 ? static_cast<double>(p.done) / p.seconds
+                                        : 0.0;
+    std::string text = "autobatch: " + phase(p);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, rate >= 100 ? ", %.0f it/s" : ", %.3g it/s", rate);
+    text += buf;
+    const double remaining =
+        static_cast<double>(p.chains * (p.warmup + p.samples) - p.done);
+    if (rate > 0) text += ", ~" + duration(remaining / rate) + " left";
+    std::fputs(((terminal_ ? "\r\x1b[K" : "") + text + (terminal_ ? "" : "\n")).c_str(), stderr);
+    std::fflush(stderr);
+    shown_ = terminal_;
+  }
+  ~SampleProgressLine() {
+    if (shown_) std::fputs("\r\x1b[K", stderr);
+  }
+
+ private:
+  // "warm-up 350/1000 (chains at 341-362)", "sampling 20/1000 (chains at
+  // 12-31)", or, while some chains warm up and others sample, "chains from
+  // warm-up 998/1000 to sampling 3/1000". (The mean chain's iteration, and
+  // the slowest and the fastest chain's, when they differ.)
+  static std::string phase(const autobatch::SampleProgress& p) {
+    auto n = [](int64_t v) { return std::to_string(v); };
+    const int64_t w = p.warmup, s = p.samples;
+    const int64_t mean = p.chains > 0 ? p.done / p.chains : 0;
+    auto range = [&](int64_t lo, int64_t hi) {
+      return lo == hi ? std::string() : " (chains at " + n(lo) + "-" + n(hi) + ")";
+    };
+    if (p.fastest <= w && p.slowest < w)
+      return "warm-up " + n(mean) + "/" + n(w) + range(p.slowest, p.fastest);
+    if (p.slowest >= w)
+      return "sampling " + n(mean - w) + "/" + n(s) + range(p.slowest - w, p.fastest - w);
+    return "chains from warm-up " + n(p.slowest) + "/" + n(w) + " to sampling " +
+           n(p.fastest - w) + "/" + n(s);
+  }
+  static std::string duration(double seconds) {
+    char buf[64];
+    if (seconds < 90)
+      std::snprintf(buf, sizeof buf, "%.0f s", std::ceil(seconds));
+    else if (seconds < 5400)
+      std::snprintf(buf, sizeof buf, "%.0f min", std::ceil(seconds / 60));
+    else
+      std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
+    return buf;
+  }
+
+  bool terminal_;
+  double last_ = 0;
+  double next_ = 10;  // not a terminal: when the next line is due
+  bool shown_ = false;
+  std::deque<std::pair<double, int64_t>> window_;  // (seconds, iterations done)
 };
 
 // A finished run's outputs (as --output says) and, under --on-error record,
@@ -379,9 +455,10 @@ int cmd_sample(const Options& opt) {
     SigintScope sigint;
     autobatch::RunOptions ro = so.run;
     ro.cancel = &g_interrupted;
-    ProgressLine line(isatty(STDERR_FILENO));
-    if (!opt.quiet) ro.progress = [&line](const autobatch::Progress& p) { line.update(p); };
-    r = job->program->run(job->inputs, ro);
+    SampleProgressLine line(isatty(STDERR_FILENO));
+    std::function<void(const autobatch::SampleProgress&)> show;
+    if (!opt.quiet) show = [&line](const autobatch::SampleProgress& p) { line.update(p); };
+    r = autobatch::run_sample(*job, ro, show);
   }
   if (auto failed = run_failure(r)) return *failed;
   auto s = autobatch::finish_sample(*job, r, seconds_since(t0));

@@ -156,6 +156,7 @@ std::string prim_effects_name(uint8_t effects) {
   add(prim_effect::Random, "random");
   add(prim_effect::Thread, "thread");
   add(prim_effect::Fails, "fails");
+  add(prim_effect::Progress, "progress");
   return out.empty() ? "pure" : out;
 }
 

@@ -62,6 +62,9 @@ constexpr uint8_t Pure = 0;
 constexpr uint8_t Fails = 1;   // may report an error at run time
 constexpr uint8_t Random = 2;  // draws numbers from its key operand
 constexpr uint8_t Thread = 4;  // reads which thread runs it
+// Reports to the host (progress: RunOptions::thread_progress): never
+// removed, moved or speculated, even when its result is not read.
+constexpr uint8_t Progress = 8;
 }  // namespace prim_effect
 
 // Whether a primitive may run for a thread that would not have run it
@@ -128,6 +131,7 @@ inline bool prim_random(PrimId id) { return prim_info(id).effects & prim_effect:
 // A primitive whose value differs between threads even when its operands are
 // shared (thread_index): never computed once for all threads.
 inline bool prim_per_thread(PrimId id) { return prim_info(id).effects & prim_effect::Thread; }
+inline bool prim_reports(PrimId id) { return prim_info(id).effects & prim_effect::Progress; }
 inline Speculate prim_speculate(PrimId id) { return prim_info(id).speculate; }
 inline JitKind prim_jit(PrimId id) { return prim_info(id).jit; }
 inline GradKind prim_grad(PrimId id) { return prim_info(id).grad; }

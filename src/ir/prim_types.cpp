@@ -464,6 +464,10 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
       return ok(Type::scalar(DType::I64));
     case PrimId::ThreadIndex:
       return ok(Type::scalar(DType::I64));
+    case PrimId::Progress:
+      if (t[0].dtype != DType::I64 || !t[0].shape.empty())
+        return fail("'progress' takes an i64 scalar (an iteration, say), got " + tstr(t[0]));
+      return ok(Type::scalar(DType::I64));
     default:
       break;
   }

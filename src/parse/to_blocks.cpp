@@ -549,6 +549,13 @@ class FuncLowering {
       }
       case SK::Eval: {
         const Expr& e = s.exprs[0];
+        // A primitive that reports to the host (progress) is called for
+        // that alone: its result goes to a temporary nothing reads.
+        if (e.kind == EK::Call && !e.explicit_call)
+          if (const PrimInfo* info = find_prim(e.name); info && prim_reports(info->id)) {
+            assign(name_pattern(fresh("r"), e.loc), e, s.loc);
+            return;
+          }
         if (e.kind != EK::Call || (!e.explicit_call && find_prim(e.name))) {
           d_.error(e.loc,
                    e.kind == EK::Call

@@ -30,6 +30,8 @@
 
 namespace ab {
 
+struct ProgressTable;  // vm/kernels/kernel.h
+
 struct RunOptions {
   int64_t max_stack_depth = 100000;  // frames per thread
   int64_t max_steps = 0;             // blocks per thread; 0: no bound
@@ -38,6 +40,9 @@ struct RunOptions {
   Stats* stats = nullptr;            // null: no statistics
   int64_t lanes = 0;                 // > 0: refill (streaming) mode on this many lanes
   int64_t first_thread = 0;          // the whole batch's index of input 0 (thread_index())
+  // progress(n)'s side table (kernels/kernel.h), indexed by the thread's
+  // index in the whole batch; null: progress only returns n.
+  const ProgressTable* progress_table = nullptr;
   bool jit = true;                   // stack VM: compile blocks (if this build has the JIT)
   bool persistent = true;            // stack VM: a block that loops to itself keeps its chunk
                                      // (false: the seed's exact min-pc order)

@@ -7,7 +7,8 @@
 namespace ab {
 
 std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args,
-                                        const PrimAttrs& attrs, Value& result, int64_t thread) {
+                                        const PrimAttrs& attrs, Value& result, int64_t thread,
+                                        const ProgressTable* progress) {
   // Views on the stack for the usual few operands (this runs once per
   // instruction of the reference interpreters); the heap past that.
   constexpr size_t kFew = 8;
@@ -42,6 +43,7 @@ std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value
   call.nouts = nouts;
   call.attrs = &attrs;
   call.threads = &thread;
+  call.progress = progress;
   KernelFn fn = kernel_for(op);
   if (!fn) return std::string("no kernel for '") + prim_info(op).name + "'";
   KernelError err;

@@ -14,6 +14,8 @@
 
 namespace ab {
 
+struct ProgressTable;  // vm/kernels/kernel.h
+
 // One value's bytes, zero-initialised: up to kInline bytes (a scalar, or a
 // few) are held inside, so that the reference interpreters, which make and
 // drop a value per instruction, do not go to the heap for scalars. Aligned
@@ -103,9 +105,11 @@ struct Value {
 // One primitive on one thread's values (the reference interpreters' way of
 // calling a batched kernel: one lane, dense). Returns the kernel's error
 // message, if any; `result` must already have the result's type.
-// `thread`: the thread's index in the whole batch (thread_index()).
+// `thread`: the thread's index in the whole batch (thread_index(), progress);
+// `progress`: the run's table for progress (RunOptions::progress_table).
 std::optional<std::string> apply_kernel(PrimId op, const std::vector<const Value*>& args,
-                                        const PrimAttrs& attrs, Value& result, int64_t thread);
+                                        const PrimAttrs& attrs, Value& result, int64_t thread,
+                                        const ProgressTable* progress = nullptr);
 
 // The result leaves' types of results of `types`, in order.
 std::vector<TensorType> result_leaves(const std::vector<Type>& types);

@@ -2,7 +2,9 @@
 """A long run with stderr on a terminal shows a progress line, and Ctrl-C
 (SIGINT) ends it within a second with exit 130, a message saying how far it
 got, and neither the output file nor the trace left behind. With stderr not a
-terminal, or with --quiet, there is no progress line.
+terminal, or with --quiet, there is no progress line. `autobatch sample` on a
+terminal shows its chains' phase, iterations per second and the time left
+instead of the VM's steps, and none with --quiet.
 
 usage: progress_test.py AUTOBATCH SOURCE_DIR WORK_DIR"""
 import os
@@ -94,6 +96,39 @@ _, err = p.communicate(timeout=10)
 err = err.decode(errors="replace")
 check("steps/s" not in err, f"not a terminal: a progress line {err!r}")
 check(p.returncode == 130 and "interrupted after" in err, f"not a terminal: exit {p.returncode} {err!r}")
+
+# sample: its own line on a terminal (warm-up first), none with --quiet.
+models = os.path.join(source, "programs", "models")
+
+
+def start_sample(extra):
+    args = [autobatch, "sample", os.path.join(models, "logistic.ab"), "--data",
+            os.path.join(models, "logistic.data.json"), "--chains", "4", "--warmup", "1000000",
+            "--samples", "10", "--seed", "1", "--output", os.path.join(work, "draws.json")] + extra
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    return p, master
+
+
+for extra in ([], ["-q"]):
+    p, master = start_sample(extra)
+    seen = read_for(master, 4.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        rc = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    read_for(master, 0.3)
+    os.close(master)
+    check(rc == 130, f"sample {extra}: exit {rc} after Ctrl-C (want 130)")
+    check("steps/s" not in seen, f"sample {extra}: the run's line {seen!r}")
+    if extra:
+        check("it/s" not in seen, f"sample -q: a progress line {seen!r}")
+    else:
+        check("warm-up " in seen and "/1000000" in seen and " it/s, ~" in seen
+              and " left" in seen, f"sample: no progress line in {seen!r}")
 
 if failures:
     print(len(failures), "failure(s)")

@@ -674,6 +674,14 @@ TEST_CASE("ops.def columns: if_convert, the per-thread wiring and the JIT derive
     if (p.effects & prim_effect::Fails) CHECK(p.speculate != Speculate::Always);
     CHECK(prim_per_thread(p.id) == bool(p.effects & prim_effect::Thread));
     CHECK(prim_may_fail(p.id) == bool(p.effects & prim_effect::Fails));
+    // One that reports to the host (progress) knows its thread, is never
+    // speculated and calls its kernel (which reads the run's table).
+    if (p.effects & prim_effect::Progress) {
+      CHECK(prim_reports(p.id));
+      CHECK(prim_per_thread(p.id));
+      CHECK(p.speculate == Speculate::Never);
+      CHECK(p.jit == JitKind::None);
+    }
     // A symbol for the kinds that call one; a Kernel symbol is registered.
     if (p.jit == JitKind::Libm || p.jit == JitKind::Intrinsic || p.jit == JitKind::Kernel)
       CHECK(std::strlen(p.symbol) > 0);
@@ -691,6 +699,8 @@ TEST_CASE("ops.def columns: if_convert, the per-thread wiring and the JIT derive
       }
   }
   CHECK(prim_per_thread(PrimId::ThreadIndex));
+  CHECK(prim_reports(PrimId::Progress));
+  CHECK_FALSE(prim_reports(PrimId::ThreadIndex));
   CHECK_FALSE(prim_per_thread(PrimId::Uniform));
   CHECK(prim_random(PrimId::Split));
   CHECK_FALSE(prim_random(PrimId::Add));

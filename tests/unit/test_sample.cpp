@@ -8,13 +8,16 @@
 // schools. And the command's outputs, its reproducibility, and its errors.
 #include <doctest/doctest.h>
 
+#include <climits>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "autobatch/autobatch.h"
 #include "cli_harness.h"
@@ -254,6 +257,70 @@ TEST_CASE("sample: the same seed gives the same draws, on any number of OS threa
   auto c = autobatch::sample(o);
   REQUIRE(c);
   CHECK(c->draws[0].second.as<double>()[0] != x.as<double>()[0]);
+}
+
+TEST_CASE("sample: progress sees every chain's iterations grow to warm-up + samples, same draws") {
+  auto o = options("logistic");
+  o.chains = 3;
+  o.warmup = 150;
+  o.samples = 50;
+  auto plain = autobatch::sample(o);
+  REQUIRE(plain);
+  std::vector<autobatch::SampleProgress> seen;
+  int64_t run_calls = 0;
+  o.run.progress = [&](const autobatch::Progress&) { ++run_calls; };
+  o.progress = [&](const autobatch::SampleProgress& p) { seen.push_back(p); };
+  auto watched = autobatch::sample(o);
+  REQUIRE(watched);
+  CHECK(run_calls > 0);  // the run's own progress is still called
+  REQUIRE(seen.size() >= 3);
+  bool warming = false, sampling = false;
+  bool monotone = true, consistent = true;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    const auto& p = seen[i];
+    CHECK(p.chains == 3);
+    CHECK(p.warmup == 150);
+    CHECK(p.samples == 50);
+    REQUIRE(p.iterations.size() == 3);
+    int64_t sum = 0, lo = INT64_MAX, hi = 0;
+    for (size_t c = 0; c < 3; ++c) {
+      const int64_t n = p.iterations[c];
+      monotone = monotone && n >= 0 && n <= 200 && (i == 0 || n >= seen[i - 1].iterations[c]);
+      sum += n;
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+    consistent = consistent && sum == p.done && lo == p.slowest && hi == p.fastest;
+    monotone = monotone && (i == 0 || p.seconds >= seen[i - 1].seconds);
+    warming = warming || (!p.sampling() && p.done > 0);
+    sampling = sampling || (p.sampling() && !p.finished());
+  }
+  CHECK(monotone);
+  CHECK(consistent);
+  CHECK(warming);   // a report during warm-up,
+  CHECK(sampling);  // one after it, before the end,
+  const auto& last = seen.back();  // and the last at the end
+  CHECK(last.finished());
+  CHECK(last.iterations == std::vector<int64_t>{200, 200, 200});
+  // The draws, statistics and adaptation do not depend on progress.
+  auto same = [](const autobatch::Array& a, const autobatch::Array& b) {
+    return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+           std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+  };
+  REQUIRE(plain->draws.size() == watched->draws.size());
+  for (size_t k = 0; k < plain->draws.size(); ++k)
+    CHECK(same(plain->draws[k].second, watched->draws[k].second));
+  for (size_t k = 0; k < plain->stats.size(); ++k)
+    CHECK(same(plain->stats[k].second, watched->stats[k].second));
+  CHECK(same(plain->step_size, watched->step_size));
+  CHECK(same(plain->inv_metric, watched->inv_metric));
+  // Without warm-up the chains start sampling at once.
+  o.warmup = 0;
+  seen.clear();
+  REQUIRE(autobatch::sample(o));
+  REQUIRE(!seen.empty());
+  CHECK(seen.front().sampling());
+  CHECK(seen.back().iterations == std::vector<int64_t>{50, 50, 50});
 }
 
 TEST_CASE("sample: --init, a radius or given values") {

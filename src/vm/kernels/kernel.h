@@ -30,6 +30,7 @@
 //   kernels use thread-local scratch that only grows. They are safe to call
 //   from several threads at once.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -67,6 +68,16 @@ struct KernelError {
   std::string message;
 };
 
+// progress(n)'s side table (a run's RunOptions::thread_progress): thread t
+// of the whole batch stores n into slots[t - first] when 0 <= t - first <
+// count. Slots are written relaxed; a reader on another OS thread sees each
+// slot's latest value or an earlier one.
+struct ProgressTable {
+  std::atomic<int64_t>* slots = nullptr;
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
 struct KernelCall {
   int64_t n = 0;
   const ArgView* args = nullptr;
@@ -74,9 +85,12 @@ struct KernelCall {
   OutView* outs = nullptr;
   int nouts = 0;
   const PrimAttrs* attrs = nullptr;  // never null
-  // thread_index only (null for the others): lane j's thread, the index of
-  // its input row in the whole batch (docs/language.md, "Primitives"), for j < n.
+  // thread_index and progress only (null for the others): lane j's thread,
+  // the index of its input row in the whole batch (docs/language.md,
+  // "Primitives"), for j < n. progress stores lane j's n in `progress` at
+  // that thread (null: the run has no table, and progress only returns n).
   const int64_t* threads = nullptr;
+  const ProgressTable* progress = nullptr;
 };
 
 using KernelFn = bool (*)(const KernelCall& call, KernelError* err);

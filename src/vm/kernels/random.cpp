@@ -208,6 +208,23 @@ bool kernel_ThreadIndex(const KernelCall& c, KernelError* err) {
   return true;
 }
 
+// progress(n): n, and each lane's n stored in the run's table at its thread.
+// The operand is read before the result is written (`n = progress(n)`).
+bool kernel_Progress(const KernelCall& c, KernelError* err) {
+  const ProgressTable* table = c.progress;
+  if (table && !c.threads && c.n > 0)
+    return fail(err, 0, "internal: 'progress' called without the threads' numbers");
+  for (int64_t j = 0; j < c.n; ++j) {
+    const int64_t v = *lane_in<int64_t>(c.args[0], j, 1);
+    if (table) {
+      const int64_t t = c.threads[j] - table->first;
+      if (t >= 0 && t < table->count) table->slots[t].store(v, std::memory_order_relaxed);
+    }
+    *lane_out<int64_t>(c.outs[0], j, 1) = v;
+  }
+  return true;
+}
+
 // Reads the lanes' keys before writing either result: `k, s = split(k)`
 // updates the key in place.
 bool kernel_Split(const KernelCall& c, KernelError*) {

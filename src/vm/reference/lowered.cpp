@@ -219,7 +219,8 @@ class ProgramInterpreter {
       return dest(b, i, std::move(v));
     }
     Value result = Value::of_type(out_types_[b][i]);
-    if (auto e = apply_kernel(in.prim, args, attrs_[b][i], result, opt_.first_thread + thread_))
+    if (auto e = apply_kernel(in.prim, args, attrs_[b][i], result, opt_.first_thread + thread_,
+                              opt_.progress_table))
       return error(in.callee.loc, *e);
     return dest(b, i, std::move(result));
   }

@@ -251,7 +251,7 @@ class Interpreter {
     values_.clear();
     for (const auto& a : args) values_.push_back(&arg_value(fr, a));
     if (auto e = apply_kernel(in.prim, values_, cf.attrs[fr.block][fr.instr], result,
-                              opt_.first_thread + thread_))
+                              opt_.first_thread + thread_, opt_.progress_table))
       return error_at(fr, in.callee.loc, *e);
     bind_out(fr, cf, in, std::move(result));
     return std::nullopt;

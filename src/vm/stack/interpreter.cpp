@@ -289,10 +289,11 @@ std::optional<RuntimeError> StackVM::execute(uint32_t b, const Op& op, const uin
   call.outs = ov;
   call.nouts = static_cast<int>(op.outs.size());
   call.attrs = &op.attrs;
-  if (prim_per_thread(op.prim)) {  // thread_index: never shared, so idx is set
+  if (prim_per_thread(op.prim)) {  // thread_index, progress: never shared, so idx is set
     thread_ids_.resize(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) thread_ids_[j] = opt_.first_thread + lane_input_[lanes[j]];
     call.threads = thread_ids_.data();
+    if (prim_reports(op.prim)) call.progress = opt_.progress_table;
   }
   KernelError err;
   if (!op.fn(call, &err)) {

@@ -167,6 +167,7 @@ std::optional<RuntimeError> StacklessVM::run_prim(Frame& F, const Op& op, uint32
     thread_ids_.resize(m);
     for (uint32_t k = 0; k < m; ++k) thread_ids_[k] = opt_.first_thread + F.tid[lanes[k]];
     kc.threads = thread_ids_.data();
+    if (prim_reports(op.ir->prim)) kc.progress = opt_.progress_table;
   }
   KernelError err;
   if (!op.kernel(kc, &err)) {
