@@ -84,6 +84,11 @@ def check(autobatch, work, name, ref):
             failures.append(f"{name}: no quantity {q} in the draws")
             continue
         m, s, n = r["mean"], r["sd"], r["n"]
+        if row["mean"] is None or row["sd"] is None:
+            failures.append(f"{name}: {q}: a draw is not finite (mean {row['mean']}, "
+                            f"sd {row['sd']})")
+            print(f"  {q:14s} not finite  FAIL")
+            continue
         bulk = row["ess_bulk"] or 0.0
         tail = row["ess_tail"] or 0.0
         e = min(bulk, total)
