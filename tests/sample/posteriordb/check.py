@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 RUNS = {
     "arma11": (4, 150, 150, ["--init", "0.5"], False),
     "hmm_example": (4, 200, 200, [], False),
-    "hmm_drive_0": (4, 300, 300, ["--init", "0.5"], True),
+    "hmm_drive_0": (4, 150, 150, ["--init", str(HERE / "hmm_drive_0.init.json")], True),
     "low_dim_gauss_mix": (4, 150, 150, ["--init", "0.5"], False),
     "gp_pois_regr": (4, 150, 150, [], True),
     "gp_regr": (4, 150, 150, [], False),
