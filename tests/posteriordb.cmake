@@ -11,6 +11,6 @@ if(PYTHON3)
       COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/sample/posteriordb/check.py
               $<TARGET_FILE:autobatch> ${CMAKE_CURRENT_BINARY_DIR}/posteriordb_work ${name})
     set_tests_properties(sample_posteriordb_${name} PROPERTIES
-      LABELS posteriordb SKIP_RETURN_CODE 77 TIMEOUT 900)
+      LABELS posteriordb SKIP_RETURN_CODE 77 TIMEOUT 1800)
   endforeach()
 endif()
