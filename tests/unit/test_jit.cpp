@@ -422,63 +422,6 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
   }
 }
 
-// Reductions of a scalar and a scalar zeros (a transform's log-Jacobian is
-// sum(x) of a scalar parameter) compile per lane, bit for bit as the
-// kernels: a float sum is 0 + x (-0.0 gives 0.0), max and min keep NaN.
-const char* kScalarReduce = R"(func main(x: f64, k: i64, b: bool) -> (f64, f64, f64, f64, f64, i64, i64, bool, bool, f64) {
-  s = 0.0
-  p = 0.0
-  m = 0.0
-  hi = 0.0
-  lo = 0.0
-  si = 0
-  pi2 = 0
-  z = zeros()
-  for i in range(3) {
-    v = x * cast(i - 1, dtype=f64)
-    s = sum(v)
-    p = prod(v)
-    m = mean(v)
-    hi = reduce_max(v)
-    lo = reduce_min(v)
-    si += sum(k * i)
-    pi2 += prod(k + i)
-    z += zeros() + sum(v) * 0.5
-  }
-  return s, p, m, hi, lo, si, pi2, any(b), all(b), z
-}
-)";
-
-TEST_CASE("jit: reductions of a scalar and a scalar zeros compile, bit for bit") {
-  std::string x, k, b;
-  const char* xv[] = {"-0.0", "0.0", "1.5", "-2.25", "\"NaN\"", "\"Infinity\"", "\"-Infinity\"",
-                      "1e-310"};
-  for (int t = 0; t < 300; ++t) {
-    const char* sep = t ? ", " : "";
-    x += sep + std::string(xv[t % 8]);
-    k += sep + std::to_string(t % 7 - 3);
-    b += sep + std::string(t % 3 ? "true" : "false");
-  }
-  Prog p = load(kScalarReduce, "{\"x\": [" + x + "], \"k\": [" + k + "], \"b\": [" + b + "]}",
-                "main");
-  RunResult ref = reference(p);
-  for (Mode m : kModes) {
-    CAPTURE(m.jit);
-    CAPTURE(m.persistent);
-    RunResult r = stack(p, options(m));
-    same_bits(r, ref);
-    if (m.jit && m.persistent && jit::available())
-      for (const auto& e : r.execution) {
-        CAPTURE(e.block);
-        CAPTURE(e.reason);
-        CHECK(e.reason.find("is not compiled") == std::string::npos);
-      }
-  }
-  // -0.0 stays -0.0 in neither the kernel nor the code: the sum of -0.0 is 0.0.
-  const double s0 = ref.outputs[0].as<double>()[0];
-  CHECK_FALSE(std::signbit(s0));
-}
-
 // Two sets of one tensor in one block whose later op can fail: a loop
 // whose second set takes its index from the element the first one wrote,
 // and a bubble sort's swap. The blocks compile whole (chained); a lane whose

@@ -48,8 +48,6 @@ bool other_supported(PrimId op, const std::vector<DType>& args, DType out) {
       return n == 1 && out == DType::I64;
     case PrimId::Reshape:  // a scalar to a scalar: the value
       return n == 1 && out == args[0];
-    case PrimId::Zeros:  // a scalar zero (per lane: no shape)
-      return n == 0;
     case PrimId::ThreadIndex:
       // The VM passes the thread's input row and the batch's first thread.
       return n == 2 && args[0] == DType::I64 && args[1] == DType::I64 && out == DType::I64;
@@ -85,9 +83,7 @@ bool supported(PrimId op, const std::vector<DType>& args, DType out) {
     case PrimKind::Logic1:
       return all_same(args) && d == DType::Bool && out == DType::Bool;
     case PrimKind::Reduce:
-      // Of a scalar (per lane, the only operand compiled code reduces): the
-      // kernel's one-element result (sum(x) of a transform's log-Jacobian).
-      return n == 1 && out == d;
+      return false;
     case PrimKind::Other:
       return other_supported(op, args, out);
   }
