@@ -59,18 +59,23 @@ def read_for(master, seconds):
     return data.decode(errors="replace")
 
 
+def interrupt(p):
+    """Ctrl-C to p; its exit status, or None if it did not exit within 10 s (then killed)."""
+    p.send_signal(signal.SIGINT)
+    try:
+        return p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return None
+
+
 # On a terminal: progress, then Ctrl-C.
 for extra in ([], ["--trace", trace, "--trace-format", "compact"]):
     p, master = start(extra)
     seen = read_for(master, 3.5)
     check("steps/s" in seen and "threads finished" in seen, f"{extra}: no progress line in {seen!r}")
     t0 = time.time()
-    p.send_signal(signal.SIGINT)
-    try:
-        rc = p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rc = None
+    rc = interrupt(p)
     elapsed = time.time() - t0
     rest = read_for(master, 0.5)
     os.close(master)
@@ -114,12 +119,7 @@ def start_sample(extra):
 for extra in ([], ["-q"]):
     p, master = start_sample(extra)
     seen = read_for(master, 4.0)
-    p.send_signal(signal.SIGINT)
-    try:
-        rc = p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rc = None
+    rc = interrupt(p)
     read_for(master, 0.3)
     os.close(master)
     check(rc == 130, f"sample {extra}: exit {rc} after Ctrl-C (want 130)")

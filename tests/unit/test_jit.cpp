@@ -390,8 +390,10 @@ std::string index_recursion_inputs(int threads, int bad_set, int bad_get) {
   return "{\"v\": [" + v + "], \"m\": [" + m + "], \"n\": [" + n + "]}";
 }
 
-TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad index is undone") {
-  Prog p = load(kIndexRecursion, index_recursion_inputs(600, -1, -1), "main");
+// Every mode gives the reference's outputs bit for bit; compiled under the
+// persistent schedule, no block leaves compiled code because it indexes,
+// and `chained_block` runs in the chain.
+void indexing_compiled_in_every_mode(const Prog& p, const std::string& chained_block) {
   RunResult ref = reference(p);
   for (Mode m : kModes) {
     CAPTURE(m.jit);
@@ -399,7 +401,6 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
     RunResult r = stack(p, options(m));
     same_bits(r, ref);
     if (m.jit && m.persistent && jit::available()) {
-      // No block leaves compiled code because it indexes.
       for (const auto& e : r.execution) {
         CAPTURE(e.block);
         CAPTURE(e.reason);
@@ -407,9 +408,14 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
           CHECK((e.reason.find("'get'") == std::string::npos &&
                  e.reason.find("'set'") == std::string::npos));
       }
-      CHECK(mode_of(r, "main.body.4") == "chained");
+      CHECK(mode_of(r, chained_block) == "chained");
     }
   }
+}
+
+TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad index is undone") {
+  Prog p = load(kIndexRecursion, index_recursion_inputs(600, -1, -1), "main");
+  indexing_compiled_in_every_mode(p, "main.body.4");
   for (auto bad_pair : {std::pair{317, -1}, std::pair{-1, 412}, std::pair{90, 91}}) {
     const int bad_set = bad_pair.first;  // (clang 15 cannot capture a structured binding)
     const int bad_get = bad_pair.second;
@@ -462,23 +468,7 @@ std::string two_sets_inputs(int threads, int trips) {
 
 TEST_CASE("jit: two sets of a tensor in a block compile whole; a later failure undoes the first") {
   Prog p = load(kTwoSets, two_sets_inputs(300, 3), "bump");
-  RunResult ref = reference(p);
-  for (Mode m : kModes) {
-    CAPTURE(m.jit);
-    CAPTURE(m.persistent);
-    RunResult r = stack(p, options(m));
-    same_bits(r, ref);
-    if (m.jit && m.persistent && jit::available()) {
-      for (const auto& e : r.execution) {
-        CAPTURE(e.block);
-        CAPTURE(e.reason);
-        if (e.mode == "segments" || e.mode == "interpreted")
-          CHECK((e.reason.find("'get'") == std::string::npos &&
-                 e.reason.find("'set'") == std::string::npos));
-      }
-      CHECK(mode_of(r, "bump.body.4") == "chained");
-    }
-  }
+  indexing_compiled_in_every_mode(p, "bump.body.4");
   // n = 3: the third iteration's index is 8, 9 or 10.
   Prog bad = load(kTwoSets, two_sets_inputs(300, 4), "bump");
   RunResult want = reference(bad);
