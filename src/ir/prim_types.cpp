@@ -350,24 +350,43 @@ PrimTypeResult prim_result_type(PrimId op, const std::vector<Type>& args, const 
       if (!attrs.n) return fail("'iota' needs n=, for example iota(n=5)");
       if (*attrs.n < 0) return fail("'iota' needs n >= 0, got n=" + std::to_string(*attrs.n));
       return ok(Type::tensor_of(DType::I64, {*attrs.n}));
-    case PrimId::Get:
+    case PrimId::Get: {
+      // get(x, i1, ..., ik): one index per leading dimension, k <= rank.
+      const size_t k = t.size() - 1;
       if (t[0].shape.empty())
         return fail("'get' needs an operand with at least one dimension, got " + tstr(t[0]));
-      if (auto e = check_index(op, t[1])) return fail(*e);
-      return ok(Type::tensor_of(t[0].dtype, Shape(t[0].shape.begin() + 1, t[0].shape.end())));
+      if (k > t[0].shape.size())
+        return fail("'get' has " + std::to_string(k) + " indices but " + tstr(t[0]) + " has " +
+                    std::to_string(t[0].shape.size()) + " dimension" +
+                    (t[0].shape.size() == 1 ? "" : "s"));
+      for (size_t a = 1; a <= k; ++a)
+        if (auto e = check_index(op, t[a])) return fail(*e);
+      return ok(Type::tensor_of(t[0].dtype, Shape(t[0].shape.begin() + static_cast<long>(k),
+                                                  t[0].shape.end())));
+    }
     case PrimId::Set: {
+      // set(x, i1, ..., ik, v): v stored at x[i1, ..., ik], k <= rank.
+      const size_t k = t.size() - 2;
+      const TensorType& v = t.back();
       if (t[0].shape.empty())
         return fail("'set' needs an operand with at least one dimension, got " + tstr(t[0]));
-      if (auto e = check_index(op, t[1])) return fail(*e);
-      if (t[2].dtype != t[0].dtype)
-        return fail("the value stored by 'set' has dtype " + std::string(dtype_name(t[2].dtype)) +
+      if (k > t[0].shape.size())
+        return fail("'set' has " + std::to_string(k) + " indices but " + tstr(t[0]) + " has " +
+                    std::to_string(t[0].shape.size()) + " dimension" +
+                    (t[0].shape.size() == 1 ? "" : "s"));
+      for (size_t a = 1; a <= k; ++a)
+        if (auto e = check_index(op, t[a])) return fail(*e);
+      if (v.dtype != t[0].dtype)
+        return fail("the value stored by 'set' has dtype " + std::string(dtype_name(v.dtype)) +
                     " but the tensor has " + dtype_name(t[0].dtype) + "; convert it with " +
                     cast_hint(t[0].dtype));
-      Shape row(t[0].shape.begin() + 1, t[0].shape.end());
-      auto b = broadcast_shapes(row, t[2].shape);
+      Shape row(t[0].shape.begin() + static_cast<long>(k), t[0].shape.end());
+      auto b = broadcast_shapes(row, v.shape);
       if (!b || *b != row)
-        return fail("the value stored by 'set' is " + tstr(t[2]) + ", which does not fit a row " +
-                    Type::tensor_of(t[0].dtype, row).str() + " of " + tstr(t[0]));
+        return fail("the value stored by 'set' is " + tstr(v) + ", which does not fit " +
+                    (row.empty() ? std::string("an element ")
+                                 : "a row " + Type::tensor_of(t[0].dtype, row).str() + " ") +
+                    "of " + tstr(t[0]));
       return ok(args[0]);
     }
     case PrimId::Size:

@@ -252,9 +252,14 @@ class FuncLowering {
         return;
       }
       case EK::Index: {
-        Operand a = value(e.args[0]);
-        Operand i = value(e.args[1]);
-        prim(out, "get", {a, i}, {}, loc, e.name_loc);
+        // x[i][j] (and x[i, j]): one get with an index per dimension,
+        // get(x, i, j), the operands evaluated left to right.
+        std::vector<const Expr*> chain{&e};
+        while (chain.back()->args[0].kind == EK::Index) chain.push_back(&chain.back()->args[0]);
+        std::vector<Operand> ops{value(chain.back()->args[0])};
+        for (size_t k = chain.size(); k-- > 0;) ops.push_back(value(chain[k]->args[1]));
+        // (several indices: an error points at the whole x[i, j])
+        prim(out, "get", std::move(ops), {}, loc, chain.size() > 1 ? e.loc : e.name_loc);
         return;
       }
       case EK::Tensor: {
@@ -517,34 +522,31 @@ class FuncLowering {
         assign(s.pat, s.exprs[0], s.loc);
         return;
       case SK::IndexAssign: {
-        // x[i][j] = v: row = get(x, i); row = set(row, j, v); x = set(x, i, row).
-        // x[i] op= v reads x[i] once, the indices evaluated once.
+        // x[i][j] = v (or x[i, j] = v): x = set(x, i, j, v). x[i, j] op= v
+        // reads the element once, t = get(x, i, j), the indices evaluated once.
         std::vector<Operand> idx;
         for (size_t k = 0; k + 1 < s.exprs.size(); ++k) idx.push_back(value(s.exprs[k]));
-        std::vector<Operand> rows{var(s.target.name, s.target.loc)};
-        const size_t reads = s.op.empty() ? idx.size() - 1 : idx.size();
-        for (size_t k = 0; k < reads; ++k) {
-          std::string r = fresh("t");
-          prim(name_pattern(r, s.exprs[k].loc), "get", {rows.back(), idx[k]}, {}, s.exprs[k].loc,
-               s.exprs[k].loc);
-          rows.push_back(var(r, s.exprs[k].loc));
-        }
+        const Operand x = var(s.target.name, s.target.loc);
         Operand v;
         if (s.op.empty()) {
           v = value(s.exprs.back());
         } else {
+          std::vector<Operand> at{x};
+          at.insert(at.end(), idx.begin(), idx.end());
+          std::string t = fresh("t");
+          prim(name_pattern(t, s.target.loc), "get", std::move(at), {}, s.target.loc,
+               s.target.loc);
           Expr old;
           old.kind = EK::Var;
-          old.name = rows.back().name;
+          old.name = t;
           old.loc = old.name_loc = s.target.loc;
           v = value(compound(s.op, std::move(old), s.exprs.back()));
         }
-        for (size_t k = idx.size(); k-- > 0;) {
-          Pattern dst = k == 0 ? name_pattern(s.target.name, s.target.loc)
-                               : name_pattern(rows[k].name, rows[k].loc);
-          prim(dst, "set", {rows[k], idx[k], v}, {}, s.loc, s.target.loc);
-          v = rows[k];
-        }
+        std::vector<Operand> put{x};
+        put.insert(put.end(), idx.begin(), idx.end());
+        put.push_back(v);
+        prim(name_pattern(s.target.name, s.target.loc), "set", std::move(put), {}, s.loc,
+             s.target.loc);
         return;
       }
       case SK::Eval: {

@@ -46,16 +46,23 @@ bool literal_all(const Operand& o, Pred pred) {
   return true;
 }
 
-// The index operand of get/set is a literal inside the first dimension of x.
+// get(x, i1, ..., ik) or set(x, i1, ..., ik, v): every index a literal
+// within its dimension of x.
 bool index_in_range(const Instr& in, const TypeMap& types) {
-  if (in.args.size() < 2 || !in.args[0].is_var) return false;
-  const Operand& i = in.args[1];
-  if (i.is_var || i.lit.is_tensor || i.lit.kind != Scalar::Kind::Int || i.lit.elems.size() != 1)
-    return false;
+  const size_t last = in.prim == PrimId::Set ? in.args.size() - 1 : in.args.size();
+  if (in.args.size() < 2 || last < 2 || !in.args[0].is_var) return false;
   auto it = types.find(in.args[0].name);
-  if (it == types.end() || it->second.is_tuple || it->second.tensor.shape.empty()) return false;
-  int64_t d = it->second.tensor.shape[0], v = i.lit.elems[0].i;
-  return v >= -d && v < d;
+  if (it == types.end() || it->second.is_tuple) return false;
+  const Shape& shape = it->second.tensor.shape;
+  if (last - 1 > shape.size()) return false;
+  for (size_t a = 1; a < last; ++a) {
+    const Operand& i = in.args[a];
+    if (i.is_var || i.lit.is_tensor || i.lit.kind != Scalar::Kind::Int || i.lit.elems.size() != 1)
+      return false;
+    const int64_t d = shape[a - 1], v = i.lit.elems[0].i;
+    if (v < -d || v >= d) return false;
+  }
+  return true;
 }
 
 // The instruction can run for any thread without raising (or having an

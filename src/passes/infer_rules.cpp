@@ -41,9 +41,19 @@ std::vector<Group> groups_of(PrimId op, size_t nargs) {
     case DtypeGroups::Select:
       return {{{0}, false, strong_bool, "a bool condition"}, {{1, 2}, true, std::nullopt, nullptr}};
     case DtypeGroups::Get:
-      return {{{0}, true, std::nullopt, nullptr}, {{1}, false, weak_int, "an integer index"}};
-    case DtypeGroups::Set:
-      return {{{0, 2}, true, std::nullopt, nullptr}, {{1}, false, weak_int, "an integer index"}};
+    case DtypeGroups::Set: {
+      // x (and set's value, the last operand) with the result; each index
+      // on its own (get(x, i, j) with i an i32 and j an i64).
+      const bool set = prim_info(op).dtypes == DtypeGroups::Set;
+      std::vector<Group> gs;
+      Group x{{0}, true, std::nullopt, nullptr};
+      if (set && nargs >= 3) x.operands.push_back(static_cast<int>(nargs - 1));
+      gs.push_back(x);
+      const size_t last = set ? nargs - 1 : nargs;
+      for (size_t i = 1; i < std::max<size_t>(last, 2); ++i)
+        gs.push_back({{static_cast<int>(i)}, false, weak_int, "an integer index"});
+      return gs;
+    }
     case DtypeGroups::Key0:
       return {{{0}, false, strong_i64, "an i64 key"}};
     case DtypeGroups::KeyFloat1:

@@ -91,6 +91,10 @@ const Case kCases[] = {
     {"concat and indexing by row and column", {3, 2}, -1, 1,
      "func f(x, c) {\n  j = concat(x, x[1:] * 2.0, x[2:] * x[:1], [[0.5, 1.5]])\n"
      "  col = x[:, 1]\n  return sum(j * j) + dot(col, c) + x[2, 0] * x[0, 1] + sum(x[1:, :1])\n}\n"},
+    {"elements of a matrix read and written in a loop nest", {3, 3}, -1, 1,
+     "func f(x, c) {\n  y = x\n  for i in range(1, 3) {\n    for j in range(3) {\n"
+     "      y[i, j] = y[i - 1, j] * c[j] + x[i, 2 - j] * y[i][j]\n    }\n  }\n"
+     "  y[0][1] += x[2, 2] * x[-1, 0]\n  return sum(y * y) + y[2, 1]\n}\n"},
     {"a block-form loop back to the entry block", {}, 0.1, 2,
      "func f(x, c) {\nentry:\n  x = x * 1.5 + c[0]\n  more = x < 20.0\n  branch more, entry, done\n"
      "done:\n  return x * x\n}\n"},

@@ -483,6 +483,60 @@ TEST_CASE("jit: two sets of a tensor in a block compile whole; a later failure u
   }
 }
 
+// Elements of a matrix read and written as A[i, j] in a loop nest (one get
+// or set with two indices each, mixed i32 and i64 indices, a negative one):
+// elimination below the diagonal, then `A[i][j] += v` written with two
+// brackets. The nest compiles whole and runs in the chain; a thread whose
+// column index is past the end fails in every mode with the reference's
+// message, its row index being in range.
+const char* kMatrixNest = R"(func elim(A: f64[4, 4], c: i32, bad: i64) -> (f64[4, 4], f64) {
+  for k in range(3) {
+    for i in range(k + 1, 4) {
+      f = A[i, k] / A[k, k]
+      for j in range(k, 4) {
+        A[i, j] -= f * A[k, j]
+      }
+    }
+  }
+  for i in range(4) {
+    A[i][c] += A[-1, i]
+  }
+  A[0, bad] = 1.0
+  return A, A[3, -1] * A[c, 2]
+}
+)";
+
+std::string matrix_nest_inputs(int threads, int bad_thread) {
+  std::string a, c, bad;
+  for (int t = 0; t < threads; ++t) {
+    const char* sep = t ? ", " : "";
+    a += sep + std::string("[");
+    for (int i = 0; i < 4; ++i) {
+      a += i ? ", [" : "[";
+      for (int j = 0; j < 4; ++j)
+        a += (j ? ", " : "") + std::to_string(i == j ? 5 + (t % 7) : (i * 3 + j + t) % 5 - 2) + ".0";
+      a += "]";
+    }
+    a += "]";
+    c += sep + std::to_string(t % 4);
+    bad += sep + std::to_string(t == bad_thread ? 4 : t % 4);
+  }
+  return "{\"A\": [" + a + "], \"c\": [" + c + "], \"bad\": [" + bad + "]}";
+}
+
+TEST_CASE("jit: A[i, j] in a loop nest is one get or set, compiled whole in the chain") {
+  Prog p = load(kMatrixNest, matrix_nest_inputs(300, -1), "elim");
+  indexing_compiled_in_every_mode(p, "elim.body.18");
+  Prog bad = load(kMatrixNest, matrix_nest_inputs(300, 211), "elim");
+  RunResult want = reference(bad);
+  CHECK(same_error_in_every_mode(bad, want) == 211);
+  CHECK(want.error->message.find("index 4 is out of range for 'set' on a dimension of size 4") !=
+        std::string::npos);
+  RunResult rec = recorded_as_interpreted(bad);
+  REQUIRE(rec.failed.size() == 1);
+  CHECK(rec.failed[0].thread == 211);
+}
+
 // A recursion reading a per-thread 3-d tensor as g[a][b][c] (rows of rows,
 // read in place), a negative index and the size of a row; `bad` threads
 // index past the end at some depth.

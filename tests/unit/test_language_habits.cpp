@@ -371,15 +371,24 @@ TEST_CASE("X[i, j], X[:, j] and X[a:b, c:d] index a matrix by row and column; co
   CHECK(r.outputs[9] == std::vector<double>{1, 2});          // [k]
   CHECK(r.outputs[10] == std::vector<double>{22, 44});       // row 1
   CHECK(r.outputs[11] == std::vector<double>{66 + 89 + 7, 132 + 78 + 7});
-  // X[:, j] is transpose(X)[j]; X[i, j] is X[i][j].
+  // X[:, j] is transpose(X)[j]; X[i, j] is X[i][j], one get with an index per dimension.
   const std::string col_blocks = blocks("func f(X: f64[2, 3], j) {\n  return X[:, j]\n}\n");
   INFO(col_blocks);
   CHECK(col_blocks.find(" = transpose(X)\n") != std::string::npos);
   CHECK(col_blocks.find(" = get(t.") != std::string::npos);
   const std::string elem_blocks = blocks("func f(X: f64[2, 3], i, j) {\n  return X[i, j]\n}\n");
   INFO(elem_blocks);
-  CHECK(elem_blocks.find(" = get(X, i)\n") != std::string::npos);
+  CHECK(elem_blocks.find(" = get(X, i, j)\n") != std::string::npos);
   CHECK(elem_blocks.find("transpose") == std::string::npos);
+  CHECK(blocks("func f(X: f64[2, 3], i, j) {\n  return X[i][j]\n}\n") == elem_blocks);
+  // An assignment to an element is one set, whichever brackets it is written with; `+=` reads
+  // the element once.
+  const std::string set_blocks =
+      blocks("func f(X: f64[2, 3], i, j) {\n  X[i, j] = 1.0\n  X[i][j] += 2.0\n  return X\n}\n");
+  INFO(set_blocks);
+  CHECK(set_blocks.find("X = set(X, i, j, 1.0)\n") != std::string::npos);
+  CHECK(set_blocks.find(" = get(X, i, j)\n") != std::string::npos);
+  CHECK(set_blocks.find("X = set(X, i, j, t.") != std::string::npos);
   // fmt keeps the positions as written, in expressions and assignments.
   CHECK(fmt("func f(X) {\n  X[ 1,2 ] = X[ :,1 ][0] + sum(X[1: , :-1]) + sum( X[:,:] )\n"
             "  X[0,1]+=1.0\n  return (X[0, 0])\n}\n") ==
@@ -405,4 +414,11 @@ TEST_CASE("X[i, j], X[:, j] and X[a:b, c:d] index a matrix by row and column; co
                   "dimension, got f64[2] and f64[2,2]") != std::string::npos);
   CHECK(type_errors("func f(k: i64) {\n  return concat(k, k)\n}\n").find("must be tensors") !=
         std::string::npos);
+  CHECK(type_errors("func f(k: i64) {\n  X = zeros(shape=[2, 3])\n  return X[k, 0, 1]\n}\n")
+            .find("3:10: error: 'get' has 3 indices but f64[2,3] has 2 dimensions") !=
+        std::string::npos);
+  CHECK(type_errors("func f(k: i64) {\n  X = zeros(shape=[2, 3])\n  X[0, k] = [1.0, 2.0]\n"
+                    "  return X\n}\n")
+            .find("3:3: error: the value stored by 'set' is f64[2], which does not fit an element "
+                  "of f64[2,3]") != std::string::npos);
 }

@@ -149,6 +149,19 @@ TEST_CASE("get, set, size, reshape") {
         std::string::npos);
   CHECK(ty(PrimId::Set, {T(f64, {4}), S(i64), S(i64)}).find("cast(x, dtype=f64)") !=
         std::string::npos);
+  // One index per leading dimension: get(x, i, j) is x[i, j].
+  CHECK(ty(PrimId::Get, {T(f64, {4, 2}), S(i64), S(i32)}) == "f64");
+  CHECK(ty(PrimId::Get, {T(f64, {4, 2, 3}), S(i64), S(i64)}) == "f64[3]");
+  CHECK(ty(PrimId::Get, {T(f64, {4, 2}), S(i64), S(i64), S(i64)}) ==
+        "error: 'get' has 3 indices but f64[4,2] has 2 dimensions");
+  CHECK(ty(PrimId::Get, {T(f64, {4, 2}), S(i64), S(f64)}) ==
+        "error: the index of 'get' must be an i32 or i64 scalar, got f64");
+  CHECK(ty(PrimId::Set, {T(f64, {4, 2}), S(i64), S(i32), S(f64)}) == "f64[4,2]");
+  CHECK(ty(PrimId::Set, {T(f64, {4, 2, 3}), S(i64), S(i64), T(f64, {3})}) == "f64[4,2,3]");
+  CHECK(ty(PrimId::Set, {T(f64, {4, 2}), S(i64), S(i64), T(f64, {2})}) ==
+        "error: the value stored by 'set' is f64[2], which does not fit an element of f64[4,2]");
+  CHECK(ty(PrimId::Set, {T(f64, {4}), S(i64), S(i64), S(f64)}) ==
+        "error: 'set' has 2 indices but f64[4] has 1 dimension");
   CHECK(ty(PrimId::Size, {T(b, {3, 5})}) == "i64");
   CHECK(ty(PrimId::Reshape, {T(f64, {2, 3})}, shape({3, 2})) == "f64[3,2]");
   CHECK(ty(PrimId::Reshape, {T(f64, {2, 3})}, shape({-1})) == "f64[6]");

@@ -235,19 +235,34 @@ void rule_ReduceMax(RuleCtx& r) { extremum(r); }
 void rule_ReduceMin(RuleCtx& r) { extremum(r); }
 
 // ---- indexing ----
-void rule_Get(RuleCtx& r) {  // dy added into row i of x's adjoint
+// get(x, i1, ..., ik) and set(x, i1, ..., ik, v): the indices are operands
+// 1 .. k.
+std::vector<Arg> indexed(RuleCtx& r, const std::string& x, size_t k) {
+  std::vector<Arg> a{x};
+  for (size_t i = 1; i <= k; ++i) a.push_back(r.arg(i));
+  return a;
+}
+void rule_Get(RuleCtx& r) {  // dy added into x's adjoint at the indices
   if (!r.active(0)) return;
+  const size_t k = r.in.args.size() - 1;
   const std::string& x = r.name(0);
   std::string acc = r.w.adjoint_or_zeros(x);
-  std::string old = r.prim(P::Get, {acc, r.arg(1)});
-  r.w.set_adjoint(x, r.prim(P::Set, {acc, r.arg(1), r.prim(P::Add, {old, r.dy})}));
+  std::string old = r.prim(P::Get, indexed(r, acc, k));
+  std::vector<Arg> put = indexed(r, acc, k);
+  put.push_back(r.prim(P::Add, {old, r.dy}));
+  r.w.set_adjoint(x, r.prim(P::Set, std::move(put)));
 }
-void rule_Set(RuleCtx& r) {  // y = x with x[i] = v
-  if (r.active(0)) r.give_shaped(0, r.prim(P::Set, {r.dy, r.arg(1), flit(0.0)}));
-  if (r.active(2)) {
-    Shape row(r.ys.begin() + 1, r.ys.end());
-    std::string v = r.prim(P::Get, {r.dy, r.arg(1)});
-    r.w.accumulate(r.name(2), v, &row);
+void rule_Set(RuleCtx& r) {  // y = x with x[i1, ..., ik] = v
+  const size_t k = r.in.args.size() - 2;
+  if (r.active(0)) {
+    std::vector<Arg> cleared = indexed(r, r.dy, k);
+    cleared.push_back(flit(0.0));
+    r.give_shaped(0, r.prim(P::Set, std::move(cleared)));
+  }
+  if (r.active(k + 1)) {
+    Shape row(r.ys.begin() + static_cast<long>(k), r.ys.end());
+    std::string v = r.prim(P::Get, indexed(r, r.dy, k));
+    r.w.accumulate(r.name(k + 1), v, &row);
   }
 }
 void rule_Slice(RuleCtx& r) {  // the rows of dy added into the sliced rows

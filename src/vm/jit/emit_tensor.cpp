@@ -115,26 +115,42 @@ void Gen::elementwise(const FOp& o) {
   });
 }
 
-// The row that get or set reads or writes (operand 1, Python's negative
-// indices); out of range raises the flag and gives row 0.
-Value* Gen::row_index(const FOp& o, int64_t rows) {
-  Value* i = b_.CreateSExtOrTrunc(read(o.args[1]), b_.getInt64Ty());
-  Value* r = b_.CreateSelect(b_.CreateICmpSLT(i, b_.getInt64(0)),
-                             b_.CreateAdd(i, b_.getInt64(rows)), i);
-  Value* ok =
-      b_.CreateAnd(b_.CreateICmpSGE(r, b_.getInt64(0)), b_.CreateICmpSLT(r, b_.getInt64(rows)));
+// The element offset that get or set reads or writes: operands 1 .. k
+// index x's leading dimensions (Python's negative indices); an index out of
+// range raises the flag and gives offset 0.
+Value* Gen::index_offset(const FOp& o, size_t k, const std::vector<int64_t>& shape, int64_t row) {
+  Value* at = b_.getInt64(0);
+  Value* ok = b_.getTrue();
+  for (size_t d = 0; d < k; ++d) {
+    const int64_t dim = shape[d];
+    Value* i = b_.CreateSExtOrTrunc(read(o.args[1 + d]), b_.getInt64Ty());
+    Value* r = b_.CreateSelect(b_.CreateICmpSLT(i, b_.getInt64(0)),
+                               b_.CreateAdd(i, b_.getInt64(dim)), i);
+    ok = b_.CreateAnd(ok, b_.CreateAnd(b_.CreateICmpSGE(r, b_.getInt64(0)),
+                                       b_.CreateICmpSLT(r, b_.getInt64(dim))));
+    at = d == 0 ? r : b_.CreateAdd(b_.CreateMul(at, b_.getInt64(dim)), r);
+  }
   fail_if(b_.CreateNot(ok));
-  return b_.CreateSelect(ok, r, b_.getInt64(0));
+  return b_.CreateSelect(ok, b_.CreateMul(at, b_.getInt64(row)), b_.getInt64(0));
+}
+
+// The leading elements that k indices select among, and the elements of
+// each selection.
+static std::pair<int64_t, int64_t> lead_and_row(const Slot& x, size_t k) {
+  int64_t lead = 1;
+  for (size_t d = 0; d < k; ++d) lead *= x.shape[d];
+  return {lead, lead ? x.elems() / lead : 0};
 }
 
 void Gen::get(const FOp& o) {
   const Slot& x = seg_->slots[o.args[0].slot];
   const Slot& out = seg_->slots[o.outs[0]];
-  const int64_t rows = x.shape[0];
-  const int64_t row = rows ? x.elems() / rows : 0;
-  Value* r = row_index(o, rows);
+  const size_t nk = o.args.size() - 1;
+  const auto lr = lead_and_row(x, nk);
+  const int64_t lead = lr.first, row = lr.second;
+  Value* off = index_offset(o, nk, x.shape, row);
   Type* t = ty(x.dtype);
-  if (rows == 0) {  // every index fails
+  if (lead == 0) {  // every index fails
     if (!out.tensor) {
       cur_[o.outs[0]] = Constant::getNullValue(t);
       written_[o.outs[0]] = true;
@@ -143,7 +159,7 @@ void Gen::get(const FOp& o) {
     }
     return;
   }
-  Value* src = b_.CreateGEP(t, event(o.args[0].slot), b_.CreateMul(r, b_.getInt64(row)));
+  Value* src = b_.CreateGEP(t, event(o.args[0].slot), off);
   if (out.view) {  // the row where it is: nothing in the block writes the source
     cur_[o.outs[0]] = src;
   } else if (!out.tensor) {
@@ -157,19 +173,20 @@ void Gen::get(const FOp& o) {
 
 void Gen::set(const FOp& o) {
   const Slot& x = seg_->slots[o.args[0].slot];
-  const int64_t rows = x.shape[0];
+  const size_t nk = o.args.size() - 2;
   const int64_t elems = x.elems();
-  const int64_t row = rows ? elems / rows : 0;
-  Value* r = row_index(o, rows);
+  const auto lr = lead_and_row(x, nk);
+  const int64_t lead = lr.first, row = lr.second;
+  Value* off = index_offset(o, nk, x.shape, row);
   Type* t = ty(x.dtype);
   Value* po = event(o.outs[0]);
   if (o.args[0].slot != o.outs[0] && elems)  // in place: no copy
     b_.CreateMemMove(po, MaybeAlign(), event(o.args[0].slot), MaybeAlign(),
                      static_cast<uint64_t>(elems) * dtype_size(x.dtype));
-  if (rows == 0) return;
-  Value* dst = b_.CreateGEP(t, po, b_.CreateMul(r, b_.getInt64(row)));
-  const Arg& v = o.args[2];
-  const std::vector<int64_t> row_shape(x.shape.begin() + 1, x.shape.end());
+  if (lead == 0) return;
+  Value* dst = b_.CreateGEP(t, po, off);
+  const Arg& v = o.args.back();
+  const std::vector<int64_t> row_shape(x.shape.begin() + static_cast<long>(nk), x.shape.end());
   // Block forms: written only if no check has failed (this one included),
   // so that a failed lane is left as it was (StackVM::gather_facts); one
   // element's old value is kept, for a check that fails later (undo_writes).

@@ -136,7 +136,7 @@ class Gen {
   void elementwise(const FOp& o);
   void get(const FOp& o);
   void set(const FOp& o);
-  Value* row_index(const FOp& o, int64_t rows);
+  Value* index_offset(const FOp& o, size_t k, const std::vector<int64_t>& shape, int64_t row);
   // emit_segment.cpp: a gather segment with calls, phase by phase.
   Function* gather_phased(const Segment& s, const std::string& name);
   void store_phase(const Segment& s, bool last);

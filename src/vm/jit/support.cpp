@@ -132,15 +132,17 @@ bool supported_tensor(PrimId op, const std::vector<TensorType>& args, const Tens
     case PrimId::Reshape:
       return n == 1 && args[0].dtype == out.dtype &&
              args[0].num_elements() == out.num_elements();
-    case PrimId::Get: {
-      if (n != 2 || args[0].shape.empty() || !scalar_int(args[1])) return false;
-      const Shape row(args[0].shape.begin() + 1, args[0].shape.end());
-      return out.dtype == args[0].dtype && out.shape == row;
-    }
-    case PrimId::Set: {
-      if (n != 3 || args[0].shape.empty() || !scalar_int(args[1])) return false;
-      const Shape row(args[0].shape.begin() + 1, args[0].shape.end());
-      return out == args[0] && args[2].dtype == out.dtype && broadcasts(args[2].shape, row);
+    case PrimId::Get:
+    case PrimId::Set: {  // get(x, i1, ..., ik), set(x, i1, ..., ik, v)
+      const bool set = op == PrimId::Set;
+      if (n < (set ? 3u : 2u)) return false;
+      const size_t k = n - (set ? 2 : 1);
+      if (args[0].shape.size() < k) return false;
+      for (size_t a = 1; a <= k; ++a)
+        if (!scalar_int(args[a])) return false;
+      const Shape row(args[0].shape.begin() + static_cast<long>(k), args[0].shape.end());
+      if (!set) return out.dtype == args[0].dtype && out.shape == row;
+      return out == args[0] && args[n - 1].dtype == out.dtype && broadcasts(args[n - 1].shape, row);
     }
     default:
       break;

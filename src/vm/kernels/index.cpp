@@ -1,6 +1,7 @@
 // Kernels of the indexing and building primitives: get, set, size,
-// reshape, zeros, fill, iota. get/set index the first event dimension and
-// accept Python-style negative indices (-1 is the last row); any other
+// reshape, zeros, fill, iota. get/set index the leading event dimensions,
+// one index each (get(x, i) the first, get(x, i, j) an element of a
+// matrix), and accept Python-style negative indices (-1 is the last row); any other
 // index outside [-d, d) is a runtime error. Moves are by element width, not
 // dtype.
 #include "vm/kernels/elementwise_impl.h"
@@ -30,18 +31,56 @@ void fill_elems(W* p, int64_t count, W v) {
   for (int64_t k = 0; k < count; ++k) p[k] = v;
 }
 
+// The leading dimensions that operands 1 .. k of get/set index, and the
+// elements each selection holds (a row: the product of the other
+// dimensions).
+struct Indexed {
+  int k;
+  int64_t lead;  // elements of x over elements per selection
+  int64_t row;
+};
+
+inline Indexed indexed(const KernelCall& c, int k) {
+  const auto& shape = c.args[0].type->shape;
+  int64_t lead = 1;
+  for (int d = 0; d < k; ++d) lead *= shape[static_cast<size_t>(d)];
+  const int64_t E = c.args[0].type->num_elements();
+  return {k, lead, lead ? E / lead : 0};
+}
+
+// Lane j's element offset of x[i1, ..., ik] (indices checked in order,
+// each against its own dimension), or false with the error. I is the
+// dtype of the first index; the others are read by their own dtype.
+template <class I>
+inline bool offset_of(const KernelCall& c, int64_t j, const Indexed& ix, const char* op,
+                      int64_t* off, KernelError* err) {
+  const auto& shape = c.args[0].type->shape;
+  int64_t at = 0;
+  for (int d = 0; d < ix.k; ++d) {
+    const ArgView& vi = c.args[1 + d];
+    const int64_t raw = d == 0 ? static_cast<int64_t>(load_index<I>(vi, j))
+                        : vi.type->dtype == DType::I32 ? load_index<int32_t>(vi, j)
+                                                       : load_index<int64_t>(vi, j);
+    const int64_t dim = shape[static_cast<size_t>(d)];
+    const int64_t r = resolve_index(raw, dim);
+    if (r < 0) return fail(err, j, index_error(op, raw, dim));
+    at = at * dim + r;
+  }
+  *off = at * ix.row;
+  return true;
+}
+
 template <class I, class W>
 bool get_impl(const KernelCall& c, KernelError* err) {
   const ArgView& vx = c.args[0];
-  const ArgView& vi = c.args[1];
   const OutView& vo = c.outs[0];
-  const int64_t d = vx.type->shape[0];
-  const int64_t row = vo.type->num_elements();  // elements per row
+  const Indexed ix = indexed(c, c.nargs - 1);
+  const int64_t E = vx.type->num_elements();
+  const int64_t row = ix.row;  // elements per selection
   for (int64_t j = 0; j < c.n; ++j) {
-    I raw = load_index<I>(vi, j);
-    int64_t r = resolve_index(raw, d);
-    if (r < 0) return fail(err, j, index_error("get", raw, d));
-    const W* src = lane_in<W>(vx, j, d * row) + r * row;
+    int64_t off = 0;
+    if (!offset_of<I>(c, j, ix, "get", &off, err)) return false;
+    const W* src = lane_in<W>(vx, j, E) + off;
     W* dst = lane_out<W>(vo, j, row);
     if (row == 1)
       *dst = *src;
@@ -54,25 +93,24 @@ bool get_impl(const KernelCall& c, KernelError* err) {
 template <class I, class W>
 bool set_impl(const KernelCall& c, KernelError* err) {
   const ArgView& vx = c.args[0];
-  const ArgView& vi = c.args[1];
-  const ArgView& vv = c.args[2];
+  const ArgView& vv = c.args[c.nargs - 1];
   const OutView& vo = c.outs[0];
-  const int64_t d = vx.type->shape[0];
+  const Indexed ix = indexed(c, c.nargs - 2);
   const int64_t E = vx.type->num_elements();
-  const int64_t row = d ? E / d : 0;
+  const int64_t row = ix.row;
   const int64_t Ev = vv.type->num_elements();
-  const std::span<const int64_t> row_shape(vx.type->shape.data() + 1, vx.type->shape.size() - 1);
+  const std::span<const int64_t> row_shape(vx.type->shape.data() + ix.k,
+                                           vx.type->shape.size() - static_cast<size_t>(ix.k));
   const Bcast bv = make_bcast(vv.type->shape, row_shape, 0);
   for (int64_t j = 0; j < c.n; ++j) {
-    I raw = load_index<I>(vi, j);
-    int64_t r = resolve_index(raw, d);
-    if (r < 0) return fail(err, j, index_error("set", raw, d));
+    int64_t off = 0;
+    if (!offset_of<I>(c, j, ix, "set", &off, err)) return false;
     const W* src = lane_in<W>(vx, j, E);
     W* dst = lane_out<W>(vo, j, E);
     if (dst != src && E)
       std::memcpy(dst, src, static_cast<size_t>(E) * sizeof(W));  // in place: no copy
     const W* pv = lane_in<W>(vv, j, Ev);
-    W* out_row = dst + r * row;
+    W* out_row = dst + off;
     if (!bv.table && bv.stride == 1) {
       if (row) std::memcpy(out_row, pv, static_cast<size_t>(row) * sizeof(W));
     } else {

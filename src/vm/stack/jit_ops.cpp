@@ -226,24 +226,26 @@ bool StackVM::index_read(const Op& op, const CBlock& cb, bool in_place_sets) con
 
 // An op the whole form (jit::BlockFn, the chain) compiles although it
 // reads or writes a tensor: a read as dense_read, its result possibly a
-// variable that calls save (pushed); or x = set(x, i, v) in place, a scalar
-// v into an element of x, a per-thread tensor (an input or a variable) that
+// variable that calls save (pushed); or x = set(x, i, ..., v) in place, a
+// scalar v into an element of x, a per-thread tensor (an input or a variable) that
 // nothing pushes. Tensors stay in memory (each lane's event); a bad index
 // raises the block's flag before anything is written (gather_facts).
 bool StackVM::whole_index(const Op& op, const CBlock& cb) const {
   if (op.kind != Op::Kind::Kernel || op.shared || op.outs.size() != 1) return false;
   if (op.prim == PrimId::Get && !scalar_leaf(op.outs[0].leaf)) return row_view(op, cb);
   if (op.prim == PrimId::Get || op.prim == PrimId::Size) return index_read(op, cb, true);
-  if (op.prim != PrimId::Set || op.args.size() != 3) return false;
+  if (op.prim != PrimId::Set || op.args.size() < 3) return false;
   const int32_t x = op.outs[0].leaf;
   if (op.args[0].constant >= 0 || op.args[0].leaf != x) return false;
   const Leaf& l = leaves_[x];
   if (l.shared || l.in_scratch() || l.ebytes == 0 || l.full()) return false;
-  // The index a scalar; the value a scalar, or a row from a literal or a
+  // The indices scalars; the value a scalar, or a row from a literal or a
   // per-thread variable in memory.
-  const Ref& i = op.args[1];
-  if (i.constant >= 0 ? !ref_type(i).shape.empty() : !scalar_leaf(i.leaf)) return false;
-  const Ref& v = op.args[2];
+  for (size_t a = 1; a + 1 < op.args.size(); ++a) {
+    const Ref& i = op.args[a];
+    if (i.constant >= 0 ? !ref_type(i).shape.empty() : !scalar_leaf(i.leaf)) return false;
+  }
+  const Ref& v = op.args.back();
   if (v.constant < 0 && !scalar_leaf(v.leaf)) {
     const Leaf& lv = leaves_[v.leaf];
     if (lv.shared || lv.in_scratch() || lv.ebytes == 0 || lv.full()) return false;

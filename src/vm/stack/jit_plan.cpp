@@ -104,8 +104,12 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
         if (written && jit::may_fail(fo, c.whole.slots))
           f.whole_blocker = "op '" + fails + "' can fail after a row of a tensor is set";
         if (fo.kind == jit::FOp::Kind::Compute && !fo.copy && fo.prim == PrimId::Set) {
+          // set(x, i1, ..., ik, v) writes the elements of x[i1, ..., ik].
           const jit::Slot& x = c.whole.slots[fo.args[0].slot];
-          written = written || (!x.shape.empty() && x.elems() / x.shape[0] > 1);
+          const size_t k = fo.args.size() - 2;
+          int64_t lead = 1;
+          for (size_t d = 0; d < k && d < x.shape.size(); ++d) lead *= x.shape[d];
+          written = written || (lead > 0 && x.elems() / lead > 1);
         }
       }
     }
