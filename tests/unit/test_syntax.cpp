@@ -130,10 +130,12 @@ TEST_CASE("tensors from expressions and x[i] = v") {
         "t.2 = neg(t.3)\n  v = set(v, 0, t.2)\n  return v, [1, -2]\n}\n");
 }
 
-TEST_CASE("x[i][j] = v updates a row of a row") {
+TEST_CASE("x[i][j] = v is one set with both indices") {
   CHECK(blocks("func f(m, i) {\n  m[i][i + 1] = 0\n  return m\n}\n") ==
-        "func f(m, i) {\nentry:\n  t.1 = add(i, 1)\n  t.2 = get(m, i)\n  t.2 = set(t.2, t.1, 0)\n  "
-        "m = set(m, i, t.2)\n  return m\n}\n");
+        "func f(m, i) {\nentry:\n  t.1 = add(i, 1)\n  m = set(m, i, t.1, 0)\n  return m\n}\n");
+  CHECK(blocks("func f(m, i) {\n  m[i, 0] -= m[0][i]\n  return m\n}\n") ==
+        "func f(m, i) {\nentry:\n  t.1 = get(m, i, 0)\n  t.3 = get(m, 0, i)\n  "
+        "t.2 = sub(t.1, t.3)\n  m = set(m, i, 0, t.2)\n  return m\n}\n");
 }
 
 TEST_CASE("front-end diagnostics point at the sub-expression") {
