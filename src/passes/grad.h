@@ -35,6 +35,9 @@
 // Files (src/passes/grad/, one per job; grad/internal.h lists them):
 // activity, legality, rules, the block transform, the driver, the builder.
 #pragma once
+#include <set>
+#include <string>
+
 #include "ir/ir.h"
 #include "ir/type_info.h"
 #include "support/diag.h"
@@ -48,5 +51,13 @@ bool grad(Module& m, const TypeInfo& types, Diagnostics& diags);
 
 // Whether any function of `m` calls value_and_grad.
 bool has_grad_calls(const Module& m);
+
+// The functions a value_and_grad call of `m` differentiates: each F named by
+// one, and every function those call. The pipeline merges and rotates their
+// blocks before grad (if_convert.h, shape_blocks), so that a loop's body is
+// one block that branches to itself: its gradient is then one call per
+// iteration, not one per block of the loop (a `for` loop's header, body and
+// step), and a recursion as deep as the trip count.
+std::set<std::string> grad_reached(const Module& m);
 
 }  // namespace ab

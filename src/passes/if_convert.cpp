@@ -123,7 +123,8 @@ void leaves(const Pattern& p, std::vector<Pattern*>& out) {
 
 class Converter {
  public:
-  Converter(Function& f, const TypeMap& types) : f_(f), types_(types) {
+  Converter(Function& f, const TypeMap& types, bool selects)
+      : f_(f), types_(types), selects_(selects) {
     for (const auto& p : f.params) used_.insert(p.name.name);
     for (const auto& b : f.blocks) {
       for (const auto& in : b.instrs) {
@@ -138,7 +139,7 @@ class Converter {
     bool any = false;
     for (int round = 0; round < 10000; ++round) {
       analyse();
-      if (!(convert() || merge() || rotate())) break;
+      if (!((selects_ && convert()) || merge() || rotate())) break;
       drop_unreachable();
       any = true;
     }
@@ -148,6 +149,7 @@ class Converter {
  private:
   Function& f_;
   TypeMap types_;
+  bool selects_;  // diamonds and triangles become selects (else merge and rotate only)
   VarSet used_;
   int fresh_ = 0;
   // Analyses of the current blocks.
@@ -438,7 +440,18 @@ bool speculatable(const Instr& in, const std::map<std::string, Type>& var_types)
 
 bool if_convert_function(Function& f, const TypeMap& var_types) {
   if (f.blocks.empty()) return false;
-  return Converter(f, var_types).run();
+  return Converter(f, var_types, true).run();
+}
+
+bool shape_blocks(Module& m, const TypeInfo& types, const std::set<std::string>& funcs) {
+  bool any = false;
+  for (auto& f : m.funcs) {
+    if (!funcs.count(f.name.name) || f.blocks.empty()) continue;
+    auto it = types.funcs.find(f.name.name);
+    static const TypeMap kNone;
+    any = Converter(f, it == types.funcs.end() ? kNone : it->second.vars, false).run() || any;
+  }
+  return any;
 }
 
 bool if_convert(Module& m, const TypeInfo& types) {

@@ -37,6 +37,7 @@
 // stand for).
 #pragma once
 #include <map>
+#include <set>
 #include <string>
 
 #include "ir/ir.h"
@@ -61,5 +62,13 @@ bool speculatable(const Instr& in, const std::map<std::string, Type>& var_types)
 
 // Every function of a verified module, with the types inference found.
 bool if_convert(Module& m, const TypeInfo& types);
+
+// Merge and rotation only, no selects, in the functions named by `funcs`:
+// the shape the grad pass differentiates (grad.h, grad_reached). A select
+// would run both arms, and its gradient would multiply the arm not taken by
+// zero, which is NaN where that arm is not finite (log of a negative); merge
+// and rotation run nothing extra. Returns whether anything changed (the
+// types must then be inferred again).
+bool shape_blocks(Module& m, const TypeInfo& types, const std::set<std::string>& funcs);
 
 }  // namespace ab

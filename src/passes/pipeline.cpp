@@ -38,6 +38,16 @@ void run_infer_types(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
 // grad adds the functions it generates; their types (and the callers' new
 // variables) are inferred again.
 void run_grad(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
+  // The differentiated functions' loops first made one block each (grad.h,
+  // grad_reached), then the types inferred for the blocks as they now are.
+  if (has_grad_calls(c.source) && shape_blocks(c.source, c.types, grad_reached(c.source))) {
+    c.types = infer_types(c.source, opt.entry, opt.entry_types, d);
+    if (d.has_errors()) {
+      d.error({}, "internal error: shaping the blocks for grad broke type inference (please "
+                  "report)");
+      return;
+    }
+  }
   if (!grad(c.source, c.types, d) || d.has_errors()) return;
   c.types = infer_types(c.source, opt.entry, opt.entry_types, d);
   if (d.has_errors())

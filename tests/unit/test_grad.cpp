@@ -192,6 +192,48 @@ TEST_CASE("value_and_grad agrees with finite differences in every VM") {
   }
 }
 
+// A loop's gradient is one call per iteration: the loop's header is rotated
+// into its body before grad, so the body's function calls itself (a `for`
+// loop was three blocks, a header, a body and a step, and three calls per
+// iteration). 150 iterations then stay within the chain's 256 levels.
+TEST_CASE("value_and_grad of a loop: one frame per iteration") {
+  const char* text = R"(func f(x, y) {
+  s = 0.0
+  for t in range(1, size(y)) {
+    d = y[t - 1] - x
+    s += d * d * 0.5 + sin(x * y[t])
+  }
+  return s
+}
+
+entry func main(x: f64, y: f64[150]) {
+  v, g = value_and_grad(f, x, y)
+  return v, g
+}
+)";
+  auto p = autobatch::compile(text);
+  REQUIRE_MESSAGE(p, p.rendered());
+  std::vector<double> x = {0.3, -0.7}, y(150);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = std::cos(0.1 * static_cast<double>(i));
+  std::vector<autobatch::ArrayView> in = {autobatch::ArrayView::of(x.data(), 2),
+                                          autobatch::ArrayView::of(y.data(), 1, {150})};
+  autobatch::RunOptions o;
+  o.jit = false;
+  o.stats = true;
+  auto r = p->run(in, o);
+  REQUIRE_MESSAGE(r.ok(), r.rendered());
+  REQUIRE(r.stats);
+  CHECK(r.stats->peak_stack_depth >= 149);
+  CHECK(r.stats->peak_stack_depth <= 155);
+  // The gradient itself: sum over t of -(y[t-1] - x) + cos(x y[t]) y[t].
+  for (size_t k = 0; k < x.size(); ++k) {
+    double want = 0;
+    for (size_t t = 1; t < y.size(); ++t)
+      want += -(y[t - 1] - x[k]) + std::cos(x[k] * y[t]) * y[t];
+    CHECK(doubles(r.outputs[1])[k] == doctest::Approx(want).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("value_and_grad of f32 programs agrees with finite differences in f64") {
   // The cases above that type-check in f32 (those making f64 zeros or casts
   // do not), with straight code, reductions over an axis, loops and calls:

@@ -428,6 +428,185 @@ TEST_CASE("jit: sets in a loop and reads in a recursion compile whole; a bad ind
   }
 }
 
+// Reductions of a scalar and a scalar zeros (a transform's log-Jacobian is
+// sum(x) of a scalar parameter) compile per lane, bit for bit as the
+// kernels: a float sum is 0 + x (-0.0 gives 0.0), max and min keep NaN.
+const char* kScalarReduce = R"(func main(x: f64, k: i64, b: bool) -> (f64, f64, f64, f64, f64, i64, i64, bool, bool, f64) {
+  s = 0.0
+  p = 0.0
+  m = 0.0
+  hi = 0.0
+  lo = 0.0
+  si = 0
+  pi2 = 0
+  z = zeros()
+  for i in range(3) {
+    v = x * cast(i - 1, dtype=f64)
+    s = sum(v)
+    p = prod(v)
+    m = mean(v)
+    hi = reduce_max(v)
+    lo = reduce_min(v)
+    si += sum(k * i)
+    pi2 += prod(k + i)
+    z += zeros() + sum(v) * 0.5
+  }
+  return s, p, m, hi, lo, si, pi2, any(b), all(b), z
+}
+)";
+
+TEST_CASE("jit: reductions of a scalar and a scalar zeros compile, bit for bit") {
+  std::string x, k, b;
+  const char* xv[] = {"-0.0", "0.0", "1.5", "-2.25", "\"NaN\"", "\"Infinity\"", "\"-Infinity\"",
+                      "1e-310"};
+  for (int t = 0; t < 300; ++t) {
+    const char* sep = t ? ", " : "";
+    x += sep + std::string(xv[t % 8]);
+    k += sep + std::to_string(t % 7 - 3);
+    b += sep + std::string(t % 3 ? "true" : "false");
+  }
+  Prog p = load(kScalarReduce, "{\"x\": [" + x + "], \"k\": [" + k + "], \"b\": [" + b + "]}",
+                "main");
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    same_bits(r, ref);
+    if (m.jit && m.persistent && jit::available())
+      for (const auto& e : r.execution) {
+        CAPTURE(e.block);
+        CAPTURE(e.reason);
+        CHECK(e.reason.find("is not compiled") == std::string::npos);
+      }
+  }
+  // -0.0 stays -0.0 in neither the kernel nor the code: the sum of -0.0 is 0.0.
+  const double s0 = ref.outputs[0].as<double>()[0];
+  CHECK_FALSE(std::signbit(s0));
+}
+
+// Small tensors in a recursion (f64[3]: zeros, sets of constant elements,
+// elementwise arithmetic, copies into the callee's parameters, reads by
+// index) compile whole, per lane with the events in memory, and the whole
+// recursion runs in the chain. With a set at a per-thread index (which can
+// fail) the block that copies tensors into the callee's parameters cannot
+// be compiled whole: its rerun would find them written; it runs as segments,
+// and a bad index fails in every mode as in the reference.
+std::string small_vectors(bool checked) {
+  return std::string(R"(func walk(v: f64[3], w: f64[3], k: i64, bad: i64) -> f64 {
+  if k == 0 {
+    return v[0] * w[0] + v[1] * w[1] - v[2] * w[2]
+  }
+  z = zeros(shape=[3])
+  z[2] = cast(k, dtype=f64)
+)") + (checked ? "  z[bad] += 0.5\n" : "  z[-3] += 0.5\n") +
+         R"(  u = v * 0.5 + w * z - 1.0
+  s = u[0] + u[-1]
+  return walk(u, v + z, k - 1, bad) + s
+}
+
+func main(v: f64[3], k: i64, bad: i64) -> f64 {
+  return walk(v, v * 2.0, k, bad)
+}
+)";
+}
+
+std::string small_vector_inputs(int threads, int bad_thread) {
+  std::string v, k, bad;
+  for (int t = 0; t < threads; ++t) {
+    const char* sep = t ? ", " : "";
+    v += sep + std::string("[") + std::to_string(0.1 * t) + ", " + std::to_string(1.0 - 0.01 * t) +
+         ", 0.5]";
+    k += sep + std::to_string(1 + t % 9);
+    bad += sep + std::to_string(t == bad_thread ? 3 : t % 3);
+  }
+  return "{\"v\": [" + v + "], \"k\": [" + k + "], \"bad\": [" + bad + "]}";
+}
+
+TEST_CASE("jit: small tensors compile whole in a recursion; a block that may fail writes none") {
+  Prog p = load(small_vectors(false).c_str(), small_vector_inputs(300, -1), "main");
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    same_bits(r, ref);
+    if (m.jit && m.persistent && jit::available())
+      for (const char* b : {"walk.entry", "walk.then.3", "walk.endif.1", "walk.endif.1.1"}) {
+        CAPTURE(b);
+        CHECK(mode_of(r, b) == "chained");
+      }
+  }
+  Prog checked = load(small_vectors(true).c_str(), small_vector_inputs(300, -1), "main");
+  RunResult want = reference(checked);
+  RunOptions o;
+  const RunResult r = stack(checked, o);
+  same_bits(r, want);
+  if (jit::available())
+    for (const auto& e : r.execution)
+      if (e.block == "walk.endif.1") {
+        CHECK(e.mode == "segments");
+        CHECK(e.reason.find("can fail in a block that writes the tensor 'walk.w' whole") !=
+              std::string::npos);
+      }
+  Prog bad = load(small_vectors(true).c_str(), small_vector_inputs(300, 137), "main");
+  CHECK(same_error_in_every_mode(bad, reference(bad)) == 137);
+}
+
+// A hot recursion that cannot be chained (a draw of a shape is a batched
+// kernel, a tensor lives across its call) calls a recursion whose blocks
+// all compile whole: that one stays chained (a thread enters the chain once
+// per call and runs the whole recursion there), the other blocks are
+// compiled whole a chunk per call, and the outputs are the reference's.
+const char* kMixedChain = R"(func sumto(x: f64, n: i64) -> f64 {
+  if n <= 0 {
+    return 0.0
+  }
+  return x * cast(n, dtype=f64) + sumto(x * 0.5, n - 1)
+}
+
+func tree(x: f64, d: i64, key: i64) -> f64 {
+  if d == 0 {
+    return sumto(x, 6)
+  }
+  key, k = split(key)
+  u = uniform(k, shape=[2])
+  a = tree(x + u[0], d - 1, key)
+  return a + sumto(u[1], d + 2)
+}
+
+func main(x: f64, d: i64, key: i64) -> f64 {
+  return tree(x, d, key)
+}
+)";
+
+TEST_CASE("jit: a recursion compiled whole stays chained when its hot caller is not") {
+  std::string x, d, key;
+  for (int t = 0; t < 300; ++t) {
+    const char* sep = t ? ", " : "";
+    x += sep + std::to_string(0.01 * t);
+    d += sep + std::to_string(t % 6);
+    key += sep + std::to_string(t);
+  }
+  Prog p = load(kMixedChain, "{\"x\": [" + x + "], \"d\": [" + d + "], \"key\": [" + key + "]}",
+                "main");
+  RunResult ref = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    RunResult r = stack(p, options(m));
+    same_bits(r, ref);
+    if (m.jit && m.persistent && jit::available()) {
+      for (const char* b : {"sumto.entry", "sumto.then.3", "sumto.endif.1", "sumto.endif.1.1"}) {
+        CAPTURE(b);
+        CHECK(mode_of(r, b) == "chained");
+      }
+      CHECK(mode_of(r, "tree.entry") == "whole_block");
+      CHECK(mode_of(r, "tree.endif.1") == "segments");
+    }
+  }
+}
+
 // Two sets of one tensor in one block whose later op can fail: a loop
 // whose second set takes its index from the element the first one wrote,
 // and a bubble sort's swap. The blocks compile whole (chained); a lane whose

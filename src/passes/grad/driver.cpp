@@ -17,6 +17,26 @@ bool has_grad_calls(const Module& m) {
   return false;
 }
 
+std::set<std::string> grad_reached(const Module& m) {
+  std::set<std::string> out;
+  std::vector<std::string> work;
+  for (const auto& f : m.funcs)
+    for (const auto& b : f.blocks)
+      for (const auto& in : b.instrs)
+        if (in.kind == InstrKind::Call && in.grad && out.insert(in.callee.name).second)
+          work.push_back(in.callee.name);
+  while (!work.empty()) {
+    const Function* f = m.find_func(work.back());
+    work.pop_back();
+    if (!f) continue;
+    for (const auto& b : f->blocks)
+      for (const auto& in : b.instrs)
+        if (in.kind == InstrKind::Call && !in.grad && out.insert(in.callee.name).second)
+          work.push_back(in.callee.name);
+  }
+  return out;
+}
+
 bool grad(Module& m, const TypeInfo& types, Diagnostics& diags) {
   using gradient::VjpInfo;
   if (!has_grad_calls(m)) return false;

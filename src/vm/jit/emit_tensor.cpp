@@ -265,6 +265,11 @@ bool Gen::tensor_op(const FOp& o) {
       cur_[out] = b_.getInt64(static_cast<uint64_t>(seg_->slots[o.args[0].slot].elems()));
       written_[out] = true;
       break;
+    case PrimId::Zeros:
+      if (os.elems())
+        b_.CreateMemSet(event(out), b_.getInt8(0),
+                        static_cast<uint64_t>(os.elems()) * dtype_size(os.dtype), MaybeAlign());
+      break;
     default:
       elementwise(o);
       break;

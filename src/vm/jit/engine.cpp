@@ -138,7 +138,7 @@ std::string cache_key(const std::vector<Segment>& gather, const std::vector<Segm
       num(static_cast<uint64_t>(s.exit) | static_cast<uint64_t>(s.ret_pc) << 8);
       num(static_cast<uint64_t>(s.stacks));
       num(static_cast<uint64_t>(s.pc) | static_cast<uint64_t>(s.target) << 32);
-      num(static_cast<uint64_t>(s.target2));
+      num(static_cast<uint64_t>(s.target2) | static_cast<uint64_t>(s.chained) << 32);
       for (const auto* v : {&s.slot_var, &s.stack_var}) {
         num(v->size());
         for (int32_t x : *v) num(static_cast<uint64_t>(static_cast<int64_t>(x)));
@@ -450,13 +450,18 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   size_t copy_sites = 0;
   {
     Gen gb(*ctxb, *mb);
-    for (size_t i = 0; i < blocks.size() && !chain; ++i) {
+    std::vector<Segment> chained;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (chain && blocks[i].chained) {
+        chained.push_back(blocks[i]);
+        continue;
+      }
       bnames.push_back(prefix + "b" + std::to_string(i));
       gb.block(blocks[i], bnames.back());
     }
-    if (chain && !blocks.empty()) {
+    if (chain && !chained.empty()) {
       cname = prefix + "chain";
-      gb.chain(blocks, *chain, chain_frames & ~kChainCounts, cname,
+      gb.chain(chained, *chain, chain_frames & ~kChainCounts, cname,
                (chain_frames & kChainCounts) != 0);
       copy_sites = gb.copy_sites_;
     }

@@ -141,6 +141,9 @@ struct Segment {
   // else `target2`; Call, the callee `target`.
   uint32_t pc = 0;
   uint32_t target = 0, target2 = 0;
+  // Block form, with compile()'s `chain`: part of the chain (else a BlockFn
+  // of its own, a block run a chunk per call while others are chained).
+  bool chained = true;
   // Block form, for the chain: which variable each slot and each stack is
   // (the same number in every block for the same storage), so that the
   // chain keeps one value per variable in registers from block to block.
@@ -252,8 +255,9 @@ class Code {
 // interprets). The code is cached for the process, keyed by the segments: a
 // program run again (benchmarks, a batch sharded over threads) compiles once
 // (*cached tells; `seconds` is then the first compilation's). With `chain`
-// (the blocks that calls return to, in the whole program), `blocks` become
-// one ChainFn instead of a BlockFn each (Code::block stays empty); a thread
+// (the blocks that calls return to, in the whole program), the `blocks`
+// marked `chained` become one ChainFn, the others a BlockFn each (in
+// Code::block, in their order); a thread
 // with `chain_frames` frames (the stack bound, --max-stack-depth) is stuck
 // at a call, a constant in the code.
 std::shared_ptr<const Code> compile(const std::vector<Segment>& gather,

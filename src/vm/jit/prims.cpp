@@ -138,6 +138,33 @@ Value* Gen::scalar_op(const FOp& o, const std::vector<Value*>& v, DType d) {
   bool f = is_float(d);
   // The rows of ops.def that name what they compile to.
   const PrimInfo& info = prim_info(o.prim);
+  // A reduction of a scalar and a scalar zeros (their rows say Batched, for
+  // tensors): what the kernels compute for one element, bit for bit (a float
+  // sum is 0 + x, so -0.0 gives 0.0; max and min start from -inf and inf,
+  // NaN sticks; mean divides by 1).
+  if (info.kind == PrimKind::Reduce) {
+    Value* x = v[0];
+    switch (o.prim) {
+      case PrimId::Sum:
+        return f ? b_.CreateFAdd(ConstantFP::get(ty(d), 0.0), x) : x;
+      case PrimId::Prod:
+        return f ? b_.CreateFMul(ConstantFP::get(ty(d), 1.0), x) : x;
+      case PrimId::Mean:
+        return b_.CreateFDiv(b_.CreateFAdd(ConstantFP::get(ty(d), 0.0), x),
+                             ConstantFP::get(ty(d), 1.0));
+      case PrimId::ReduceMax:
+      case PrimId::ReduceMin: {
+        if (!f) return x;
+        const bool mx = o.prim == PrimId::ReduceMax;
+        Value* acc = ConstantFP::getInfinity(ty(d), mx);
+        Value* keep = mx ? b_.CreateFCmpOGE(acc, x) : b_.CreateFCmpOLE(acc, x);
+        return b_.CreateSelect(keep, acc, x);
+      }
+      default:  // any, all: x itself
+        return x;
+    }
+  }
+  if (o.prim == PrimId::Zeros) return Constant::getNullValue(ty(seg_->slots[o.outs[0]].dtype));
   switch (info.jit) {
     case JitKind::Libm:
       return libm(info.symbol, d, v);

@@ -48,6 +48,8 @@ bool other_supported(PrimId op, const std::vector<DType>& args, DType out) {
       return n == 1 && out == DType::I64;
     case PrimId::Reshape:  // a scalar to a scalar: the value
       return n == 1 && out == args[0];
+    case PrimId::Zeros:  // a scalar zero (the gradient's adjoints start from them)
+      return n == 0;
     case PrimId::ThreadIndex:
       // The VM passes the thread's input row and the batch's first thread.
       return n == 2 && args[0] == DType::I64 && args[1] == DType::I64 && out == DType::I64;
@@ -83,7 +85,10 @@ bool supported(PrimId op, const std::vector<DType>& args, DType out) {
     case PrimKind::Logic1:
       return all_same(args) && d == DType::Bool && out == DType::Bool;
     case PrimKind::Reduce:
-      return false;
+      // Of a scalar (per lane, the only operand compiled code reduces): the
+      // kernel's one-element result (sum(x) of a transform's log-Jacobian,
+      // a scalar normal_lpdf's sum).
+      return n == 1 && out == d;
     case PrimKind::Other:
       return other_supported(op, args, out);
   }
@@ -121,7 +126,8 @@ bool elementwise(const PrimInfo& info) {
 }  // namespace
 
 bool supported_tensor(PrimId op, const std::vector<TensorType>& args, const TensorType& out) {
-  if (is_custom_prim(op) || prim_jit(op) == JitKind::None || prim_jit(op) == JitKind::Batched)
+  if (is_custom_prim(op) || prim_jit(op) == JitKind::None ||
+      (prim_jit(op) == JitKind::Batched && op != PrimId::Zeros))
     return false;
   const PrimInfo& info = prim_info(op);
   const size_t n = args.size();
@@ -129,6 +135,8 @@ bool supported_tensor(PrimId op, const std::vector<TensorType>& args, const Tens
   switch (op) {
     case PrimId::Size:
       return n == 1 && out.dtype == DType::I64 && out.shape.empty();
+    case PrimId::Zeros:  // the lane's event cleared
+      return n == 0;
     case PrimId::Reshape:
       return n == 1 && args[0].dtype == out.dtype &&
              args[0].num_elements() == out.num_elements();
@@ -174,8 +182,20 @@ bool may_fail(const FOp& op, const std::vector<Slot>& slots) {
     case PrimId::Cast:
       return is_float(dtype(0)) && is_int(op.cast_to);
     case PrimId::Get:
-    case PrimId::Set:
-      return true;  // the index may be out of range
+    case PrimId::Set: {
+      // Only an index that is not a constant inside its dimension may be out
+      // of range (an adjoint's accumulation into q[0], q[1], ...).
+      if (op.args.empty() || op.args[0].slot < 0) return true;
+      const std::vector<int64_t>& shape = slots[op.args[0].slot].shape;
+      const size_t last = op.prim == PrimId::Set ? op.args.size() - 1 : op.args.size();
+      if (last < 2 || last - 1 > shape.size()) return true;
+      for (size_t a = 1; a < last; ++a) {
+        int64_t i = 0;
+        const int64_t d = shape[a - 1];
+        if (!constant_divisor(op.args[a], &i) || i < -d || i >= d) return true;
+      }
+      return false;
+    }
     default:
       return true;  // ops.def says it may fail
   }
@@ -186,6 +206,7 @@ bool calls_c(const FOp& op, const std::vector<Slot>& slots) {
   if (op.copy || op.kind != FOp::Kind::Compute) return false;
   const bool f = !op.args.empty() &&
                  is_float(op.args[0].slot >= 0 ? slots[op.args[0].slot].dtype : op.args[0].dtype);
+  if (op.prim == PrimId::Zeros) return false;  // a constant, or a memset of the event
   switch (prim_jit(op.prim)) {
     case JitKind::Libm:
     case JitKind::Batched:

@@ -83,6 +83,7 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
       case ExecMode::WholeBlock:
       case ExecMode::Chained:
         chain = chain || cb.mode == ExecMode::Chained;
+        c.whole.chained = cb.mode == ExecMode::Chained;
         c.whole.slot_var = c.whole_slots;
         c.whole.stack_var = c.whole_stacks;
         cb.block_slots = std::move(c.whole_slots);
@@ -242,10 +243,15 @@ void StackVM::install_code(const std::shared_ptr<const jit::Code>& code, const s
   }
   code_ = code;
   const Wiring& w = wiring_;
-  if (w.chain) {
-    chain_blocks_ = w.whole;
-  } else {
-    for (size_t k = 0; k < w.whole.size(); ++k) blocks_[w.whole[k]].block_fn = code_->block[k];
+  // The blocks planned Chained form the chain; the other blocks compiled
+  // whole (all of them, without a chain) have a BlockFn each, in order.
+  chain_blocks_.clear();
+  size_t next_fn = 0;
+  for (uint32_t b : w.whole) {
+    if (w.chain && plan_[b].mode == ExecMode::Chained)
+      chain_blocks_.push_back(b);
+    else
+      blocks_[b].block_fn = code_->block[next_fn++];
   }
   for (size_t k = 0; k < w.gather.size(); ++k)
     blocks_[w.gather[k].first].segs[w.gather[k].second].fn = code_->gather[k];

@@ -67,7 +67,8 @@ StackVM::SegForm StackVM::seg_form(const Op& op) const {
     for (const auto& a : op.args) args.push_back(ref_type(a));
     const TensorType& out = leaves_[op.outs[0].leaf].type;
     const bool moves = op.prim == PrimId::Get || op.prim == PrimId::Set ||
-                       op.prim == PrimId::Size || op.prim == PrimId::Reshape;
+                       op.prim == PrimId::Size || op.prim == PrimId::Reshape ||
+                       op.prim == PrimId::Zeros;
     // Elementwise: per lane only on small events (Tuning::inline_elements).
     if (jit::supported_tensor(op.prim, args, out) &&
         (moves || out.num_elements() <= kTuning.inline_elements))
@@ -131,7 +132,7 @@ bool StackVM::block_form(const CBlock& cb) const {
       continue;
     }
     if (shared_done(op)) continue;  // computed before the run (precompute_shared)
-    if (!compilable(op) && !whole_index(op, cb)) return false;
+    if (!compilable(op) && !whole_index(op, cb) && !whole_tensor(op)) return false;
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf)) return false;
   }
@@ -255,6 +256,21 @@ bool StackVM::whole_index(const Op& op, const CBlock& cb) const {
   return jit::supported_tensor(op.prim, args, l.type);
 }
 
+// An op on small tensors that the whole form (jit::BlockFn, the chain)
+// compiles as the gather form does (SegForm::Tensor: a copy, zeros, get
+// (a row copied, where row_view does not apply), set, size or reshape, or
+// an elementwise primitive of at most
+// Tuning::inline_elements elements), each lane's events in memory:
+// vector arithmetic on a model's parameters, an adjoint's accumulation. Its
+// results are temporaries (block-local, written before they are read) or
+// per-thread variables; one that calls save is pushed only as a one-word
+// scalar (block_form). A block that may fail writes no per-thread tensor
+// this way (gather_facts): its rerun must find them as they were.
+bool StackVM::whole_tensor(const Op& op) const {
+  if (op.kind == Op::Kind::Pop || op.shared || op.outs.empty()) return false;
+  return seg_form(op) == SegForm::Tensor;
+}
+
 // `t = get(x, i)` taking a row of x (`grid[i][j]` is get(get(grid, i), j))
 // in a block compiled whole, as a view (jit::Slot::view): t a temporary of
 // the block that only gets and sizes read; x a literal, a per-thread or
@@ -321,7 +337,7 @@ std::string StackVM::whole_blocker(const CBlock& cb) const {
       continue;
     }
     if (shared_done(op)) continue;
-    if (!compilable(op) && !whole_index(op, cb)) return per_lane_blocker(op);
+    if (!compilable(op) && !whole_index(op, cb) && !whole_tensor(op)) return per_lane_blocker(op);
     for (const auto& o : op.outs)
       if (leaves_[o.leaf].full() && !o.in_place && !word_stack(o.leaf))
         return "the stack of '" + leaves_[o.leaf].var + "' is not of one-word scalars";

@@ -103,6 +103,17 @@ void StackVM::gather_facts(uint32_t bi, BlockFacts& f, Candidates& c) {
           f.whole_blocker = "op '" + fails + "' can fail in a block that pops and then pushes";
         if (written && jit::may_fail(fo, c.whole.slots))
           f.whole_blocker = "op '" + fails + "' can fail after a row of a tensor is set";
+        // A per-thread tensor written whole (a copy, elementwise, an
+        // out-of-place set: whole_tensor) is not put back: with a check
+        // anywhere in the block, the rerun could read it changed.
+        if (fo.kind == jit::FOp::Kind::Compute && !fo.outs.empty()) {
+          const jit::Slot& o = c.whole.slots[fo.outs[0]];
+          const bool in_place_set = !fo.copy && fo.prim == PrimId::Set &&
+                                    fo.args[0].slot == fo.outs[0];
+          if (o.tensor && !o.view && o.kind != jit::SlotKind::Scratch && !in_place_set)
+            f.whole_blocker = "op '" + fails + "' can fail in a block that writes the tensor '" +
+                              leaves_[c.whole_slots[fo.outs[0]]].var + "' whole";
+        }
         if (fo.kind == jit::FOp::Kind::Compute && !fo.copy && fo.prim == PrimId::Set) {
           // set(x, i1, ..., ik, v) writes the elements of x[i1, ..., ik].
           const jit::Slot& x = c.whole.slots[fo.args[0].slot];

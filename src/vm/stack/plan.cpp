@@ -63,16 +63,31 @@ BlockPlan segments_or_interpreted(const BlockFacts& f, std::string why) {
   return p;
 }
 
-// The first block that is not chained in a function that runs many times per
-// thread while others are chained (-1: none). The functions are found from
-// the blocks calls enter (and block 0, the entry): each one's blocks are
-// those reached by gotos, branches and calls' return blocks. A function is
-// hot when it is on a cycle of calls, or called from a hot one.
-int64_t chain_exit(const std::vector<BlockFacts>& facts, const std::vector<BlockPlan>& plan) {
+// Where the chain stops paying: `out`, the first block that is not chained
+// in a function that runs many times per thread while others are chained
+// (-1: none); and `keep`, per block, whether it may stay chained all the
+// same. The functions are found from the blocks calls enter (and block 0,
+// the entry): each one's blocks are those reached by gotos, branches and
+// calls' return blocks. A function is hot when it is on a cycle of calls, or
+// called from a hot one. A block stays chained when its function and every
+// function it calls are chained whole and one of them recurses: a thread
+// then enters the chain once per call and does the call's whole work there,
+// a recursion (a gradient's loop, which the grad pass makes a recursion,
+// called from a sampler's tree). A loop alone does not keep a function
+// chained: nuts.ab's draw of a momentum, ten iterations per call, was
+// slower entered from its caller each time than as segments.
+struct ChainCut {
+  int64_t out = -1;
+  std::vector<bool> keep;
+};
+
+ChainCut chain_cut(const std::vector<BlockFacts>& facts, const std::vector<BlockPlan>& plan,
+                   const std::vector<int64_t>& comp) {
+  ChainCut cut;
   const size_t n = facts.size();
   bool chained = false;
   for (const BlockPlan& p : plan) chained = chained || p.mode == ExecMode::Chained;
-  if (!chained || n == 0) return -1;
+  if (!chained || n == 0) return cut;
   std::vector<uint32_t> entries{0};
   for (const BlockFacts& f : facts)
     if (f.callee >= 0 && static_cast<size_t>(f.callee) < n)
@@ -115,14 +130,35 @@ int64_t chain_exit(const std::vector<BlockFacts>& facts, const std::vector<Block
       for (size_t h : calls[g]) todo.push_back(h);
     }
   }
-  for (size_t e = 0; e < entries.size(); ++e) {
-    bool hot = reach[e][e];
-    for (size_t r = 0; r < entries.size() && !hot; ++r) hot = reach[r][r] && reach[r][e];
-    if (!hot) continue;
-    for (uint32_t b : blocks[e])
-      if (plan[b].mode != ExecMode::Chained) return b;
+  const size_t m = entries.size();
+  std::vector<bool> hot(m), full(m, true), loops(m, false);
+  for (size_t e = 0; e < m; ++e) {
+    hot[e] = reach[e][e];
+    for (size_t r = 0; r < m && !hot[e]; ++r) hot[e] = reach[r][r] && reach[r][e];
+    for (uint32_t b : blocks[e]) {
+      full[e] = full[e] && plan[b].mode == ExecMode::Chained;
+      loops[e] = loops[e] || facts[b].loop || comp[b] >= 0;
+    }
+    if (hot[e] && !full[e] && cut.out < 0)
+      for (uint32_t b : blocks[e])
+        if (plan[b].mode != ExecMode::Chained) {
+          cut.out = b;
+          break;
+        }
   }
-  return -1;
+  if (cut.out < 0) return cut;
+  cut.keep.assign(n, false);
+  for (size_t e = 0; e < m; ++e) {
+    bool closed = full[e], recursive = reach[e][e];
+    for (size_t g = 0; g < m; ++g)
+      if (reach[e][g]) {
+        closed = closed && full[g];
+        recursive = recursive || reach[g][g];
+      }
+    if (closed && recursive)
+      for (uint32_t b : blocks[e]) cut.keep[b] = true;
+  }
+  return cut;
 }
 
 // Per block, the cycle of two or more blocks of its own function it lies on
@@ -269,7 +305,8 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
       }
   }
   // The chain's rule (plan.h, rule 3).
-  if (const int64_t out = chain_exit(facts, plan); out >= 0) {
+  if (const ChainCut cut = chain_cut(facts, plan, comp); cut.out >= 0) {
+    const int64_t out = cut.out;
     const std::string why =
         "; not chained: block '" + facts[out].name +
         "', in a function that runs many times per thread, is not compiled whole (threads "
@@ -277,6 +314,12 @@ std::vector<BlockPlan> plan_blocks(const std::vector<BlockFacts>& facts, const P
     for (size_t b = 0; b < plan.size(); ++b) {
       BlockPlan& p = plan[b];
       if (p.mode != ExecMode::Chained) continue;
+      if (cut.keep[b]) {
+        p.reason += "; chained though block '" + facts[out].name +
+                    "' is not: its function and all it calls are chained, and recurse, so a "
+                    "thread enters the chain once per call";
+        continue;
+      }
       if (nest[b] || facts[b].ops == 0) {
         p = nest[b] ? unnested[b] : segments_or_interpreted(facts[b], "");
         p.reason += why;

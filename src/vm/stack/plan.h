@@ -36,9 +36,14 @@
 //     threads stay in it: a thread that reaches a block outside it leaves,
 //     and entering again copies every level of its stacks. So when a block
 //     that is not compiled whole lies in a function that runs many times per
-//     thread (a recursive function, or one called from it), no block is
-//     chained: each is whole_block (on mergesort.ab, whose merge worked on a
-//     tensor, the chain took twice the time).
+//     thread (a recursive function, or one called from it), the blocks of
+//     such functions are not chained: each is whole_block (on mergesort.ab,
+//     whose merge worked on a tensor, the chain took twice the time), unless
+//     the function and every function it calls are chained whole and one of
+//     them recurses: a thread then enters the chain once per call and does
+//     the call's whole recursion there (a gradient's loop, a recursion after
+//     the grad pass, called from a sampler's tree that is not compiled
+//     whole).
 //  4. Otherwise runs of at least Tuning::min_segment consecutive compilable
 //     ops are compiled as segments (a shorter run gains nothing over its
 //     kernels), and so is a block whose every op compiles, however short;
@@ -57,10 +62,17 @@
 // thread are called from the compiled loop for all the segment's lanes at
 // once: the batched kernel, where a shared matrix is one GEMM over the
 // chunk, which code run lane by lane cannot match. The forms of rules 2
-// and 3 run lane by lane throughout and keep values in registers, so they
-// take scalar ops, reads of a tensor by index and in-place sets only: a
-// block with other tensor ops or batched calls runs as segments. --stats
-// changes nothing here (the chain counts its work when asked).
+// and 3 run lane by lane throughout and keep scalar values in registers.
+// The dense form (rule 2) takes scalar ops and reads of a tensor by index;
+// the whole form (rule 3, and loops chained) also takes in-place sets and
+// the gather form's tensor ops on the lane's events in memory (copies,
+// zeros, get, set, size, reshape, elementwise on at most
+// Tuning::inline_elements elements), except that a block with an op that
+// can fail writes no per-thread tensor whole (its rerun must find it as it
+// was). A block with batched calls, or a tensor that a call saves, runs as
+// segments. A reduction of a scalar and a scalar zeros compile per lane as
+// the kernels' one-element result. --stats changes nothing here (the chain
+// counts its work when asked).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -428,6 +428,7 @@ class StackVM {
   bool word_stack(int32_t l) const;
   bool block_form(const CBlock& cb) const;
   bool whole_index(const Op& op, const CBlock& cb) const;
+  bool whole_tensor(const Op& op) const;
   bool row_view(const Op& op, const CBlock& cb) const;
   bool view_leaf(int32_t leaf, const CBlock& cb) const;
   void bind_blocks();
