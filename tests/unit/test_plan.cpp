@@ -250,14 +250,33 @@ TEST_CASE("plan: nuts mixes the modes: whole blocks, segments with tensor ops an
   CHECK(count(r, "dense_loop") == 0);
 }
 
-// The chain's rule: chained only where threads stay in the chain. fib's and
-// simpson's recursions are chained whole; mergesort's sort copies its
-// tensor after a call (segments), so its scalar blocks are whole blocks, not
+// The chain's rule: chained only where threads stay in the chain.
+// mergesort's recursion, tensor copies and all, compiles whole and is
+// chained whole: the run is main's two steps. nqueens' place pushes its
+// board (a tensor) across its recursive call, so the blocks around that
+// call run as segments and place's scalar blocks are whole blocks, not
 // chained.
 TEST_CASE("plan: the chain only where the recursion's blocks are all compiled whole") {
   if (!ab::jit::available()) return;
-  auto p = load("mergesort.ab", "main");
-  auto in = p.load_inputs({std::string(AUTOBATCH_SOURCE_DIR) + "/programs/mergesort.json"});
+  {
+    auto p = load("mergesort.ab", "main");
+    auto in = p.load_inputs({std::string(AUTOBATCH_SOURCE_DIR) + "/programs/mergesort.json"});
+    REQUIRE_MESSAGE(in, in.rendered());
+    autobatch::RunOptions o;
+    o.threads = 1;
+    o.stats = true;
+    auto r = p.run(*in, o);
+    REQUIRE_MESSAGE(r.ok(), r.rendered());
+    for (const auto& e : r.execution)
+      if (e.block.rfind("sort.", 0) == 0 || e.block.rfind("merge.", 0) == 0) {
+        CAPTURE(e.block);
+        CHECK(e.mode == "chained");
+      }
+    REQUIRE(r.stats);
+    CHECK(r.stats->steps <= 3);
+  }
+  auto p = load("nqueens.ab", "nqueens");
+  auto in = p.load_inputs({std::string(AUTOBATCH_SOURCE_DIR) + "/programs/nqueens.json"});
   REQUIRE_MESSAGE(in, in.rendered());
   autobatch::RunOptions o;
   o.threads = 1;
@@ -268,7 +287,7 @@ TEST_CASE("plan: the chain only where the recursion's blocks are all compiled wh
   for (const auto& e : r.execution)
     if (e.mode == "whole_block") {
       CAPTURE(e.reason);
-      CHECK(has(e.reason, "not chained: block 'sort.recur.2'"));
+      CHECK(has(e.reason, "not chained: block 'place."));
     }
   // The plan alone, on made-up facts: f (blocks 1-3) calls itself; block 3
   // is not compiled whole.
