@@ -10,5 +10,5 @@ if(PYTHON3)
   add_test(NAME run_progress_interrupt
     COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/report/progress_test.py $<TARGET_FILE:autobatch>
             ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/progress_work)
-  set_tests_properties(run_progress_interrupt PROPERTIES TIMEOUT 120)
+  set_tests_properties(run_progress_interrupt PROPERTIES TIMEOUT 300)
 endif()

@@ -39,6 +39,53 @@ TEST_CASE("reductions over all event dims, per lane") {
   CHECK(run(PrimId::All, 3, {bools}).out<uint8_t>() == std::vector<uint8_t>{0, 0, 1});
 }
 
+TEST_CASE("reductions over many lanes: each lane's own left-to-right sum, in any layout") {
+  // 37 lanes (the kernel takes lanes eight at a time, then the rest one by
+  // one) of 7 float elements whose sum depends on the order of the adds.
+  const int64_t n = 37, E = 7;
+  std::vector<double> v;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < E; ++k)
+      v.push_back((k == 0 ? 1e16 : k == 2 ? -1e16 : 1.0) * (1.0 + 0.1 * static_cast<double>(j)));
+  v[5 * E + 2] = NaN;  // one lane of the first group of eight
+  std::vector<double> want_sum, want_max;
+  for (int64_t j = 0; j < n; ++j) {
+    double s = 0, m = -std::numeric_limits<double>::infinity();
+    for (int64_t k = 0; k < E; ++k) {
+      const double x = v[static_cast<size_t>(j * E + k)];
+      s = s + x;
+      m = (m >= x || m != m) ? m : x;
+    }
+    want_sum.push_back(s);
+    want_max.push_back(m);
+  }
+  // The same events through a gather list, lanes in reverse order.
+  std::vector<double> storage(static_cast<size_t>((n + 2) * E), -999.0);
+  std::vector<uint32_t> index;
+  for (int64_t j = 0; j < n; ++j) {
+    const auto slot = static_cast<uint32_t>(n + 1 - j);
+    index.push_back(slot);
+    for (int64_t k = 0; k < E; ++k) storage[slot * E + k] = v[static_cast<size_t>(j * E + k)];
+  }
+  const TensorType t = tt(DType::F64, {E});
+  for (const Operand& x : {dense(t, v), gather(t, storage, index)}) {
+    auto sum = run(PrimId::Sum, n, {x}).out<double>();
+    auto mx = run(PrimId::ReduceMax, n, {x}).out<double>();
+    REQUIRE(sum.size() == static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      const auto u = static_cast<size_t>(j);
+      CAPTURE(j);
+      if (j == 5) {
+        CHECK(std::isnan(sum[u]));
+        CHECK(std::isnan(mx[u]));
+        continue;
+      }
+      CHECK(std::memcmp(&sum[u], &want_sum[u], sizeof(double)) == 0);
+      CHECK(mx[u] == want_max[u]);
+    }
+  }
+}
+
 TEST_CASE("reductions wrap on integers") {
   const int64_t big = std::numeric_limits<int64_t>::max();
   auto x = dense(tt(DType::I64, {2}), std::vector<int64_t>{big, 1});

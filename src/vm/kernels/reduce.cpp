@@ -113,7 +113,26 @@ struct Reduce {
     }
     // A result can only alias its operand when both are scalars; every
     // path below reads a lane's operand before writing its result then.
-    for (int64_t j = 0; j < c.n; ++j) {
+    int64_t j = 0;
+    if (outer == 1 && inner == 1 && len > 1) {
+      // A whole event to one value, kLanes lanes side by side: each lane
+      // still adds its own elements in order (the same bits as one lane at
+      // a time), but the lanes' chains of dependent steps overlap instead
+      // of each waiting on the latency of the one before.
+      constexpr int64_t kLanes = 8;
+      for (; j + kLanes <= c.n; j += kLanes) {
+        const T* p[kLanes];
+        T acc[kLanes];
+        for (int64_t g = 0; g < kLanes; ++g) {
+          p[g] = lane_in<T>(vx, j + g, Ex);
+          acc[g] = Op::init();
+        }
+        for (int64_t l = 0; l < len; ++l)
+          for (int64_t g = 0; g < kLanes; ++g) acc[g] = Op::step(acc[g], p[g][l]);
+        for (int64_t g = 0; g < kLanes; ++g) *lane_out<T>(vo, j + g, Eo) = Op::finish(acc[g], len);
+      }
+    }
+    for (; j < c.n; ++j) {
       const T* px = lane_in<T>(vx, j, Ex);
       T* po = lane_out<T>(vo, j, Eo);
       for (int64_t o = 0; o < outer; ++o) {
