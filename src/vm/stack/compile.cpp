@@ -57,6 +57,7 @@ void StackVM::compile(const FunctionTypes& types) {
       for (const auto& o : op.outs) op.shared = op.shared && leaves_[o.leaf].shared;
       cb.ops.push_back(std::move(op));
     }
+    fold_set_copies(cb);
     const Terminator& t = b.term;
     cb.term = t.kind;
     cb.term_loc = t.loc;
@@ -86,6 +87,49 @@ bool StackVM::same_storage(const Op& op) const {
         leaves_[op.outs[k].leaf].full())
       return false;
   return true;
+}
+
+// `t = set(x, i.., v)`, then ops that touch neither t nor x, then `x = t`,
+// where t is a temporary that nothing after reads: `x = set(x, i.., v)`, in
+// place (the gradient's accumulation into the adjoint of an indexed tensor,
+// whose new version goes back into the adjoint's variable). The same values,
+// without writing the tensor whole: compiled code sets the element where it
+// lies, so a block where some check may fail still compiles whole.
+void StackVM::fold_set_copies(CBlock& cb) const {
+  auto touches = [](const Op& o, int32_t l) {
+    for (const Ref& a : o.args)
+      if (a.leaf == l) return true;
+    for (const Out& w : o.outs)
+      if (w.leaf == l) return true;
+    for (int32_t p : o.pops)
+      if (p == l) return true;
+    return false;
+  };
+  for (size_t i = 0; i < cb.ops.size(); ++i) {
+    Op& set = cb.ops[i];
+    if (set.kind != Op::Kind::Kernel || set.prim != PrimId::Set || set.shared ||
+        set.outs.size() != 1 || set.args.size() < 3)
+      continue;
+    const int32_t t = set.outs[0].leaf, x = set.args[0].leaf;
+    if (x < 0 || x == t || !leaves_[t].in_scratch() || leaves_[x].shared ||
+        !(leaves_[x].type == leaves_[t].type))
+      continue;
+    bool ok = true;
+    for (size_t a = 1; a < set.args.size(); ++a) ok = ok && set.args[a].leaf != x;
+    size_t j = i + 1;
+    for (; ok && j < cb.ops.size(); ++j) {
+      const Op& o = cb.ops[j];
+      if (o.kind == Op::Kind::Copy && o.args.size() == 1 && o.outs.size() == 1 &&
+          o.args[0].leaf == t && o.outs[0].leaf == x)
+        break;
+      ok = !touches(o, t) && !touches(o, x);
+    }
+    if (!ok || j >= cb.ops.size()) continue;
+    for (size_t k = j + 1; ok && k < cb.ops.size(); ++k) ok = !touches(cb.ops[k], t);
+    if (!ok) continue;
+    set.outs[0] = cb.ops[j].outs[0];
+    cb.ops.erase(cb.ops.begin() + static_cast<long>(j));
+  }
 }
 
 // Whether r is an i64 scalar read from each thread's own variable or a

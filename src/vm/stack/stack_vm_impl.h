@@ -349,6 +349,7 @@ class StackVM {
   bool same_storage(const Op& op) const;
   bool cmp_operand(const Ref& r, bool allow_constant) const;
   void fuse_compare(CBlock& cb);
+  void fold_set_copies(CBlock& cb) const;
 
   // ---- lanes.cpp ---------------------------------------------------
   void set_shared_inputs();
