@@ -23,18 +23,20 @@ namespace ab {
 template <typename Word>
 class LaneStack {
  public:
-  // 256: compiled code (the JIT's chain) holds a thread's stacks only within
+  // 2048: compiled code (the JIT's chain) holds a thread's stacks only within
   // these levels and leaves a deeper thread to the interpreter, which is
   // several times slower per call; recursions a hundred or two deep are
-  // common (a list walked, a triangular sum), and a row of a level no
-  // thread reaches is address space only (its pages are never touched).
-  static constexpr uint32_t kFlat = 256;
+  // common (a list walked, a triangular sum), and a gradient's loop of T
+  // steps recurses T deep (once per iteration). The table of rows is made
+  // by init(), only for stacks that are used, and rows are made in blocks,
+  // so a level no thread reaches costs address space only.
+  static constexpr uint32_t kFlat = 2048;
 
   void init(size_t lanes, size_t words_per_entry) {
     lanes_ = lanes;
     words_ = words_per_entry;
-    for (auto& r : rows_) r.reset();
-    for (auto& r : row_) r = nullptr;
+    blocks_.clear();
+    row_ = std::make_unique<Word*[]>(kFlat);
     ready_ = 0;
     deep_.clear();  // made when a lane first goes deeper than kFlat
   }
@@ -62,14 +64,14 @@ class LaneStack {
     return deep_[lane].data() + (level - kFlat);
   }
   // Makes all kFlat rows now (for the JIT's chain, which stops a thread
-  // before a level without its row). Rows of many lanes are mapped pages,
-  // so only those a thread writes take memory.
+  // before a level without its row): one allocation, mapped pages of which
+  // only those a thread writes take memory.
   void make_flat_rows() {
     if (ready_ < kFlat) put_slow(0, kFlat - 1);
   }
   // For compiled code (vm/jit): the rows of the first kFlat levels (those
   // below *ready_ptr() exist) and their number.
-  Word* const* rows() const { return row_; }
+  Word* const* rows() const { return row_.get(); }
   const uint32_t* ready_ptr() const { return &ready_; }
 
   // The entry at `level` of `lane`, written before by put (a pop).
@@ -87,13 +89,18 @@ class LaneStack {
         // a thread going deeper finds its rows made, and compiled code,
         // which stops before a level without its row, stops a few times
         // per stack instead of once per level.
+        // In blocks of up to kBlockRows rows (written before read): one
+        // allocation per block, not per row, and none larger than a block
+        // (many lanes make them mapped pages that only the lanes writing
+        // them touch).
         const uint32_t upto = std::min<uint32_t>(kFlat, std::max<uint32_t>(level + 1, 2 * ready_));
-        for (uint32_t d = ready_; d < upto; ++d) {
-          if (row_[d]) continue;
-          rows_[d] = std::make_unique_for_overwrite<Word[]>(lanes_ * words_);  // written before read
-          row_[d] = rows_[d].get();
+        const size_t row = lanes_ * words_;
+        while (ready_ < upto) {
+          const uint32_t n = std::min<uint32_t>(upto - ready_, kBlockRows);
+          blocks_.push_back(std::make_unique_for_overwrite<Word[]>(n * row));
+          for (uint32_t d = 0; d < n; ++d) row_[ready_ + d] = blocks_.back().get() + d * row;
+          ready_ += n;
         }
-        while (ready_ < kFlat && row_[ready_]) ++ready_;
       }
       return row_[level] + lane * words_;
     }
@@ -103,11 +110,12 @@ class LaneStack {
     if (v.size() < at + words_) v.resize(at + words_);
     return v.data() + at;
   }
+  static constexpr uint32_t kBlockRows = 256;
   size_t lanes_ = 0;
   size_t words_ = 1;
   uint32_t ready_ = 0;     // rows 0 .. ready_-1 are allocated
-  Word* row_[kFlat] = {};  // rows_[d].get()
-  std::unique_ptr<Word[]> rows_[kFlat];
+  std::unique_ptr<Word*[]> row_;  // the row of each level below ready_ (made by init())
+  std::vector<std::unique_ptr<Word[]>> blocks_;  // the rows' memory, a block per growth
   std::vector<std::vector<Word>> deep_;
 };
 

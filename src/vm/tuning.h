@@ -46,6 +46,11 @@ struct Tuning {
   // jump leads to that it may enter, so that a chunk's call stays within
   // some milliseconds.
   int64_t chain_budget = int64_t{1} << 12;
+  // Words of the chain's local copies of a lane's stacks, all stacks
+  // together (8 bytes each: 512 KiB of the native stack): each stack holds
+  // this over the number of stacks levels, at most jit::kFlatLevels and at
+  // least jit::kChainMinLevels (a deeper thread is interpreted).
+  int64_t chain_stack_words = int64_t{1} << 16;
   // Budget used in the chain between looks at cancel and progress.
   int64_t chain_poll = int64_t{1} << 20;
   // Returns to more targets than this (rounds of one target each) go lane

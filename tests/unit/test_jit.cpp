@@ -1434,6 +1434,38 @@ TEST_CASE("jit: the chain's local stacks: rows made up front, threads deeper tha
   run(rows - 2, 15, ", 0 blocks left to the interpreter", false);
 }
 
+// A chain with many stacks holds fewer levels of each (Tuning::
+// chain_stack_words over the number of stacks, at least kChainMinLevels):
+// 100 values saved across a recursive call, threads from 0 to 1,500 calls
+// deep, past what the chain holds and back, with the reference's outputs.
+TEST_CASE("jit: a chain of many stacks holds fewer levels; deeper threads are interpreted") {
+  if (!jit::available()) return;
+  std::string body, sum;
+  for (int i = 0; i < 100; ++i) {
+    body += "  a" + std::to_string(i) + " = x * " + std::to_string(0.5 + 0.01 * i) + "\n";
+    sum += " + a" + std::to_string(i);
+  }
+  const std::string text = "func deep(n: i64, x: f64) -> f64 {\n  if n <= 0 {\n    return x\n  }\n" +
+                           body + "  y = deep(n - 1, x * 0.999 + 0.001)\n  return y * 0.5" + sum +
+                           "\n}\n";
+  std::string n, x;
+  for (int i = 0; i < 200; ++i) {
+    n += std::string(i ? ", " : "") + std::to_string((i * 37) % 1500);
+    x += std::string(i ? ", " : "") + std::to_string(0.01 * i - 1.0);
+  }
+  Prog p = load(text, "{\"n\": [" + n + "], \"x\": [" + x + "]}");
+  RunResult ref = reference(p);
+  RunResult got = stack(p, options(kModes[0]));
+  same_bits(ref, got);
+  INFO(got.log);
+  const size_t at = got.log.find("stacks held ");
+  REQUIRE(at != std::string::npos);
+  const long levels = std::stol(got.log.substr(at + 12));
+  CHECK(levels >= static_cast<long>(jit::kChainMinLevels));
+  CHECK(levels < 1500);
+  CHECK(got.log.find(", 0 blocks left to the interpreter") == std::string::npos);
+}
+
 // Copies of a callee's first blocks (Gen::chain): a call jumps to a copy
 // made for its call site, whose returns go straight back to that site. Two
 // call sites of one callee return to different blocks; the callee's first

@@ -397,7 +397,7 @@ Value* Gen::local_stack(size_t k) const { return k < buf_home_.size() ? buf_home
 
 Value* Gen::local_entry(Value* buf, Value* i, bool pc) {
   Type* w = pc ? b_.getInt32Ty() : b_.getInt64Ty();
-  return b_.CreateInBoundsGEP(ArrayType::get(w, kFlatLevels + 1), buf,
+  return b_.CreateInBoundsGEP(ArrayType::get(w, chain_levels_ + 1), buf,
                               {b_.getInt64(0), b_.CreateZExt(i, b_.getInt64Ty())});
 }
 

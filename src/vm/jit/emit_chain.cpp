@@ -79,7 +79,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   };
   std::map<int32_t, Home> tops, depths;  // by variable; depths[-1]: the pc stack
   // Each stack's entries, while the lane is in the chain: a local array
-  // (kFlatLevels words; entry i+off is row level i, off = 1 for a
+  // (chain_levels_ + 1 words; entry i+off is row level i, off = 1 for a
   // variable's stack, whose push at depth 0 writes a dummy entry 0, and 0
   // for the pc stack), copied in when the lane starts and back when it
   // leaves. A push or pop is then one access at a fixed offset from the
@@ -87,13 +87,28 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   std::map<int32_t, Value*> bufs;
   std::map<int32_t, StackPtrs> stack_of;  // by variable: one set of pointers for every block
   std::map<int32_t, std::pair<size_t, size_t>> rows_at;  // by variable: its rows' (blk, pos)
+  // The levels each local array holds: Tuning::chain_stack_words over the
+  // number of stacks, within [kChainMinLevels, kFlatLevels].
+  {
+    std::set<int32_t> vars;
+    for (size_t k = 0; k < blocks.size(); ++k)
+      for (size_t st = 0; st < ctx[k].stacks.size(); ++st) {
+        const bool pc = st + 1 == ctx[k].stacks.size();
+        if (pc || st < blocks[k].stack_var.size()) vars.insert(pc ? -1 : blocks[k].stack_var[st]);
+      }
+    const int64_t each =
+        kTuning.chain_stack_words / std::max<int64_t>(1, static_cast<int64_t>(vars.size()));
+    chain_levels_ = static_cast<uint32_t>(
+        std::clamp<int64_t>(each, int64_t{kChainMinLevels}, int64_t{kFlatLevels}));
+  }
   for (size_t k = 0; k < blocks.size(); ++k) {
     const Segment& s = blocks[k];
     BlockCtx& c = ctx[k];
     for (size_t st = 0; st < c.stacks.size(); ++st) {
       const bool pc = st + 1 == c.stacks.size();
       if (!pc && st >= s.stack_var.size()) continue;
-      c.stacks[st].ready = b_.getInt32(kFlatLevels);  // the VM makes every row first
+      // (The VM makes every row first; a push past the local arrays stops.)
+      c.stacks[st].ready = b_.getInt32(chain_levels_);
       const int32_t var = pc ? -1 : s.stack_var[st];
       if (!stack_of.count(var)) rows_at[var] = {k, s.slots.size() + 3 * st + 1};
       c.stacks[st] = stack_of.emplace(var, c.stacks[st]).first->second;
@@ -135,7 +150,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
         h.blk = k;
         h.pos = s.slots.size() + 3 * st;
         h.written = true;
-        bufs[var] = b_.CreateAlloca(ArrayType::get(pc ? i32 : i64, kFlatLevels + 1));
+        bufs[var] = b_.CreateAlloca(ArrayType::get(pc ? i32 : i64, chain_levels_ + 1));
       }
       c.depth_home[st] = h.at;
       c.buf_home[st] = bufs[var];
@@ -143,7 +158,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   }
   // A call needs fewer frames than the pc stack's rows and the bound (a
   // constant: one register fewer on the hot path).
-  Value* call_limit = b_.getInt64(std::min<uint32_t>(frames, kFlatLevels));
+  Value* call_limit = b_.getInt64(std::min<uint32_t>(frames, chain_levels_));
   // Entry pos of block blk's base, loaded again (volatile: not merged with
   // the entry's load, which would keep the pointer live all the way).
   auto reload = [&](size_t blk, size_t pos) {
@@ -228,7 +243,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     Value* fits = b_.getTrue();
     for (auto& [v, buf] : bufs) {
       Value* d = b_.CreateLoad(i64, depths.at(v).at);
-      fits = b_.CreateAnd(fits, b_.CreateICmpULE(d, b_.getInt64(kFlatLevels + (v < 0 ? 0 : 1))));
+      fits = b_.CreateAnd(fits, b_.CreateICmpULE(d, b_.getInt64(chain_levels_ + (v < 0 ? 0 : 1))));
     }
     BasicBlock* copy = BasicBlock::Create(ctx_, "copy_in", fn, stop);
     b_.CreateCondBr(fits, copy, too_deep);
@@ -585,7 +600,7 @@ void Gen::copy_rows(Value* buf, Value* rows, Value* d, bool pc, bool in) {
   Value* row = b_.CreateLoad(ptr, b_.CreateGEP(ptr, rows, level));
   Value* mem = b_.CreateGEP(w, row, slot_index_);
   Value* local = b_.CreateInBoundsGEP(
-      ArrayType::get(w, kFlatLevels + 1), buf,
+      ArrayType::get(w, chain_levels_ + 1), buf,
       {b_.getInt64(0), b_.CreateAdd(level, b_.getInt64(static_cast<uint64_t>(off)))});
   if (in)
     b_.CreateStore(b_.CreateLoad(w, mem), local);

@@ -448,6 +448,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   std::vector<std::string> gnames, dnames, mnames, snames, bnames;
   std::string cname;
   size_t copy_sites = 0;
+  uint32_t chain_levels = kFlatLevels;
   {
     Gen gb(*ctxb, *mb);
     std::vector<Segment> chained;
@@ -464,6 +465,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
       gb.chain(chained, *chain, chain_frames & ~kChainCounts, cname,
                (chain_frames & kChainCounts) != 0);
       copy_sites = gb.copy_sites_;
+      chain_levels = gb.chain_levels_;
     }
     Gen g(*ctx, *m);
     for (size_t i = 0; i < gather.size(); ++i) {
@@ -596,6 +598,7 @@ std::shared_ptr<const Code> compile_module(const std::vector<Segment>& gather,
   for (const auto& n : bnames) code->block.push_back(reinterpret_cast<BlockFn>(address(n)));
   if (!cname.empty()) code->chain = reinterpret_cast<ChainFn>(address(cname));
   code->chain_copy_sites = copy_sites;
+  code->chain_levels = chain_levels;
   for (const auto& n : dnames) code->dense.push_back(reinterpret_cast<DenseFn>(address(n)));
   for (const auto& n : mnames)
     code->dense_multi.push_back(n.empty() ? nullptr : reinterpret_cast<DenseMultiFn>(address(n)));

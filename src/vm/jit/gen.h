@@ -52,6 +52,7 @@ class Gen {
                   uint32_t frames, const std::string& name, bool count_runs);
 
   size_t copy_sites_ = 0;  // the chain's call sites that jump to copies
+  uint32_t chain_levels_ = kFlatLevels;  // levels of each of the chain's local stack arrays
 
  private:
   // Block form: one stack's pointers (see BlockFn).

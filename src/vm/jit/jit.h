@@ -91,8 +91,11 @@ enum class Exit : uint8_t {
 };
 
 // The VM's per-lane stacks (vm/lane_stack.h) hold their first kFlatLevels
-// levels in rows the compiled code addresses directly.
-constexpr uint32_t kFlatLevels = 256;
+// levels in rows the compiled code addresses directly. The chain holds at
+// most that many levels of each stack, fewer when it has many stacks
+// (Tuning::chain_stack_words), never fewer than kChainMinLevels.
+constexpr uint32_t kFlatLevels = 2048;
+constexpr uint32_t kChainMinLevels = 256;
 
 // Gather form: an op that compiled code hands back to the VM for all the
 // segment's lanes at once (a batched kernel, a pop, a value computed once
@@ -246,6 +249,7 @@ class Code {
   std::vector<BlockFn> block;             // one per requested block
   ChainFn chain = nullptr;                // the requested blocks chained (if asked for)
   size_t chain_copy_sites = 0;            // calls that jump to copies of the callee's first blocks
+  uint32_t chain_levels = kFlatLevels;    // levels the chain holds of each stack (<= kFlatLevels)
   double seconds = 0;                     // wall time of code generation and compilation
   std::string detail;                     // where that time went
 };

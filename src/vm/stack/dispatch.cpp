@@ -40,11 +40,12 @@ std::optional<RuntimeError> StackVM::run_block(uint32_t b, uint32_t* idx, int64_
 std::optional<RuntimeError> StackVM::run_chain(uint32_t b, uint32_t* idx, int64_t n) {
   uint32_t out[kChunk], stuck[kChunk], at[kChunk];
   {
-    // Lanes deeper than the chain's rows (kFlatLevels frames) would be
-    // handed back at once: the interpreter runs the block for them.
+    // Lanes deeper than the chain holds (Code::chain_levels frames) would
+    // be handed back at once: the interpreter runs the block for them.
     int64_t m = 0, k = 0;
+    const uint32_t levels = code_->chain_levels;
     for (int64_t j = 0; j < n; ++j) {
-      if (pc_depth_[idx[j]] > jit::kFlatLevels)
+      if (pc_depth_[idx[j]] > levels)
         stuck[k++] = idx[j];
       else
         idx[m++] = idx[j];

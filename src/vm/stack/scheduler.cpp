@@ -149,7 +149,9 @@ RunResult StackVM::run() {
                std::to_string(chain_runs_) + " calls and loop iterations run by threads alone, " +
                std::to_string(chain_stuck_) + " blocks left to the interpreter, " +
                std::to_string(chain_spent_) + " threads paused after " +
-               std::to_string(kTuning.chain_budget) + " calls and loop iterations";
+               std::to_string(kTuning.chain_budget) + " calls and loop iterations" +
+               (code_ ? ", stacks held " + std::to_string(code_->chain_levels) + " levels deep"
+                      : std::string());
   res.cancelled = cancelled_;
   res.finished = next_input_ - live_;
   res.running = std::move(running_);
