@@ -219,11 +219,11 @@ using BlockFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n, u
 // budget: every endless path passes such blocks; out_pc[j] = the next
 // block), or fails a block's check before changing anything in it
 // (out_pc[j] = that block | kChainStuck: it would go deeper than
-// kFlatLevels, pop an empty stack, or, calling, already has the
+// Code::chain_levels, pop an empty stack, or, calling, already has the
 // `chain_frames` frames given to compile(); the VM interprets that block
 // for it). The VM makes all kFlatLevels rows of every stack the chain uses
-// before calling it. A lane whose stacks go deeper than kFlatLevels when it
-// starts is stuck at `start`. A call whose callee starts with a few blocks
+// before calling it. A lane whose stacks go deeper than Code::chain_levels
+// when it starts is stuck at `start`. A call whose callee starts with a few blocks
 // that may return (fib's `n <= 1`) jumps to a copy of them made for that
 // call site, whose return goes straight back there. While in the chain, a
 // lane's stack entries live in local arrays, copied from and back to the
