@@ -204,11 +204,16 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   // within the chain (its first block is the VM's step), in registers until
   // the lane leaves. A lane stuck at a block it entered is counted there:
   // the interpreter runs the block for it within the same step.
+  // And the lane's deepest pc stack after a call (the peak stack depth
+  // --stats reports), also in a register until it leaves.
   std::vector<Value*> entered;
+  Value* peak = nullptr;
   if (count_runs) {
     IRBuilder<> eb(entry, entry->begin());
     for (size_t k = 0; k < blocks.size(); ++k) entered.push_back(eb.CreateAlloca(i64));
+    peak = eb.CreateAlloca(i64);
     for (Value* a : entered) eb.CreateStore(eb.getInt64(0), a);
+    eb.CreateStore(eb.getInt64(0), peak);
   }
   auto count_entry = [&](IRBuilder<>& eb, size_t k, int64_t by) {
     if (entered.empty()) return;
@@ -472,6 +477,11 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
         break;
       case Exit::Call:
         push_frame(pcs, s.ret_pc);
+        if (peak) {
+          Value* d = load_depth(pcs);
+          Value* was = b_.CreateLoad(i64, peak);
+          b_.CreateStore(b_.CreateSelect(b_.CreateICmpUGT(d, was), d, was), peak);
+        }
         break;
       case Exit::Return:
         popped = pop_frame(pcs);
@@ -536,6 +546,10 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
       Value* at_k = b_.CreateConstGEP1_64(i64, counts, k);
       b_.CreateStore(b_.CreateAdd(b_.CreateLoad(i64, at_k), b_.CreateLoad(i64, entered[k])), at_k);
     }
+    Value* at_peak = b_.CreateConstGEP1_64(i64, counts, blocks.size());
+    Value* was = b_.CreateLoad(i64, at_peak);
+    Value* mine = b_.CreateLoad(i64, peak);
+    b_.CreateStore(b_.CreateSelect(b_.CreateICmpUGT(mine, was), mine, was), at_peak);
   }
   for (auto& [v, buf] : bufs) {
     const auto& [blk, pos] = rows_at.at(v);

@@ -233,8 +233,10 @@ constexpr uint32_t kChainStuck = 0x80000000u;
 // Or'ed into compile()'s chain_frames: the chain counts, per block, the
 // times lanes went on into it from another block of the chain (a lane's
 // first block is the VM's step), and adds them to the int64_t array whose
-// address is limits[1] (in the order of the blocks given to compile()):
-// --stats, which counts the work of every mode.
+// address is limits[1] (in the order of the blocks given to compile()),
+// and raises the entry after them to the deepest pc stack a call of a lane
+// left behind: --stats, which counts the work and the peak stack depth of
+// every mode.
 constexpr uint32_t kChainCounts = 0x80000000u;
 using ChainFn = int64_t (*)(void* const* const* bases, const uint32_t* idx, int64_t n,
                             int64_t start, uint32_t* out_pc, const int64_t* limits);

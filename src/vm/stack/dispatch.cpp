@@ -58,7 +58,7 @@ std::optional<RuntimeError> StackVM::run_chain(uint32_t b, uint32_t* idx, int64_
   }
   // --stats: each block's runs by lanes that went on into it (jit.h,
   // kChainCounts), added to the work the steps count.
-  if (opt_.stats) chain_counts_.assign(chain_blocks_.size(), 0);
+  if (opt_.stats) chain_counts_.assign(chain_blocks_.size() + 1, 0);
   const int64_t limits[2] = {kTuning.chain_budget,
                              static_cast<int64_t>(reinterpret_cast<uintptr_t>(chain_counts_.data()))};
   chain_runs_ += code_->chain(chain_bases_.data(), idx, n, b, out, limits);
@@ -66,6 +66,7 @@ std::optional<RuntimeError> StackVM::run_chain(uint32_t b, uint32_t* idx, int64_
   if (opt_.stats)
     for (size_t k = 0; k < chain_blocks_.size(); ++k)
       opt_.stats->lane_operations += chain_counts_[k] * blocks_[chain_blocks_[k]].prims;
+  if (opt_.stats) peak_depth_ = std::max(peak_depth_, chain_counts_.back());
   // One step may hold many chain calls (a list of many chunks, each
   // running whole recursions): the cancel flag and the progress callback
   // are also looked at every Tuning::chain_poll of budget used in the chain, some
