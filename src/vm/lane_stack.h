@@ -64,8 +64,8 @@ class LaneStack {
     return deep_[lane].data() + (level - kFlat);
   }
   // Makes all kFlat rows now (for the JIT's chain, which stops a thread
-  // before a level without its row): one allocation, mapped pages of which
-  // only those a thread writes take memory.
+  // before a level without its row), in blocks of kBlockRows rows: mapped
+  // pages, of which only those a thread writes take memory.
   void make_flat_rows() {
     if (ready_ < kFlat) put_slow(0, kFlat - 1);
   }

@@ -1392,6 +1392,18 @@ TEST_CASE("jit: the chain looks at the cancel flag and calls progress within a s
   for (int64_t t = 0; t < 512; ++t) CHECK(r.outputs[0].as<int64_t>()[t] == 28657);
 }
 
+// Inputs {"n": [...], "x": [...]} of a recursion's depth and value, thread i
+// getting n(i) and x(i).
+std::string depth_inputs(int threads, const std::function<int(int)>& n,
+                         const std::function<double(int)>& x) {
+  std::string ns, xs;
+  for (int i = 0; i < threads; ++i) {
+    ns += std::string(i ? ", " : "") + std::to_string(n(i));
+    xs += std::string(i ? ", " : "") + std::to_string(x(i));
+  }
+  return "{\"n\": [" + ns + "], \"x\": [" + xs + "]}";
+}
+
 // The chain keeps a thread's stack entries in local arrays and copies them
 // back to the stacks' rows when the thread leaves; the rows of the first
 // kFlatLevels levels are made before it runs. A thread within them never stops
@@ -1416,12 +1428,9 @@ TEST_CASE("jit: the chain's local stacks: rows made up front, threads deeper tha
 }
 )";
   auto run = [&](int lo, int span, const char* want_log, bool want) {
-    std::string n, x;
-    for (int i = 0; i < 300; ++i) {
-      n += std::string(i ? ", " : "") + std::to_string(lo + (i * 7) % span);
-      x += std::string(i ? ", " : "") + std::to_string(0.25 * i - 3);
-    }
-    Prog p = load(text, "{\"n\": [" + n + "], \"x\": [" + x + "]}");
+    Prog p = load(text, depth_inputs(
+                            300, [&](int i) { return lo + (i * 7) % span; },
+                            [](int i) { return 0.25 * i - 3; }));
     RunResult ref = reference(p);
     RunResult got = stack(p, options(kModes[0]));
     same_bits(ref, got);
@@ -1448,12 +1457,9 @@ TEST_CASE("jit: a chain of many stacks holds fewer levels; deeper threads are in
   const std::string text = "func deep(n: i64, x: f64) -> f64 {\n  if n <= 0 {\n    return x\n  }\n" +
                            body + "  y = deep(n - 1, x * 0.999 + 0.001)\n  return y * 0.5" + sum +
                            "\n}\n";
-  std::string n, x;
-  for (int i = 0; i < 200; ++i) {
-    n += std::string(i ? ", " : "") + std::to_string((i * 37) % 1500);
-    x += std::string(i ? ", " : "") + std::to_string(0.01 * i - 1.0);
-  }
-  Prog p = load(text, "{\"n\": [" + n + "], \"x\": [" + x + "]}");
+  Prog p = load(text, depth_inputs(
+                          200, [](int i) { return (i * 37) % 1500; },
+                          [](int i) { return 0.01 * i - 1.0; }));
   RunResult ref = reference(p);
   RunResult got = stack(p, options(kModes[0]));
   same_bits(ref, got);

@@ -3,6 +3,7 @@
 // written for one thread does, with its variables and stack entries in
 // registers and local arrays while it stays in the chain.
 #include <map>
+#include <optional>
 #include <set>
 
 #include "vm/jit/gen.h"
@@ -87,15 +88,20 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   std::map<int32_t, Value*> bufs;
   std::map<int32_t, StackPtrs> stack_of;  // by variable: one set of pointers for every block
   std::map<int32_t, std::pair<size_t, size_t>> rows_at;  // by variable: its rows' (blk, pos)
+  // The variable whose stack is block k's stack st: -1 for the pc stack
+  // (the last), none for a stack the block does not name.
+  auto stack_var = [&](size_t k, size_t st) -> std::optional<int32_t> {
+    if (st + 1 == ctx[k].stacks.size()) return -1;
+    if (st < blocks[k].stack_var.size()) return blocks[k].stack_var[st];
+    return std::nullopt;
+  };
   // The levels each local array holds: Tuning::chain_stack_words over the
   // number of stacks, within [kChainMinLevels, kFlatLevels].
   {
     std::set<int32_t> vars;
     for (size_t k = 0; k < blocks.size(); ++k)
-      for (size_t st = 0; st < ctx[k].stacks.size(); ++st) {
-        const bool pc = st + 1 == ctx[k].stacks.size();
-        if (pc || st < blocks[k].stack_var.size()) vars.insert(pc ? -1 : blocks[k].stack_var[st]);
-      }
+      for (size_t st = 0; st < ctx[k].stacks.size(); ++st)
+        if (auto v = stack_var(k, st)) vars.insert(*v);
     const int64_t each =
         kTuning.chain_stack_words / std::max<int64_t>(1, static_cast<int64_t>(vars.size()));
     chain_levels_ = static_cast<uint32_t>(
@@ -105,11 +111,11 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     const Segment& s = blocks[k];
     BlockCtx& c = ctx[k];
     for (size_t st = 0; st < c.stacks.size(); ++st) {
-      const bool pc = st + 1 == c.stacks.size();
-      if (!pc && st >= s.stack_var.size()) continue;
+      const std::optional<int32_t> at = stack_var(k, st);
+      if (!at) continue;
+      const int32_t var = *at;
       // (The VM makes every row first; a push past the local arrays stops.)
       c.stacks[st].ready = b_.getInt32(chain_levels_);
-      const int32_t var = pc ? -1 : s.stack_var[st];
       if (!stack_of.count(var)) rows_at[var] = {k, s.slots.size() + 3 * st + 1};
       c.stacks[st] = stack_of.emplace(var, c.stacks[st]).first->second;
     }
@@ -138,9 +144,10 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
           tops[s.slot_var[out]].written = true;
     }
     for (size_t st = 0; st < c.stacks.size(); ++st) {
-      const bool pc = st + 1 == c.stacks.size();
-      if (!pc && st >= s.stack_var.size()) continue;
-      const int32_t var = pc ? -1 : s.stack_var[st];
+      const std::optional<int32_t> at = stack_var(k, st);
+      if (!at) continue;
+      const int32_t var = *at;
+      const bool pc = var < 0;
       Home& h = depths[var];
       if (!h.at) {
         h.type = i32;

@@ -14,13 +14,12 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.dirname(HERE))
+from modes import ROOT, seconds  # noqa: E402
 
 
 def inputs(path, threads, T, evals):
@@ -38,12 +37,10 @@ def inputs(path, threads, T, evals):
 
 
 def run(exe, prog, inp, entry, extra=()):
+    """modes.py's timed run of `entry`: (seconds, the outputs' JSON)."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "out.json")
-        t0 = time.perf_counter()
-        subprocess.run([exe, "run", prog, "--entry", entry, "--inputs", inp, "--threads", "1",
-                        "-q", "--output", out, *extra], check=True)
-        dt = time.perf_counter() - t0
+        dt = seconds(exe, prog, inp, ["--entry", entry, *extra], out)
         with open(out) as f:
             return dt, json.load(f)
 
