@@ -271,10 +271,13 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
       ++step_;
       if (opt_.stats) opt_.stats->record_step(b, active, loop_could(), cb.prims);
     }
-    if (d.may_fail) {
+    if (d.may_fail) {  // the window's m values of each written slot, not the whole chunk
       backup_.resize(ns);
       for (size_t s = 0; s < ns; ++s)
-        if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) backup_[s] = dense_[s];
+        if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) {
+          backup_[s].resize(kChunk);
+          std::copy_n(dense_[s].data(), m, backup_[s].data());
+        }
       std::copy(active_, active_ + m, active_backup_);
     }
     int64_t failed = 0;
@@ -282,7 +285,8 @@ std::optional<RuntimeError> StackVM::run_dense_loop(uint32_t b, uint32_t* idx, i
     if (failed) {
       // Back to the iteration's start; the kernels run it and report.
       for (size_t s = 0; s < ns; ++s)
-        if (d.kind[s] == jit::SlotKind::Thread && d.written[s]) dense_[s] = backup_[s];
+        if (d.kind[s] == jit::SlotKind::Thread && d.written[s])
+          std::copy_n(backup_[s].data(), m, dense_[s].data());
       std::copy(active_backup_, active_backup_ + m, active_);
       compact(true);
       uint32_t rest[kChunk];
