@@ -11,7 +11,7 @@
 // threads of a step touch neighbouring memory instead of one heap block each.
 // Deeper levels (rare: deep recursion) go to per-lane vectors, so memory
 // stays proportional to what each thread really uses. A push checks one
-// bound: the rows below ready_ exist; anything else takes the slow path.
+// bound: the rows below head_.ready exist; anything else takes the slow path.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -23,9 +23,10 @@ namespace ab {
 template <typename Word>
 class LaneStack {
  public:
-  // 2048: compiled code (the JIT's chain) holds a thread's stacks only within
-  // these levels and leaves a deeper thread to the interpreter, which is
-  // several times slower per call; recursions a hundred or two deep are
+  // 2048: compiled code addresses these levels' rows directly (the JIT's
+  // chain copies a thread's entries from them; a deeper thread's window
+  // goes through get/put, window() below, once per entry and chain call);
+  // recursions a hundred or two deep are
   // common (a list walked, a triangular sum), and a gradient's loop of T
   // steps recurses T deep (once per iteration). The table of rows is made
   // by init(), only for stacks that are used, and rows are made in blocks,
@@ -37,7 +38,7 @@ class LaneStack {
     words_ = words_per_entry;
     blocks_.clear();
     row_ = std::make_unique<Word*[]>(kFlat);
-    ready_ = 0;
+    head_.ready = 0;
     deep_.clear();  // made when a lane first goes deeper than kFlat
   }
   // The lane's stack is empty again.
@@ -46,15 +47,15 @@ class LaneStack {
   }
 
   // Where the entry at `level` of `lane` lives, for writing (a push).
-  // The hot path is one comparison: levels below ready_ have their row.
+  // The hot path is one comparison: levels below head_.ready have their row.
   [[gnu::always_inline]] Word* put(uint32_t lane, uint32_t level) {
-    if (level < ready_) [[likely]]
+    if (level < head_.ready) [[likely]]
       return row_[level] + lane * words_;
     return put_slow(lane, level);
   }
   // put and get for stacks of one word per entry.
   [[gnu::always_inline]] Word* put1(uint32_t lane, uint32_t level) {
-    if (level < ready_) [[likely]]
+    if (level < head_.ready) [[likely]]
       return row_[level] + lane;
     return put_slow(lane, level);
   }
@@ -67,12 +68,32 @@ class LaneStack {
   // before a level without its row), in blocks of kBlockRows rows: mapped
   // pages, of which only those a thread writes take memory.
   void make_flat_rows() {
-    if (ready_ < kFlat) put_slow(0, kFlat - 1);
+    if (head_.ready < kFlat) put_slow(0, kFlat - 1);
   }
   // For compiled code (vm/jit): the rows of the first kFlat levels (those
   // below *ready_ptr() exist) and their number.
+  // ready_ptr() points to a Head: the number of rows made, then the stack
+  // itself (for the chain's window, below, at levels of any depth).
+  struct Head {
+    uint32_t ready = 0;
+    const LaneStack* self = nullptr;
+  };
   Word* const* rows() const { return row_.get(); }
-  const uint32_t* ready_ptr() const { return &ready_; }
+  const uint32_t* ready_ptr() const {
+    head_.self = this;  // (where the stack is now: compiled code is given this pointer)
+    return &head_.ready;
+  }
+  // For the chain (vm/jit) holding a window of a deep stack: `count`
+  // one-word entries of `lane` from `level` on, copied to buf (in) or
+  // back from it. Levels read were written before.
+  void window(uint32_t lane, uint32_t level, uint32_t count, Word* buf, bool in) {
+    for (uint32_t i = 0; i < count; ++i) {
+      if (in)
+        buf[i] = *get(lane, level + i);
+      else
+        *put(lane, level + i) = buf[i];
+    }
+  }
 
   // The entry at `level` of `lane`, written before by put (a pop).
   [[gnu::always_inline]] const Word* get(uint32_t lane, uint32_t level) const {
@@ -93,13 +114,14 @@ class LaneStack {
         // allocation per block, not per row, and none larger than a block
         // (many lanes make them mapped pages that only the lanes writing
         // them touch).
-        const uint32_t upto = std::min<uint32_t>(kFlat, std::max<uint32_t>(level + 1, 2 * ready_));
+        const uint32_t upto =
+            std::min<uint32_t>(kFlat, std::max<uint32_t>(level + 1, 2 * head_.ready));
         const size_t row = lanes_ * words_;
-        while (ready_ < upto) {
-          const uint32_t n = std::min<uint32_t>(upto - ready_, kBlockRows);
+        while (head_.ready < upto) {
+          const uint32_t n = std::min<uint32_t>(upto - head_.ready, kBlockRows);
           blocks_.push_back(std::make_unique_for_overwrite<Word[]>(n * row));
-          for (uint32_t d = 0; d < n; ++d) row_[ready_ + d] = blocks_.back().get() + d * row;
-          ready_ += n;
+          for (uint32_t d = 0; d < n; ++d) row_[head_.ready + d] = blocks_.back().get() + d * row;
+          head_.ready += n;
         }
       }
       return row_[level] + lane * words_;
@@ -113,8 +135,8 @@ class LaneStack {
   static constexpr uint32_t kBlockRows = 256;
   size_t lanes_ = 0;
   size_t words_ = 1;
-  uint32_t ready_ = 0;     // rows 0 .. ready_-1 are allocated
-  std::unique_ptr<Word*[]> row_;  // the row of each level below ready_ (made by init())
+  mutable Head head_;             // rows 0 .. head_.ready-1 are allocated
+  std::unique_ptr<Word*[]> row_;  // the row of each level below head_.ready (made by init())
   std::vector<std::unique_ptr<Word[]>> blocks_;  // the rows' memory, a block per growth
   std::vector<std::vector<Word>> deep_;
 };

@@ -1408,8 +1408,8 @@ std::string depth_inputs(int threads, const std::function<int(int)>& n,
 // back to the stacks' rows when the thread leaves; the rows of the first
 // kFlatLevels levels are made before it runs. A thread within them never stops
 // for a row (no block is left to the interpreter), and one that enters
-// deeper than that (its entries are not all in rows) is interpreted until
-// it is back within them; both give the reference's outputs. (Threads the
+// deeper than that holds a window of its stacks (a block is interpreted
+// where a window ends); both give the reference's outputs. (Threads the
 // budget pauses mid-recursion, and their copies out and back in: the fib of
 // the test above, whose outputs are checked.)
 TEST_CASE("jit: the chain's local stacks: rows made up front, threads deeper than the rows") {
@@ -1447,7 +1447,7 @@ TEST_CASE("jit: the chain's local stacks: rows made up front, threads deeper tha
 // chain_stack_words over the number of stacks, at least kChainMinLevels):
 // 100 values saved across a recursive call, threads from 0 to 1,500 calls
 // deep, past what the chain holds and back, with the reference's outputs.
-TEST_CASE("jit: a chain of many stacks holds fewer levels; deeper threads are interpreted") {
+TEST_CASE("jit: a chain of many stacks holds fewer levels; deeper threads run in windows") {
   if (!jit::available()) return;
   std::string body, sum;
   for (int i = 0; i < 100; ++i) {
@@ -1470,6 +1470,70 @@ TEST_CASE("jit: a chain of many stacks holds fewer levels; deeper threads are in
   CHECK(levels >= static_cast<long>(jit::kChainMinLevels));
   CHECK(levels < 1500);
   CHECK(got.log.find(", 0 blocks left to the interpreter") == std::string::npos);
+}
+
+// Recursions deeper than the chain's local arrays stay in compiled code: a
+// thread holds a window of each stack (the levels below it stay in the VM's
+// stacks, past kFlatLevels in its per-thread vectors too), and only the
+// block where a window fills or empties is interpreted (the return through
+// the pc window's mark goes on with no block interpreted). Two call sites,
+// a value saved across each, threads up to 7,000 calls deep and some past
+// the stack bound; the outputs and the error are the reference's, and the
+// interpreted blocks are a few per window, not one per level.
+TEST_CASE("jit: a recursion thousands of calls deep runs in windows of the chain's stacks") {
+  if (!jit::available()) return;
+  const char* text = R"(func walk(n: i64, acc: f64) -> f64 {
+  if n <= 0 {
+    return acc
+  }
+  a = acc * 0.999 + cast(n % 7, dtype=f64)
+  if n % 3 == 0 {
+    r = walk(n - 1, a)
+    return r * 0.5 + a
+  }
+  r2 = walk(n - 1, a + 1.0)
+  return r2 - cast(n % 3, dtype=f64) * a * 0.25
+}
+)";
+  const int threads = 64;
+  Prog p = load(text, R"({"n": [)" + [&] {
+    std::string ns;
+    for (int i = 0; i < threads; ++i)
+      ns += std::string(i ? ", " : "") + std::to_string(i % 4 == 0 ? i : (i * 977) % 7000);
+    return ns;
+  }() + R"(], "acc": [0.5]})");
+  RunResult want = reference(p);
+  for (Mode m : kModes) {
+    CAPTURE(m.jit);
+    CAPTURE(m.persistent);
+    same_bits(want, stack(p, options(m)));
+  }
+  RunResult got = stack(p, options(kModes[0]));
+  INFO(got.log);
+  const size_t at = got.log.find(" blocks left to the interpreter");
+  REQUIRE(at != std::string::npos);
+  const size_t from = got.log.rfind(", ", at);
+  const long left = std::stol(got.log.substr(from + 2, at - from - 2));
+  CHECK(left > 0);
+  CHECK(left < threads * 20);  // one per level past the arrays: about 150,000
+  Stats stats, stats_int;
+  RunOptions o = options(kModes[0]);
+  o.stats = &stats;
+  stack(p, o);
+  RunOptions oi = options(kModes[3]);
+  oi.stats = &stats_int;
+  stack(p, oi);
+  CHECK(stats.peak_stack_depth > 6000);
+  CHECK(stats.peak_stack_depth == stats_int.peak_stack_depth);
+  // The bound: threads 4,000 deep and more fail, as in every other mode.
+  o = options(kModes[0]);
+  o.max_stack_depth = 4000;
+  oi = options(kModes[3]);
+  oi.max_stack_depth = 4000;
+  RunResult e_jit = stack(p, o), e_int = stack(p, oi);
+  REQUIRE(e_jit.error);
+  REQUIRE(e_int.error);
+  CHECK(e_jit.error->message == e_int.error->message);
 }
 
 // Copies of a callee's first blocks (Gen::chain): a call jumps to a copy

@@ -186,7 +186,12 @@ void Gen::pop(int32_t k, int32_t s) {
   if (Value* buf = local_stack(static_cast<size_t>(k))) {  // entry 0 exists: no branch
     Value* v =
         from_word(b_.CreateLoad(b_.getInt64Ty(), local_entry(buf, d, false)), seg_->slots[s].dtype);
-    cur_[s] = b_.CreateSelect(b_.CreateICmpNE(d, b_.getInt64(0)), v, old);
+    // Below entry 0 there is a value when the lane's window starts above
+    // level 0 (the depth is the base plus d).
+    Value* below = b_.CreateICmpNE(d, b_.getInt64(0));
+    if (static_cast<size_t>(k) < base_home_.size() && base_home_[k])
+      below = b_.CreateOr(below, b_.CreateICmpNE(base_home_[k], b_.getInt64(0)));
+    cur_[s] = b_.CreateSelect(below, v, old);
     written_[s] = true;
     return;
   }
@@ -251,6 +256,7 @@ Gen::BlockCtx Gen::block_context(const Segment& s, Value* base) {
   slot_home_.clear();
   depth_home_.clear();
   buf_home_.clear();
+  base_home_.clear();
   return c;
 }
 
@@ -267,6 +273,7 @@ void Gen::restore(const BlockCtx& c) {
   slot_home_ = c.slot_home;
   depth_home_ = c.depth_home;
   buf_home_ = c.buf_home;
+  base_home_ = c.base_home;
 }
 
 // i1, before the lane changes anything: its stacks hold what the block
@@ -286,7 +293,9 @@ Value* Gen::block_check(const BlockCtx& c, Value* call_limit) {
   for (size_t k = 0; k < nst; ++k) {
     const bool pc = k == pcs;
     if (pc ? (s.exit != Exit::Call && s.exit != Exit::Return) : !c.used[k]) continue;
-    if (pc && s.exit == Exit::Return && local_stack(k)) continue;  // the array holds it
+    // The array holds the frame a return pops: at worst the mark a window
+    // puts below its frames (emit_chain.cpp, kWindowMark).
+    if (pc && s.exit == Exit::Return && local_stack(k)) continue;
     Value* d = load_depth(k);
     if (pc && call_limit && s.exit == Exit::Call) {
       ok = b_.CreateAnd(ok, b_.CreateICmpSLT(d, call_limit));

@@ -247,23 +247,57 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
   b_.SetInsertPoint(entry);
   homes(true);
 
-  // A lane whose stacks go deeper than the rows the code addresses is
-  // the interpreter's (stuck at its first block); else its entries are
-  // copied to the local arrays.
+  // Each stack's window. A lane's stack that fits in its local array is
+  // held there whole (base 0). A deeper one keeps its levels below a base
+  // in the VM's stack and brings half an array's worth above it (for a
+  // variable's stack, from the level below the base: its entry 0), so a
+  // recursion thousands of levels deep stays in compiled code. The lane
+  // stops when it fills the array or would pop a variable below the base
+  // (the interpreter runs that one block), or when it returns through the
+  // pc window's entry 0, which holds kWindowMark in place of its frame
+  // (the lane leaves with that frame's return block, as a return in the
+  // chain does, with no check on the hot path); the next step brings a new
+  // window. While in the chain its depth homes hold depths within the
+  // window. A lane whose window would pass the frames allowed is the
+  // interpreter's (stuck at its first block).
+  std::map<int32_t, Value*> window;  // by variable: its base level (i64)
+  Value* mark_below = nullptr;       // the return block kWindowMark stands for (i32)
   BasicBlock* too_deep = BasicBlock::Create(ctx_, "too_deep", fn);
   {
     Value* fits = b_.getTrue();
+    const uint64_t half = chain_levels_ / 2;
     for (auto& [v, buf] : bufs) {
+      const bool pc = v < 0;
       Value* d = b_.CreateLoad(i64, depths.at(v).at);
-      fits = b_.CreateAnd(fits, b_.CreateICmpULE(d, b_.getInt64(chain_levels_ + (v < 0 ? 0 : 1))));
+      Value* deep = b_.CreateICmpUGT(d, b_.getInt64(chain_levels_ + (pc ? 0 : 1)));
+      Value* base = b_.CreateSelect(deep, b_.CreateSub(d, b_.getInt64(half)), b_.getInt64(0));
+      window[v] = base;
+      if (pc)
+        fits = b_.CreateAnd(fits, b_.CreateOr(b_.CreateNot(deep),
+                                              b_.CreateICmpULE(b_.CreateAdd(d, b_.getInt64(half)),
+                                                               b_.getInt64(frames))));
+      b_.CreateStore(b_.CreateSub(d, base), depths.at(v).at);
+    }
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      ctx[k].base_home.assign(ctx[k].stacks.size(), nullptr);
+      for (size_t st = 0; st < ctx[k].stacks.size(); ++st)
+        if (auto v = stack_var(k, st)) ctx[k].base_home[st] = window.at(*v);
     }
     BasicBlock* copy = BasicBlock::Create(ctx_, "copy_in", fn, stop);
     b_.CreateCondBr(fits, copy, too_deep);
     b_.SetInsertPoint(too_deep);
     b_.CreateRet(b_.CreateZExt(b_.CreateOr(start_pc, b_.getInt32(kChainStuck)), i64));
     b_.SetInsertPoint(copy);
-    for (auto& [v, buf] : bufs)
-      copy_rows(buf, stack_of.at(v).rows, b_.CreateLoad(i64, depths.at(v).at), v < 0, true);
+    for (auto& [v, buf] : bufs) {
+      const auto& [blk, pos] = rows_at.at(v);
+      copy_window(buf, stack_of.at(v).rows, reload(blk, pos + 1), window.at(v),
+                  b_.CreateLoad(i64, depths.at(v).at), v < 0, true);
+    }
+    Value* entry0 = local_entry(bufs.at(-1), b_.getInt64(0), true);
+    mark_below = b_.CreateLoad(i32, entry0);
+    b_.CreateStore(b_.CreateSelect(b_.CreateICmpNE(window.at(-1), b_.getInt64(0)),
+                                   b_.getInt32(kWindowMark), mark_below),
+                   entry0);
   }
   // Loops: a cycle of blocks entered (from outside it) at one block only,
   // its header, is entered there only in this code too, so that LLVM sees a
@@ -485,7 +519,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
       case Exit::Call:
         push_frame(pcs, s.ret_pc);
         if (peak) {
-          Value* d = load_depth(pcs);
+          Value* d = b_.CreateAdd(load_depth(pcs), window.at(-1));
           Value* was = b_.CreateLoad(i64, peak);
           b_.CreateStore(b_.CreateSelect(b_.CreateICmpUGT(d, was), d, was), peak);
         }
@@ -545,6 +579,16 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     out_pc->addIncoming(b_.getInt32(stuck_pc[i]), stuck[i].first);
   }
   Value* used = b_.CreateSub(budget, ran);
+  // A return through the pc window's mark: on to the frame's return block.
+  Value* leave_pc =
+      b_.CreateSelect(b_.CreateICmpEQ(out_pc, b_.getInt32(kWindowMark)), mark_below, out_pc);
+  // The windows back to the VM's stacks, and the depths with their bases.
+  for (auto& [v, buf] : bufs) {
+    const auto& [blk, pos] = rows_at.at(v);
+    Value* d = b_.CreateLoad(i64, depths.at(v).at);
+    copy_window(buf, reload(blk, pos), reload(blk, pos + 1), window.at(v), d, v < 0, false);
+    b_.CreateStore(b_.CreateAdd(d, window.at(v)), depths.at(v).at);
+  }
   homes(false);
   if (!entered.empty()) {
     Value* counts = b_.CreateIntToPtr(
@@ -558,11 +602,7 @@ Function* Gen::chain(const std::vector<Segment>& blocks, const std::vector<uint3
     Value* mine = b_.CreateLoad(i64, peak);
     b_.CreateStore(b_.CreateSelect(b_.CreateICmpUGT(mine, was), mine, was), at_peak);
   }
-  for (auto& [v, buf] : bufs) {
-    const auto& [blk, pos] = rows_at.at(v);
-    copy_rows(buf, reload(blk, pos), b_.CreateLoad(i64, depths.at(v).at), v < 0, false);
-  }
-  b_.CreateRet(b_.CreateOr(b_.CreateShl(used, 32), b_.CreateZExt(out_pc, i64)));
+  b_.CreateRet(b_.CreateOr(b_.CreateShl(used, 32), b_.CreateZExt(leave_pc, i64)));
 
   // The ChainFn: the lane function per lane of the list.
   {
@@ -630,6 +670,40 @@ void Gen::copy_rows(Value* buf, Value* rows, Value* d, bool pc, bool in) {
   Value* next = b_.CreateAdd(level, b_.getInt64(1));
   level->addIncoming(next, loop);
   mark_loop(b_.CreateCondBr(b_.CreateICmpSLT(next, count), loop, done), false);
+  b_.SetInsertPoint(done);
+}
+
+// Copies this lane's window of a stack between the VM's stack and the
+// chain's local array `buf`: with base 0 (i64) the whole stack at depth d
+// (copy_rows); else entries 0 .. d-1 of the array, at levels base .. (the
+// pc stack, whose entry 0, the mark, is not copied back) or base-1 .. (a
+// variable's), through ab_chain_window, which reaches levels of any
+// depth. `head`: the stack's LaneStack::Head.
+void Gen::copy_window(Value* buf, Value* rows, Value* head, Value* base, Value* d, bool pc,
+                      bool in) {
+  Type* i64 = b_.getInt64Ty();
+  Type* ptr = PointerType::get(ctx_, 0);
+  Function* fn = b_.GetInsertBlock()->getParent();
+  BasicBlock* whole = BasicBlock::Create(ctx_, "whole", fn);
+  BasicBlock* part = BasicBlock::Create(ctx_, "window", fn);
+  BasicBlock* done = BasicBlock::Create(ctx_, "windowed", fn);
+  b_.CreateCondBr(b_.CreateICmpEQ(base, b_.getInt64(0)), whole, part);
+  b_.SetInsertPoint(whole);
+  copy_rows(buf, rows, d, pc, in);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(part);
+  FunctionCallee f = m_.getOrInsertFunction(
+      pc ? "ab_chain_window32" : "ab_chain_window64",
+      FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, i64, ptr, i64}, false));
+  Value* level = pc ? base : b_.CreateSub(base, b_.getInt64(1));
+  Value* from = buf;
+  if (pc && !in) {  // entry 0 is the mark: its level is as it was
+    level = b_.CreateAdd(level, b_.getInt64(1));
+    d = b_.CreateSelect(b_.CreateICmpEQ(d, b_.getInt64(0)), d, b_.CreateSub(d, b_.getInt64(1)));
+    from = local_entry(buf, b_.getInt64(1), true);
+  }
+  b_.CreateCall(f, {head, slot_index_, level, d, from, b_.getInt64(in ? 1 : 0)});
+  b_.CreateBr(done);
   b_.SetInsertPoint(done);
 }
 

@@ -26,11 +26,25 @@
 #include "vm/jit/gen.h"
 #include "vm/jit/jit.h"
 #include "vm/kernels/scalar.h"
+#include "vm/lane_stack.h"
 #include "vm/tuning.h"
 
 namespace ab::jit {
 
 namespace {
+
+// The chain's window of a deep stack (emit_chain.cpp): `count` entries of
+// a lane from `level` on, between the stack (given by the Head its third
+// base entry points to) and the chain's local array.
+template <typename Word>
+void chain_window(const void* head, uint64_t lane, uint64_t level, uint64_t count, void* buf,
+                  uint64_t in) {
+  const auto* h = static_cast<const typename LaneStack<Word>::Head*>(head);
+  const_cast<LaneStack<Word>*>(h->self)->window(static_cast<uint32_t>(lane),
+                                                static_cast<uint32_t>(level),
+                                                static_cast<uint32_t>(count),
+                                                static_cast<Word*>(buf), in != 0);
+}
 
 using namespace llvm;
 using detail::Gen;
@@ -71,11 +85,14 @@ Engine& engine() {
       return;
     }
     (*jit)->getMainJITDylib().addGenerator(std::move(*gen));
-    // The scalar kernels compiled code calls (ops.def's Jit column Kernel),
-    // by their addresses: they are in this executable, not in its dynamic
-    // symbol table.
+    // The scalar kernels compiled code calls (ops.def's Jit column Kernel)
+    // and the chain's window copies, by their addresses: they are in this
+    // executable, not in its dynamic symbol table.
     orc::SymbolMap scalar;
-    for (const ScalarFunction& f : scalar_functions())
+    std::vector<ScalarFunction> calls(scalar_functions().begin(), scalar_functions().end());
+    calls.push_back({"ab_chain_window32", reinterpret_cast<void*>(&chain_window<uint32_t>)});
+    calls.push_back({"ab_chain_window64", reinterpret_cast<void*>(&chain_window<uint64_t>)});
+    for (const ScalarFunction& f : calls)
       scalar[(*jit)->mangleAndIntern(f.name)] =
           JITEvaluatedSymbol(pointerToJITTargetAddress(f.address),
                              JITSymbolFlags::Exported | JITSymbolFlags::Callable);

@@ -73,8 +73,9 @@ class Gen {
     std::vector<int32_t> pushes, need;
     std::vector<bool> used;
     // The chain: per Thread slot and per stack, the variable's home (an
-    // alloca that LLVM keeps in a register), else null.
-    std::vector<Value*> slot_home, depth_home, buf_home;
+    // alloca that LLVM keeps in a register), else null; per stack, the
+    // base level of the lane's window of it (i64, 0: the whole stack).
+    std::vector<Value*> slot_home, depth_home, buf_home, base_home;
   };
 
   // emit_segment.cpp: functions, loops and slots.
@@ -120,6 +121,7 @@ class Gen {
 
   // emit_chain.cpp
   void copy_rows(Value* buf, Value* rows, Value* d, bool pc, bool in);
+  void copy_window(Value* buf, Value* rows, Value* head, Value* base, Value* d, bool pc, bool in);
   BasicBlock* edge_to_stop(BasicBlock* stop, PHINode* stop_pc, PHINode* stop_runs, uint32_t pc,
                            Value* r, Function* fn);
 
@@ -169,7 +171,7 @@ class Gen {
   std::vector<bool> written_;
   std::vector<MDNode*> scope_, noalias_;
   std::vector<StackPtrs> stacks_;
-  std::vector<Value*> slot_home_, depth_home_, buf_home_;  // the chain's (BlockCtx)
+  std::vector<Value*> slot_home_, depth_home_, buf_home_, base_home_;  // the chain's (BlockCtx)
   Value* lane_ = nullptr;                                  // j
   Value* slot_index_ = nullptr;                            // idx[j] (gather)
   Value* bad_ = nullptr;                                   // i1: a check failed in this lane

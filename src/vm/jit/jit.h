@@ -222,14 +222,23 @@ using BlockFn = int64_t (*)(void* const* base, const uint32_t* idx, int64_t n, u
 // Code::chain_levels, pop an empty stack, or, calling, already has the
 // `chain_frames` frames given to compile(); the VM interprets that block
 // for it). The VM makes all kFlatLevels rows of every stack the chain uses
-// before calling it. A lane whose stacks go deeper than Code::chain_levels
-// when it starts is stuck at `start`. A call whose callee starts with a few blocks
+// before calling it. A lane whose stack is deeper than Code::chain_levels
+// (L) when it starts holds a window of it instead: its levels from D - L/2
+// on (D, its depth), read and written back through the stack's own get/put
+// (ab_chain_window32/64), so the chain runs L/2 levels above and below
+// where it started; the pc stack's lowest entry in the window is then
+// kWindowMark, and a lane that returns to it leaves with the block it
+// really returns to. A lane is stuck at `start` only when that window's top
+// would pass `chain_frames`. A call whose callee starts with a few blocks
 // that may return (fib's `n <= 1`) jumps to a copy of them made for that
 // call site, whose return goes straight back there. While in the chain, a
 // lane's stack entries live in local arrays, copied from and back to the
 // rows when it starts and leaves. bases[k]: the base (BlockFn) of the k-th
 // block given to compile(). Returns the budget used, over all lanes.
 constexpr uint32_t kChainStuck = 0x80000000u;
+// The chain's return block for a frame below a lane's window of its pc
+// stack (emit_chain.cpp): never a block index, never seen by the VM.
+constexpr uint32_t kWindowMark = 0x7ffffffeu;
 // Or'ed into compile()'s chain_frames: the chain counts, per block, the
 // times lanes went on into it from another block of the chain (a lane's
 // first block is the VM's step), and adds them to the int64_t array whose

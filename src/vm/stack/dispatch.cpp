@@ -40,12 +40,14 @@ std::optional<RuntimeError> StackVM::run_block(uint32_t b, uint32_t* idx, int64_
 std::optional<RuntimeError> StackVM::run_chain(uint32_t b, uint32_t* idx, int64_t n) {
   uint32_t out[kChunk], stuck[kChunk], at[kChunk];
   {
-    // Lanes deeper than the chain holds (Code::chain_levels frames) would
-    // be handed back at once: the interpreter runs the block for them.
+    // Lanes whose window of the pc stack would pass the frames allowed
+    // (jit.h: deeper than Code::chain_levels, by half of it) would be
+    // handed back at once: the interpreter runs the block for them.
     int64_t m = 0, k = 0;
-    const uint32_t levels = code_->chain_levels;
+    const int64_t levels = code_->chain_levels;
     for (int64_t j = 0; j < n; ++j) {
-      if (pc_depth_[idx[j]] > levels)
+      const int64_t d = pc_depth_[idx[j]];
+      if (d > levels && d + levels / 2 > opt_.max_stack_depth)
         stuck[k++] = idx[j];
       else
         idx[m++] = idx[j];

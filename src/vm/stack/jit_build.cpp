@@ -188,7 +188,7 @@ void StackVM::build_jit(std::vector<Candidates>& cand) {
   std::sort(return_to.begin(), return_to.end());
   return_to.erase(std::unique(return_to.begin(), return_to.end()), return_to.end());
   auto frames = static_cast<uint32_t>(
-      std::clamp<int64_t>(opt_.max_stack_depth, 0, int64_t{jit::kFlatLevels}));
+      std::clamp<int64_t>(opt_.max_stack_depth, 0, int64_t{~jit::kChainCounts}));
   if (chain && opt_.stats) frames |= jit::kChainCounts;  // --stats counts the chain's runs
   char line[192];
   std::snprintf(line, sizeof line,
