@@ -710,6 +710,7 @@ PYBIND11_MODULE(_autobatch, m) {
         if (!job) raise_diagnostics(job.diagnostics());
         if (!run.diagnostics.empty()) raise_diagnostics(run.diagnostics);
         if (run.runtime_error) raise_runtime(*run.runtime_error);
+        if (auto e = autobatch::sample_start_error(*job, run)) raise_runtime(*e);
         autobatch::SampleResult s = value_or_raise(autobatch::finish_sample(*job, run, seconds));
         if (!csv.empty())
           if (auto w = autobatch::write_cmdstan_csv(s, o, csv); !w) raise_diagnostics(w.diagnostics);

@@ -789,6 +789,11 @@ struct SampleJob {
 Result<SampleJob> prepare_sample(const SampleOptions& options);
 Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
                                    double run_seconds);
+// A chain that found no start with a finite log density and gradient (as
+// Stan's "Initialization failed"; the driver then skips its warm-up and
+// sampling): the error to report, as a runtime error of the chain's thread.
+// finish_sample fails with it too.
+std::optional<RuntimeError> sample_start_error(const SampleJob& job, const RunResult& run);
 // Runs job.program on job.inputs with `options` (threads, cancel, the run's
 // own progress, ...) and, when `progress` is set, reports how far the chains
 // got (SampleOptions::progress): through RunOptions::thread_progress, which

@@ -332,8 +332,7 @@ std::shared_ptr<const Prepared> Program::Impl::prepare(
     p->types = ab::infer_types(module, entry, types, p->diags);
     if (!p->diags.has_errors() && ab::has_grad_calls(module)) {
       p->expanded = module;
-      ab::grad(*p->expanded, p->types, p->diags);
-      if (!p->diags.has_errors()) p->types = ab::infer_types(*p->expanded, entry, types, p->diags);
+      ab::expand_grad(*p->expanded, p->types, entry, types, p->diags);
     }
   }
   std::lock_guard lock(mu);

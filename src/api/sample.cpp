@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -27,8 +28,17 @@ using Json = nlohmann::json;
 // as an array of batch 1: the io module's reader, asked once for the shape
 // and once more for the dtype (f64, or i64 when log_density annotates the
 // parameter with an integer dtype) with its conversion checks.
+// `annotated`: the parameter's type in the model, when it gives one: the
+// value must have its shape (checked here, with the data file's name and
+// the key, rather than as a type error in the generated driver).
 Result<Array> json_value(const std::string& file, const std::string& key,
-                         const nlohmann::ordered_json& v, bool integer) {
+                         const nlohmann::ordered_json& v, bool integer,
+                         const std::optional<ab::Type>& annotated) {
+  if (annotated && !annotated->is_tuple) {
+    ab::Result<ab::Array> a = ab::json_to_array(v, annotated->tensor, file, key, true);
+    if (!a) return to_public(a.diags());
+    return ArrayAccess::wrap(a.take());
+  }
   ab::Result<ab::Array> probe = ab::json_to_array(v, std::nullopt, file, key, true);
   if (!probe) return to_public(probe.diags());
   ab::TensorType t{integer ? ab::DType::I64 : ab::DType::F64, probe->type.shape};
@@ -324,7 +334,7 @@ Result<std::vector<double>> declared_init(const DeclaredModel& dm, const std::st
     if (!j.contains(p.name))
       return fail(o.init + " has no '" + p.name +
                   "': give the value of every declared parameter (" + all + "), or theta");
-    auto a = json_value(o.init, p.name, j.at(p.name), false);
+    auto a = json_value(o.init, p.name, j.at(p.name), false, std::nullopt);
     if (!a) return a.diagnostics();
     const std::vector<int64_t> got(a->shape().begin() + 1, a->shape().end());
     std::vector<int64_t> each = p.shape;
@@ -355,6 +365,7 @@ Result<std::vector<double>> declared_init(const DeclaredModel& dm, const std::st
   // background for a program that does not run again.
   RunOptions ro;
   ro.jit = false;
+  ro.max_stack_depth = o.run.max_stack_depth;
   RunResult run = program->run(in, ro);
   if (!run.ok()) return failure_of(run);
   const double* q = run.outputs[0].as<double>();
@@ -452,8 +463,18 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   t += "    key, k = split(key)\n";
   t += "    q = (2.0 * uniform(k, init) - 1.0) * radius\n";
   t += "    lp, g = nuts_lp_grad(q, data)\n";
-  t += "    finite = isfinite(lp)\n";
+  t += "    finite = isfinite(lp) and all(isfinite(g))\n";
   t += "    tries += 1\n";
+  t += "  }\n";
+  // A chain whose start (the last one drawn, or --init's) has no finite log
+  // density or gradient is not run: the host reports it (start_ok and
+  // start_lp, the last two outputs), as Stan's "Initialization failed".
+  t += "  start_lp, start_g = nuts_lp_grad(q, data)\n";
+  t += "  start_ok = isfinite(start_lp) and all(isfinite(start_g))\n";
+  t += "  n_samples = " + std::to_string(samples) + "\n";
+  t += "  if not start_ok {\n";
+  t += "    n_warmup = 0\n";
+  t += "    n_samples = 0\n";
   t += "  }\n";
   t += "  q, lp, g, key, step, inv_metric, warmup_divergent, warmup_nonfinite, nonfinite_at, "
        "nonfinite_q = " + prefix + "warmup(q, key, data, n_warmup, max_depth, target_accept)\n";
@@ -464,7 +485,7 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
   t += "  stats = zeros(shape=[" + S + ", 6])\n";
   for (const auto& [name, shape] : quantities)
     t += "  c_" + name + " = zeros(shape=[" + S + shape_text(shape) + "])\n";
-  t += "  for s in range(" + S + ") {\n";
+  t += "  for s in range(n_samples) {\n";
   t += "    key, k = split(key)\n";
   t += "    q, lp, g, accept, depth, n_leapfrog, divergent, energy, bad, q_bad = " + prefix +
        "transition(q, lp, g, k, step, inv_metric, " + factor + "max_depth, data)\n";
@@ -490,7 +511,7 @@ std::string driver_text(const std::string& model_path, const std::vector<std::st
       "theta, stats, step, inv_metric, warmup_divergent, warmup_nonfinite, nonfinite, "
       "nonfinite_at, nonfinite_q";
   for (const auto& q : quantities) ret += ", c_" + q.first;
-  t += "  return " + ret + "\n}\n";
+  t += "  return " + ret + ", start_ok, start_lp\n}\n";
   return t;
 }
 
@@ -538,10 +559,12 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
                   "', a name autobatch sample uses; rename it");
   std::vector<std::string> data_names;
   std::vector<bool> integer;
+  std::vector<std::optional<ab::Type>> annotated;
   for (size_t i = dm ? ld->params.size() - dm->data.size() : 1; i < ld->params.size(); ++i) {
     data_names.push_back(ld->params[i].name.name);
     const auto& t = ld->params[i].type;
     integer.push_back(t && !t->is_tuple && ab::is_integer(t->tensor.dtype));
+    annotated.push_back(t);
   }
   const ab::Function* constrain = m->find_func("constrain");
   if (constrain && constrain->params.size() != ld->params.size())
@@ -572,7 +595,7 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
       auto it = j->find(data_names[i]);
       if (it == j->end())
         return fail(o.data + " has no '" + data_names[i] + "', which " + ld_name + " takes");
-      auto a = json_value(o.data, data_names[i], *it, integer[i]);
+      auto a = json_value(o.data, data_names[i], *it, integer[i], annotated[i]);
       if (!a) return a.diagnostics();
       data.push_back(std::move(*a));
     }
@@ -615,6 +638,7 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
     // such a compile runs can crash inside LLVM).
     RunOptions ro;
     ro.jit = false;
+    ro.max_stack_depth = o.run.max_stack_depth;
     return p->run(in, ro);
   };
 
@@ -728,7 +752,7 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
           return fail(o.init + (dm ? ": initial values are a JSON object of the declared "
                                      "parameters' values by name, or {\"theta\": [...]}"
                                    : ": initial values are a JSON object {\"theta\": [...]}"));
-        auto a = json_value(o.init, "theta", (*j)["theta"], false);
+        auto a = json_value(o.init, "theta", (*j)["theta"], false, std::nullopt);
         if (!a) return a.diagnostics();
         const auto& s = a->shape();  // [1, ...]
         bool one = s.size() == 2 && s[1] == dim;
@@ -779,7 +803,7 @@ void nonfinite_report(const SampleOptions& o, const RunResult& run, SampleResult
 
 // The warning: how many, in how many chains, and the first chain's first
 // point, so that the user sees where the model leaves its support.
-std::string nonfinite_warning(const SampleOptions& o, const SampleResult& r) {
+std::string nonfinite_warning(const SampleOptions& o, const SampleResult& r, bool declared) {
   const int64_t* wn = r.warmup_nonfinite.as<int64_t>();
   const int64_t* sn = r.nonfinite.as<int64_t>();
   const int64_t* at = r.nonfinite_at.as<int64_t>();
@@ -801,17 +825,73 @@ std::string nonfinite_warning(const SampleOptions& o, const SampleResult& r) {
   const double* q = r.nonfinite_theta.as<double>() + first * d;
   for (int64_t k = 0; k < d && k < 10; ++k) w << (k ? ", " : "") << q[k];
   if (d > 10) w << ", ... (" << d << " values)";
-  w << "]. Those steps count as divergent; if the model can leave its support (a scale that "
-       "goes negative), declare the parameter's constraint (`tau: f64 positive`), or map theta "
-       "onto it (exp() with its log-Jacobian, or lib/transforms.ab)";
+  w << "]. Those steps count as divergent; ";
+  if (declared)
+    w << "the declared constraints keep the parameters inside their support, so either the "
+         "density itself is not finite there (a log of zero, a scale from the data that is not "
+         "positive), or a parameter went so far out on the unconstrained scale that its "
+         "constrained value rounded to its bound (a few such warm-up steps are harmless)";
+  else
+    w << "if the model can leave its support (a scale that goes negative), declare the "
+         "parameter's constraint (`tau: f64 positive`), or map theta onto it (exp() with its "
+         "log-Jacobian, or lib/transforms.ab)";
   return w.str();
 }
 
 }  // namespace
 
+std::optional<RuntimeError> sample_start_error(const SampleJob& job, const RunResult& run) {
+  if (!run.ok() || run.outputs.size() < 2) return std::nullopt;
+  const SampleOptions& o = job.options;
+  const Array& ok = run.outputs[run.outputs.size() - 2];  // start_ok, [chains]
+  const double* lp = run.outputs.back().as<double>();      // start_lp, [chains]
+  std::vector<int64_t> failed;
+  for (int64_t c = 0; c < o.chains; ++c)
+    if (!ok.as<bool>()[c]) failed.push_back(c);
+  if (failed.empty()) return std::nullopt;
+  const int64_t c = failed[0];
+  std::ostringstream m;
+  m << "chain " << c;
+  if (failed.size() > 1)
+    m << " (and " << failed.size() - 1 << " other" << (failed.size() > 2 ? "s" : "") << " of "
+      << o.chains << ")";
+  char value[32];
+  std::snprintf(value, sizeof value, "%g", lp[c]);
+  if (std::isnan(lp[c])) std::snprintf(value, sizeof value, "NaN");
+  // The start's radius as prepare_sample read --init (a number, or a file: 0).
+  char* end = nullptr;
+  const double radius = o.init.empty() ? 2.0 : std::strtod(o.init.c_str(), &end);
+  const bool random = o.init.empty() || (end && *end == '\0' && end != o.init.c_str() && radius > 0);
+  if (random)
+    m << " found no start where the log density and its gradient are finite: 100 points drawn "
+         "uniformly in (-"
+      << radius << ", " << radius
+      << ") on the unconstrained scale were tried, the last with log density " << value
+      << " (Stan's \"Initialization failed\"); check the model at its data (a scale that is not "
+         "positive, a log of a negative), or give a start with --init FILE.json";
+  else
+    m << "'s start (--init " << o.init << ") has log density " << value
+      << (std::isfinite(lp[c]) ? " but a gradient that is not finite" : "")
+      << ": give a start inside the model's support where the log density is finite";
+  RuntimeError e;
+  e.file = o.model;
+  e.thread = c;
+  e.batch = o.chains;
+  e.message = m.str();
+  e.rendered = o.model + ": runtime error: " + e.message + "\n";
+  return e;
+}
+
 Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
                                    double run_seconds) {
   if (!run.ok()) return failure_of(run);
+  if (auto e = sample_start_error(job, run)) {
+    Diagnostic d;
+    d.file = e->file;
+    d.message = e->message;
+    d.rendered = e->rendered;
+    return std::vector<Diagnostic>{std::move(d)};
+  }
   const SampleOptions& o = job.options;
   SampleResult r;
   r.seed = job.seed;
@@ -850,7 +930,28 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
     r.warnings.push_back(std::to_string(r.divergent) + " of " + std::to_string(total) +
                          " transitions after warm-up diverged; the draws may be biased (try a "
                          "larger --target-accept, or reparameterize the model)");
-  if (r.warmup_nonfinite_total + r.nonfinite_total > 0) r.warnings.push_back(nonfinite_warning(o, r));
+  if (r.warmup_nonfinite_total + r.nonfinite_total > 0)
+    r.warnings.push_back(nonfinite_warning(
+        o, r, job.driver.find("func declared_log_density(") != std::string::npos));
+  // A step size that warm-up drove to NaN, zero or infinity: the chain did
+  // not move (a density flat in some direction, an improper posterior).
+  {
+    std::vector<int64_t> bad;
+    const double* step = r.step_size.as<double>();
+    for (int64_t c = 0; c < o.chains; ++c)
+      if (!std::isfinite(step[c]) || step[c] <= 0) bad.push_back(c);
+    if (!bad.empty()) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", step[bad[0]]);
+      if (std::isnan(step[bad[0]])) std::snprintf(v, sizeof v, "NaN");
+      r.warnings.push_back(
+          "warm-up left " + std::to_string(bad.size()) + " of " + std::to_string(o.chains) +
+          " chain" + (o.chains == 1 ? "" : "s") + " with a step size that is not a positive "
+          "number (chain " + std::to_string(bad[0]) + ": " + v + "), so their draws are not "
+          "from the posterior: the density may be flat in some direction (an improper "
+          "posterior: give every parameter a proper prior) or not finite near the start");
+    }
+  }
   if (r.max_depth_hits > 0)
     r.warnings.push_back(std::to_string(r.max_depth_hits) + " of " + std::to_string(total) +
                          " transitions reached the maximum tree depth (" +

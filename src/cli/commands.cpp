@@ -335,6 +335,8 @@ autobatch::SampleOptions sample_options(const Options& opt) {
   so.samples = opt.samples;
   so.seed = opt.seed;
   so.max_depth = opt.max_depth;
+  so.run.max_stack_depth = opt.max_stack_depth;
+  so.run.time_limit = opt.time_limit;
   so.target_accept = opt.target_accept;
   so.metric =
       opt.metric == "dense" ? autobatch::SampleMetric::Dense : autobatch::SampleMetric::Diag;
@@ -411,6 +413,10 @@ int sample_over_mpi(const Options& opt, const autobatch::SampleOptions& so) {
   };
   req.finish = [&](autobatch::RunResult& r) {
     print_warnings(job->warnings, opt);  // rank 0 only, once
+    if (auto e = autobatch::sample_start_error(*job, r)) {
+      std::cerr << e->rendered;
+      return kRuntimeError;
+    }
     auto s = autobatch::finish_sample(*job, r, seconds_since(made));
     if (!s) return report(s);
     return print_sample(*s, opt);
@@ -461,6 +467,10 @@ int cmd_sample(const Options& opt) {
     r = autobatch::run_sample(*job, ro, show);
   }
   if (auto failed = run_failure(r)) return *failed;
+  if (auto e = autobatch::sample_start_error(*job, r)) {
+    std::cerr << e->rendered;
+    return kRuntimeError;
+  }
   auto s = autobatch::finish_sample(*job, r, seconds_since(t0));
   if (!s) return report(s);
   return print_sample(*s, opt);
@@ -669,6 +679,14 @@ void register_commands(CLI::App& app, Options& opt) {
   smp->add_option("--seed", opt.seed, "random seed (default: from the clock, printed)");
   smp->add_option("--max-depth", opt.max_depth, "maximum tree depth (default 10)")
       ->check(CLI::Range(1, 30));
+  smp->add_option("--max-stack-depth", opt.max_stack_depth,
+                  "bound on call depth per chain (default 100000): the sampler's tree and the "
+                  "gradient's loops, one frame per iteration, count")
+      ->check(at_least(1));
+  smp->add_option("--time-limit", opt.time_limit,
+                  "seconds sampling may take: past them it stops, saying where the chains still "
+                  "running are (exit status 1, no output written; 0: no limit)")
+      ->check(CLI::Range(0.0, 1e9));
   smp->add_option("--target-accept", opt.target_accept,
                   "the mean acceptance statistic warm-up aims at (default 0.8)")
       ->check(CLI::Range(0.0, 1.0));

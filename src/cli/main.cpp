@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <pthread.h>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -49,6 +50,7 @@ std::string flag_hints(CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg.size() < 2 || arg[0] != '-' || arg == "--") continue;
+    if (std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.') continue;  // -1: a value
     if (arg.size() > 2 && arg[1] != '-') continue;  // -abc: short flags, left to CLI11
     std::string_view name = arg.substr(0, arg.find('='));
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
@@ -97,7 +99,7 @@ std::string inputs_hint(const CLI::ParseError& e, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int cli_main(int argc, char** argv) {
   CLI::App app{"autobatch: run one program on many inputs at once (program-counter auto-batching)",
                "autobatch"};
   app.set_version_flag("--version", std::string("autobatch ") + autobatch::version());
@@ -140,4 +142,33 @@ int main(int argc, char** argv) {
                  "is too large for this machine)\n";
     return 1;
   }
+}
+
+// The command runs on a thread of its own with a large stack (1 GiB of
+// address space; only the pages used take memory): the front end's passes
+// recurse over the syntax tree, and a very long expression (thousands of
+// terms in one sum), thousands of nested ifs or a long chain of unary
+// operators ran out of the main thread's 8 MiB and crashed.
+int main(int argc, char** argv) {
+  struct Args {
+    int argc;
+    char** argv;
+    int status;
+  } args{argc, argv, 1};
+  pthread_attr_t attr;
+  pthread_t thread;
+  if (pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, size_t{1} << 30) == 0 &&
+      pthread_create(
+          &thread, &attr,
+          [](void* a) -> void* {
+            auto* x = static_cast<Args*>(a);
+            x->status = cli_main(x->argc, x->argv);
+            return nullptr;
+          },
+          &args) == 0) {
+    pthread_attr_destroy(&attr);
+    pthread_join(thread, nullptr);
+    return args.status;
+  }
+  return cli_main(argc, argv);  // no such thread: run here, with the stack there is
 }

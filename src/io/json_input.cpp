@@ -131,8 +131,9 @@ std::optional<InputScalar> leaf_scalar(const ojson& v) {
 // then: a batch of many elements is read without a string per element.
 class Walker {
  public:
-  Walker(const Shape& shape, bool declared)
-      : shape_(shape), declared_(declared), at_(shape.size(), 0) {
+  // `whole`: the shape is the value's own, with no batch dimension.
+  Walker(const Shape& shape, bool declared, bool whole = false)
+      : shape_(shape), declared_(declared), whole_(whole), at_(shape.size(), 0) {
     int64_t n = 1;
     for (int64_t d : shape) n *= std::max<int64_t>(d, 0);
     leaves.reserve(static_cast<size_t>(std::min<int64_t>(n, int64_t{1} << 26)));
@@ -176,12 +177,14 @@ class Walker {
   // first elements set the shape and any other nesting is ragged.
   std::string why_shape() const {
     if (!declared_) return " (ragged nesting)";
+    if (whole_) return "";  // the type named before says the shape
     Shape event(shape_.begin() + 1, shape_.end());
     return event.empty() ? " (each thread's value is a scalar)"
                          : " (each thread's value has shape " + shape_str(event) + ")";
   }
   const Shape& shape_;
   bool declared_;
+  bool whole_;
   std::vector<size_t> at_;  // the indices of the element being read, per dimension
 };
 
@@ -251,6 +254,25 @@ Result<ojson> parse_json_text(std::string_view text, const std::string& origin) 
       reason += " (a value is a number, true, false, a list, or NaN, Infinity or -Infinity)";
     return io_error(origin + ":" + std::to_string(line) + ":" + std::to_string(col) +
                     ": invalid JSON: " + reason);
+  } catch (const ojson::out_of_range& e) {
+    // "number overflow parsing '1e400'": placed at the number's first
+    // occurrence in the text (nlohmann gives no position for it).
+    std::string what = e.what();
+    std::string where = origin;
+    const size_t q = what.find('\'');
+    const size_t q2 = q == std::string::npos ? q : what.find('\'', q + 1);
+    if (q2 != std::string::npos) {
+      const std::string number = what.substr(q + 1, q2 - q - 1);
+      const size_t at = text.find(number);
+      if (!number.empty() && at != std::string_view::npos) {
+        auto [line, col] = line_col(text, at);
+        where += ":" + std::to_string(line) + ":" + std::to_string(col);
+      }
+      return io_error(where + ": invalid JSON: the number " + number +
+                      " is beyond the range of f64 (write Infinity or -Infinity for an infinite "
+                      "value)");
+    }
+    return io_error(origin + ": invalid JSON: " + what);
   } catch (const std::exception& e) {
     return io_error(origin + ": invalid JSON: " + e.what());
   }
@@ -287,7 +309,7 @@ Result<Array> json_to_array(const ojson& value, const std::optional<TensorType>&
   } else {
     shape = nesting_shape(value);
   }
-  Walker walker(shape, declared.has_value());
+  Walker walker(shape, declared.has_value(), whole);
   std::string path = param;
   if (auto e = walker.walk(value, 0, path)) {
     std::string hint;

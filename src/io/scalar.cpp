@@ -64,7 +64,11 @@ std::optional<std::string> store_integer(const InputScalar& s, DType dtype, void
       // -2^63 is exact; 2^63 - 1 is not a double, so test against 2^63 exclusively.
       double dlo = static_cast<double>(lo), dhi = i32 ? static_cast<double>(hi) : 0x1p63;
       if (auto e = check_integral(s.f, dlo, dhi, dtype)) return e;
-      if (!i32 && s.f == 0x1p63) return input_scalar_str(s) + " is out of range for i64";
+      // -2^63 itself as a float is out of range too: the integer -2^63 in
+      // JSON is read as an integer, so a float equal to it came from an
+      // integer below the range (-9223372036854775809 rounds to it).
+      if (!i32 && (s.f == 0x1p63 || s.f == -0x1p63))
+        return input_scalar_str(s) + " is out of range for i64";
       v = static_cast<int64_t>(s.f);
       break;
     }

@@ -74,9 +74,12 @@ void fold_temporaries(Program& p) {
   std::map<std::string, StorageClass> cls;
   for (const auto& v : p.vars) cls[v.name.name] = v.storage;
   for (auto& b : p.blocks) {
+    // The copies folded away, removed at the end (erasing each at once took
+    // time quadratic in a long block).
+    std::vector<bool> folded(b.instrs.size(), false);
     for (size_t i = 0; i < b.instrs.size(); ++i) {
       Instr& def = b.instrs[i];
-      if (def.kind == InstrKind::Pop || def.out.is_tuple || def.out.in_place) continue;
+      if (folded[i] || def.kind == InstrKind::Pop || def.out.is_tuple || def.out.in_place) continue;
       const std::string t = def.out.name;
       if (uses[t] != 1 || outputs.count(t) || cls[t] == StorageClass::Full) continue;
       // The next instruction that is not a pop must be the copy.
@@ -91,9 +94,16 @@ void fold_temporaries(Program& p) {
         continue;
       Pattern dest = copy.out;
       def.out = dest;
-      b.instrs.erase(b.instrs.begin() + static_cast<long>(j));
+      folded[j] = true;
       uses[t] = 0;
     }
+    size_t k = 0;
+    for (size_t i = 0; i < b.instrs.size(); ++i)
+      if (!folded[i]) {
+        if (k != i) b.instrs[k] = std::move(b.instrs[i]);
+        ++k;
+      }
+    b.instrs.resize(k);
   }
 }
 

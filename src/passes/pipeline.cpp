@@ -38,20 +38,7 @@ void run_infer_types(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
 // grad adds the functions it generates; their types (and the callers' new
 // variables) are inferred again.
 void run_grad(Compiled& c, const CompileOptions& opt, Diagnostics& d) {
-  // The differentiated functions' loops first made one block each (grad.h,
-  // grad_reached), then the types inferred for the blocks as they now are.
-  if (has_grad_calls(c.source) && shape_blocks(c.source, c.types, grad_reached(c.source))) {
-    c.types = infer_types(c.source, opt.entry, opt.entry_types, d);
-    if (d.has_errors()) {
-      d.error({}, "internal error: shaping the blocks for grad broke type inference (please "
-                  "report)");
-      return;
-    }
-  }
-  if (!grad(c.source, c.types, d) || d.has_errors()) return;
-  c.types = infer_types(c.source, opt.entry, opt.entry_types, d);
-  if (d.has_errors())
-    d.error({}, "internal error: grad generated code that type inference rejects (please report)");
+  expand_grad(c.source, c.types, opt.entry, opt.entry_types, d);
 }
 
 // if_convert rewrites the source blocks in place; when it changed anything,
@@ -248,6 +235,26 @@ Result<Module> load_and_verify(const std::string& path) {
   verify(*m, d);
   if (d.has_errors()) return d;
   return m;
+}
+
+bool expand_grad(Module& m, TypeInfo& types, const std::string& entry,
+                 const std::vector<std::optional<Type>>& entry_types, Diagnostics& d) {
+  if (!has_grad_calls(m)) return true;
+  if (shape_blocks(m, types, grad_reached(m))) {
+    types = infer_types(m, entry, entry_types, d);
+    if (d.has_errors()) {
+      d.error({}, "internal error: shaping the blocks for grad broke type inference (please "
+                  "report)");
+      return false;
+    }
+  }
+  if (!grad(m, types, d) || d.has_errors()) return false;
+  types = infer_types(m, entry, entry_types, d);
+  if (d.has_errors()) {
+    d.error({}, "internal error: grad generated code that type inference rejects (please report)");
+    return false;
+  }
+  return true;
 }
 
 Result<Compiled> compile(const Module& m, const CompileOptions& opt) {

@@ -81,6 +81,15 @@ struct Compiled {
 // internal stack-discipline failure) come back as diagnostics.
 Result<Compiled> compile(const Module& m, const CompileOptions& opt);
 
+// The grad pass on a typed module, in place, as compile() runs it: the
+// differentiated functions' blocks shaped first (grad.h, grad_reached),
+// then every value_and_grad expanded, then `types` inferred again. The
+// unlowered VMs run the module this leaves, so every VM runs the same
+// generated functions (a loop's gradient as deep in each). Returns whether
+// it succeeded (errors go to `d`).
+bool expand_grad(Module& m, TypeInfo& types, const std::string& entry,
+                 const std::vector<std::optional<Type>>& entry_types, Diagnostics& d);
+
 // Types of a lowered program's variables: the declared ones, and the rest
 // inferred from `input_types` through the program's copies and primitives.
 // Indices of operand_types follow p.blocks[b].instrs[i].args[a] exactly.

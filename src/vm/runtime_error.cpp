@@ -26,9 +26,26 @@ std::string max_steps_message(int64_t max_steps) {
   return "--max-steps " + std::to_string(max_steps) + " exceeded";
 }
 
+namespace {
+// A function the grad pass generated for a block of a differentiated
+// function (passes/grad.h: G_vjpM or G_vjpM_LABEL, M of 0s and 1s).
+bool generated_by_grad(const std::string& f) {
+  for (size_t at = f.find("_vjp"); at != std::string::npos; at = f.find("_vjp", at + 1)) {
+    size_t e = at + 4;
+    while (e < f.size() && (f[e] == '0' || f[e] == '1')) ++e;
+    if (e > at + 4 && (e == f.size() || f[e] == '_')) return true;
+  }
+  return false;
+}
+}  // namespace
+
 std::string stack_depth_message(int64_t limit, const std::string& callee) {
-  return "stack depth limit of " + std::to_string(limit) + " frames exceeded calling '" + callee +
-         "'";
+  std::string m = "stack depth limit of " + std::to_string(limit) + " frames exceeded calling '" +
+                  callee + "'";
+  if (generated_by_grad(callee))
+    m += " (value_and_grad's reverse pass through the loop here keeps one frame per iteration "
+         "of the differentiated loops: raise --max-stack-depth above their iterations)";
+  return m;
 }
 
 std::string variable_stack_depth_message(int64_t limit, const std::string& var) {

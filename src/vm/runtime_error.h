@@ -23,7 +23,8 @@ std::string time_limit_message(double seconds, int64_t steps, int64_t finished, 
 std::string max_steps_message(int64_t max_steps);
 // "interrupted after 1200 steps (3 of 8 threads finished)"
 std::string interrupted_message(int64_t steps, int64_t finished, int64_t threads);
-// "stack depth limit of 100000 frames exceeded calling 'fib'"
+// "stack depth limit of 100000 frames exceeded calling 'fib'"; for a
+// function the grad pass generated, with what to do about it
 std::string stack_depth_message(int64_t limit, const std::string& callee);
 // "stack depth limit of 100000 exceeded by 'fib.n'" (one variable's stack)
 std::string variable_stack_depth_message(int64_t limit, const std::string& var);

@@ -230,6 +230,26 @@ entry func main(x: f64, y: f64[150]) {
     CHECK(r.stats->peak_stack_depth >= 149);
     CHECK(r.stats->peak_stack_depth <= 155);
   }
+  // Every VM runs the same generated functions (the loop's blocks shaped
+  // before grad for the unlowered VMs too): the same depth, so a bound of
+  // 200 frames holds the 149 iterations everywhere, and 100 fails the same
+  // way everywhere (the unlowered VMs ran two calls per iteration, and
+  // failed past half the bound the stack VM allowed).
+  std::string error;
+  for (const char* vm : {"stack", "stackless", "reference"}) {
+    CAPTURE(vm);
+    autobatch::RunOptions o;
+    o.vm = vm;
+    o.max_stack_depth = 200;
+    auto r = p->run(in, o);
+    CHECK_MESSAGE(r.ok(), r.rendered());
+    o.max_stack_depth = 100;
+    r = p->run(in, o);
+    REQUIRE_FALSE(r.ok());
+    if (error.empty()) error = r.rendered();
+    CHECK(r.rendered() == error);
+    CHECK(error.find("stack depth limit of 100 frames") != std::string::npos);
+  }
   autobatch::RunOptions o;
   o.jit = false;
   auto r = p->run(in, o);

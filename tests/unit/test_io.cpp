@@ -239,6 +239,15 @@ TEST_CASE("inputs: declared types convert and range-check") {
     CHECK(values<double>(r->values[0])[0] == 18446744073709551615.0);
     auto big = errors(load({R"({"n": [1e19]})"}, {typed("n", DType::I64)}));
     CHECK(big.find("out of range for i64") != std::string::npos);
+    // Below the range: JSON reads these as floats, which round to -2^63.
+    for (const char* low : {R"({"n": [-9223372036854775809]})", R"({"n": [-9223372036854776832]})"}) {
+      CAPTURE(low);
+      CHECK(errors(load({low}, {typed("n", DType::I64)})).find("out of range for i64") !=
+            std::string::npos);
+    }
+    auto least = load({R"({"n": [-9223372036854775808]})"}, {typed("n", DType::I64)});
+    REQUIRE(least.ok());
+    CHECK(values<int64_t>(least->values[0])[0] == INT64_MIN);
   }
 }
 
@@ -903,8 +912,11 @@ TEST_CASE("scalar: store_scalar edges") {
   int64_t i64 = 0;
   int32_t i32 = 0;
   float f = 0;
-  CHECK_FALSE(store_scalar(InputScalar::of_float(-9223372036854775808.0), DType::I64, &i64));
+  // -2^63 as an integer fits; as a float it came from JSON text below the
+  // range (-9223372036854775809 rounds to it), so it is out of range.
+  CHECK_FALSE(store_scalar(InputScalar::of_int(INT64_MIN), DType::I64, &i64));
   CHECK(i64 == INT64_MIN);
+  CHECK(store_scalar(InputScalar::of_float(-9223372036854775808.0), DType::I64, &i64));
   CHECK(store_scalar(InputScalar::of_float(9223372036854775808.0), DType::I64, &i64));
   CHECK(store_scalar(InputScalar::of_float(INFINITY), DType::I64, &i64));
   CHECK_FALSE(store_scalar(InputScalar::of_float(-2147483648.0), DType::I32, &i32));

@@ -323,6 +323,45 @@ TEST_CASE("sample: progress sees every chain's iterations grow to warm-up + samp
   CHECK(seen.back().iterations == std::vector<int64_t>{50, 50, 50});
 }
 
+TEST_CASE("sample: no finite start is an error; a step size warm-up drove to NaN a warning") {
+  ab_test::TempDir dir("ab_sample_start");
+  autobatch::SampleOptions o;
+  o.chains = 3;
+  o.warmup = 1000;
+  o.samples = 10;
+  o.seed = 1;
+  // NaN everywhere (a negative scale in the data): no chain starts, as
+  // Stan's "Initialization failed"; the error names a chain and how many.
+  o.model = dir / "neg.ab";
+  std::ofstream(o.model) << "import dists\n"
+                            "func log_density(theta: f64[1], s) -> f64 {\n"
+                            "  return normal_lpdf(theta[0], 0.0, s)\n}\n";
+  o.data = dir / "neg.json";
+  std::ofstream(o.data) << R"({"s": -1.0})";
+  auto r = autobatch::sample(o);
+  REQUIRE_FALSE(r);
+  CHECK(r.rendered().find("chain 0 (and 2 others of 3) found no start") != std::string::npos);
+  // With --init, the start given.
+  o.init = dir / "init.json";
+  std::ofstream(o.init) << R"({"theta": [0.5]})";
+  r = autobatch::sample(o);
+  REQUIRE_FALSE(r);
+  CHECK(r.rendered().find("start (--init") != std::string::npos);
+  // A flat density: the step size grows until it is NaN.
+  o.init = "";
+  o.chains = 1;
+  o.data = "";
+  o.model = dir / "flat.ab";
+  std::ofstream(o.model) << "func log_density(theta: f64[1]) -> f64 {\n"
+                            "  return 0.0 * theta[0]\n}\n";
+  r = autobatch::sample(o);
+  REQUIRE_MESSAGE(r, r.rendered());
+  bool warned = false;
+  for (const std::string& w : r->warnings)
+    warned = warned || w.find("step size that is not a positive number") != std::string::npos;
+  CHECK(warned);
+}
+
 TEST_CASE("sample: --init, a radius or given values") {
   ab_test::TempDir dir("ab_sample");
   auto o = options("logistic");

@@ -113,6 +113,7 @@ void FnBuilder::call(Pattern out, const std::string& callee, std::vector<Operand
   in.kind = InstrKind::Call;
   in.out = std::move(out);
   in.callee.name = callee;
+  in.callee.loc = loc_;  // where the VMs report a call's errors (the depth bound)
   in.args = std::move(args);
   in.loc = loc_;
   cur().instrs.push_back(std::move(in));
