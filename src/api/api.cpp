@@ -17,6 +17,7 @@
 #include "passes/grad.h"
 #include "passes/result_names.h"
 #include "passes/verify.h"
+#include "support/large_stack.h"
 #include "support/log.h"
 #include "support/strings.h"
 #include "vm/jit/jit.h"
@@ -177,11 +178,15 @@ Result<std::string> formatted(ab::Result<std::string> text) {
 }  // namespace
 
 Result<std::string> format(const std::string& text, const std::string& name) {
-  return formatted(ab::format_text(name, text));
+  std::optional<ab::Result<std::string>> r;
+  ab::with_large_stack([&] { r.emplace(ab::format_text(name, text)); });
+  return formatted(std::move(*r));
 }
 
 Result<std::string> format_file(const std::string& path) {
-  return formatted(ab::format_file(path));
+  std::optional<ab::Result<std::string>> r;
+  ab::with_large_stack([&] { r.emplace(ab::format_file(path)); });
+  return formatted(std::move(*r));
 }
 
 // ---------------------------------------------------------------- compile
@@ -202,8 +207,14 @@ Result<Program> compile_with(const CompileOptions& opt,
         return std::vector<Diagnostic>{option_error("--passes: " + *e)};
     }
     std::vector<ab::PrimId> prims = PrimitivesAccess::snapshot(opt.primitives);
-    ab::PrimScope scope(&prims);
-    return compile_module(parse(), opt, prims);
+    // Parsing and verifying recurse as deep as the program's expressions
+    // nest (support/large_stack.h); the primitives' scope is per thread.
+    std::optional<Result<Program>> r;
+    ab::with_large_stack([&] {
+      ab::PrimScope scope(&prims);
+      r.emplace(compile_module(parse(), opt, prims));
+    });
+    return std::move(*r);
   } catch (const std::bad_alloc&) {
     return std::vector<Diagnostic>{option_error("out of memory while compiling")};
   } catch (const std::exception& e) {

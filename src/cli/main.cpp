@@ -7,7 +7,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <pthread.h>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -99,7 +98,7 @@ std::string inputs_hint(const CLI::ParseError& e, int argc, char** argv) {
 
 }  // namespace
 
-static int cli_main(int argc, char** argv) {
+int main(int argc, char** argv) {
   CLI::App app{"autobatch: run one program on many inputs at once (program-counter auto-batching)",
                "autobatch"};
   app.set_version_flag("--version", std::string("autobatch ") + autobatch::version());
@@ -144,31 +143,3 @@ static int cli_main(int argc, char** argv) {
   }
 }
 
-// The command runs on a thread of its own with a large stack (1 GiB of
-// address space; only the pages used take memory): the front end's passes
-// recurse over the syntax tree, and a very long expression (thousands of
-// terms in one sum), thousands of nested ifs or a long chain of unary
-// operators ran out of the main thread's 8 MiB and crashed.
-int main(int argc, char** argv) {
-  struct Args {
-    int argc;
-    char** argv;
-    int status;
-  } args{argc, argv, 1};
-  pthread_attr_t attr;
-  pthread_t thread;
-  if (pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, size_t{1} << 30) == 0 &&
-      pthread_create(
-          &thread, &attr,
-          [](void* a) -> void* {
-            auto* x = static_cast<Args*>(a);
-            x->status = cli_main(x->argc, x->argv);
-            return nullptr;
-          },
-          &args) == 0) {
-    pthread_attr_destroy(&attr);
-    pthread_join(thread, nullptr);
-    return args.status;
-  }
-  return cli_main(argc, argv);  // no such thread: run here, with the stack there is
-}

@@ -394,8 +394,8 @@ TEST_CASE("cli: --max-stack-depth 50 stops recursion 100 deep, naming the functi
 
 TEST_CASE("cli: very long expressions and deep nesting compile, quickly") {
   // The front end recurses over the syntax tree: these overflowed the main
-  // thread's stack (a segfault) before the command ran on a thread with a
-  // large one. The 20,000 statements took 13 s in fuse_pop_push (a copy
+  // thread's stack (a segfault) before it ran on a thread with a large one
+  // (support/large_stack.h). The 20,000 statements took 13 s in fuse_pop_push (a copy
   // erased at a time) and a 5,000-term sum 4.5 s in the sharing analysis
   // (a fixpoint over the whole map); both are linear now.
   Sandbox box;
