@@ -703,7 +703,7 @@ PYBIND11_MODULE(_autobatch, m) {
           job = autobatch::prepare_sample(o);
           if (job) {
             auto t0 = std::chrono::steady_clock::now();
-            run = job->program->run(job->inputs, o.run);
+            run = autobatch::run_sample(*job, o.run, nullptr);
             seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           }
         }

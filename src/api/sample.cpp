@@ -13,6 +13,8 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "api/internal.h"
 #include "io/json_input.h"
@@ -961,9 +963,29 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
   return r;
 }
 
+namespace {
+// A runtime error of the driver, or where --time-limit stopped it, names
+// the chains its threads run ("in chain 2 of 4", not "in thread 2 of 4").
+RunResult chains_named(RunResult run) {
+  auto rename = [](std::string& s) {
+    for (auto [from, to] : {std::pair{" in thread ", " in chain "},
+                            std::pair{" threads finished", " chains finished"},
+                            std::pair{" thread finished", " chain finished"},
+                            std::pair{"still running: thread ", "still running: chain "}})
+      for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at))
+        s.replace(at, std::string_view(from).size(), to);
+  };
+  if (run.runtime_error) {
+    rename(run.runtime_error->message);
+    rename(run.runtime_error->rendered);
+  }
+  return run;
+}
+}  // namespace
+
 RunResult run_sample(const SampleJob& job, RunOptions ro,
                      const std::function<void(const SampleProgress&)>& progress) {
-  if (!progress) return job.program->run(job.inputs, ro);
+  if (!progress) return chains_named(job.program->run(job.inputs, ro));
   const SampleOptions& o = job.options;
   // Chain c's latest progress(n): the iterations it has done.
   std::vector<std::atomic<int64_t>> done(static_cast<size_t>(o.chains));
@@ -999,7 +1021,7 @@ RunResult run_sample(const SampleJob& job, RunOptions ro,
   RunResult run = job.program->run(job.inputs, ro);
   if (run.ok())
     report(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return run;
+  return chains_named(std::move(run));
 }
 
 Result<SampleResult> sample(const SampleOptions& o) {
