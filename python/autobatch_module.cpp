@@ -13,6 +13,7 @@
 //   run meanwhile and several runs go in parallel;
 // - errors become autobatch.CompileError / InputError / ExecutionError
 //   (classes defined in autobatch/_errors.py).
+#include <csignal>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -379,6 +380,47 @@ void apply_on_error(autobatch::RunOptions& ro, const std::string& mode) {
   raise_input("on_error must be 'abort' or 'record', not '" + mode + "'");
 }
 
+// Ctrl-C while a run holds the main thread (the GIL released, Python's own
+// handler only notes the signal for later): a handler of ours, installed for
+// the run when it is called from Python's main thread, sets the run's cancel
+// flag, so the run stops within a few steps (in every VM, at any number of
+// OS threads); then KeyboardInterrupt is raised as for Python code.
+std::atomic<bool> g_sigint{false};
+
+class SigintDuringRun {
+ public:
+  explicit SigintDuringRun(autobatch::RunOptions& ro) {
+    py::module_ threading = py::module_::import("threading");
+    const py::object main_ident = threading.attr("main_thread")().attr("ident");
+    const py::object ident = threading.attr("get_ident")();
+    const bool main = main_ident.equal(ident);
+    if (!main || ro.cancel) return;
+    g_sigint.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { g_sigint.store(true); };
+    sigemptyset(&sa.sa_mask);
+    installed_ = sigaction(SIGINT, &sa, &old_) == 0;
+    if (installed_) ro.cancel = &g_sigint;
+  }
+  ~SigintDuringRun() {
+    if (installed_) sigaction(SIGINT, &old_, nullptr);
+  }
+  SigintDuringRun(const SigintDuringRun&) = delete;
+  SigintDuringRun& operator=(const SigintDuringRun&) = delete;
+  // With the GIL held, after the run.
+  void raise_if_interrupted() {
+    if (!installed_ || !g_sigint.load()) return;
+    sigaction(SIGINT, &old_, nullptr);
+    installed_ = false;
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+
+ private:
+  bool installed_ = false;
+  struct sigaction old_ {};
+};
+
 struct RunArgs {
   std::string vm = "stack";
   std::string schedule = "persistent";
@@ -388,6 +430,7 @@ struct RunArgs {
   int threads = 0;
   int64_t max_steps = 0;
   int64_t max_stack_depth = 100000;
+  double time_limit = 0;
   int64_t batch = 0;
   std::string trace_path;
   py::object trace_callback;  // None or a callable taking one str
@@ -410,6 +453,7 @@ py::tuple run_program(const autobatch::Program& prog, const std::vector<py::arra
   ro.threads = a.threads;
   ro.max_steps = a.max_steps;
   ro.max_stack_depth = a.max_stack_depth;
+  ro.time_limit = a.time_limit;
   ro.batch = a.batch;
   ro.trace_path = a.trace_path;
   ro.trace_mask = a.trace_mask;
@@ -437,9 +481,13 @@ py::tuple run_program(const autobatch::Program& prog, const std::vector<py::arra
   std::vector<autobatch::ArrayView> views = views_of(arrays);
   autobatch::RunResult r;
   {
-    py::gil_scoped_release release;
-    r = prog.run(views, ro);
-    ro.trace_callback = nullptr;  // its captures go while the GIL is free
+    SigintDuringRun sigint(ro);
+    {
+      py::gil_scoped_release release;
+      r = prog.run(views, ro);
+      ro.trace_callback = nullptr;  // its captures go while the GIL is free
+    }
+    sigint.raise_if_interrupted();
   }
   if (*callback_error) {
     py::error_already_set e = std::move(**callback_error);
@@ -584,7 +632,8 @@ PYBIND11_MODULE(_autobatch, m) {
           "run",
           [](const autobatch::Program& p, const std::vector<py::array>& arrays,
              const std::string& vm, const std::string& schedule, bool jit, bool jit_wait,
-             int64_t lanes, int threads, int64_t max_steps, int64_t max_stack_depth, int64_t batch,
+             int64_t lanes, int threads, int64_t max_steps, int64_t max_stack_depth,
+             double time_limit, int64_t batch,
              const std::string& trace_path, py::object trace_callback,
              const std::string& trace_mask, const std::string& trace_format, bool stats,
              const std::string& on_error, const std::string& output) {
@@ -596,6 +645,7 @@ PYBIND11_MODULE(_autobatch, m) {
                       threads,
                       max_steps,
                       max_stack_depth,
+                      time_limit,
                       batch,
                       trace_path,
                       std::move(trace_callback),
@@ -608,7 +658,8 @@ PYBIND11_MODULE(_autobatch, m) {
           },
           py::arg("arrays"), py::arg("vm"), py::arg("schedule"), py::arg("jit"),
           py::arg("jit_wait"), py::arg("lanes"), py::arg("threads"), py::arg("max_steps"),
-          py::arg("max_stack_depth"), py::arg("batch"), py::arg("trace_path"),
+          py::arg("max_stack_depth"), py::arg("time_limit"), py::arg("batch"),
+          py::arg("trace_path"),
           py::arg("trace_callback"), py::arg("trace_mask"), py::arg("trace_format"),
           py::arg("stats"), py::arg("on_error"), py::arg("output"));
 
@@ -699,13 +750,18 @@ PYBIND11_MODULE(_autobatch, m) {
         autobatch::RunResult run;
         double seconds = 0;
         {
-          py::gil_scoped_release release;
-          job = autobatch::prepare_sample(o);
-          if (job) {
-            auto t0 = std::chrono::steady_clock::now();
-            run = autobatch::run_sample(*job, o.run, nullptr);
-            seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          SigintDuringRun sigint(o.run);
+          {
+            py::gil_scoped_release release;
+            job = autobatch::prepare_sample(o);
+            if (job) {
+              auto t0 = std::chrono::steady_clock::now();
+              run = autobatch::run_sample(*job, o.run, nullptr);
+              seconds =
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            }
           }
+          sigint.raise_if_interrupted();
         }
         if (!job) raise_diagnostics(job.diagnostics());
         if (!run.diagnostics.empty()) raise_diagnostics(run.diagnostics);

@@ -52,7 +52,7 @@ _SUPPORTED = set(_DTYPES.values())
 # The keywords of run(), lower() and check() besides the inputs: a misspelt
 # one arrives as an unknown input, and its message suggests the option.
 _RUN_OPTIONS = ("vm", "schedule", "jit", "lanes", "threads", "max_steps", "max_stack_depth",
-                "batch", "trace", "trace_mask", "trace_format", "stats", "on_error", "output",
+                "time_limit", "batch", "trace", "trace_mask", "trace_format", "stats", "on_error", "output",
                 "inputs")
 _LOWER_OPTIONS = ("print_after", "inputs", "batch")
 _CHECK_OPTIONS = ("inputs", "batch")
@@ -390,7 +390,7 @@ class Program:
         return self._p.lower(print_after or "", arrays)
 
     def run(self, *args, vm="stack", schedule=None, jit=True, lanes=0, threads=0, max_steps=0,
-            max_stack_depth=100000, batch=None, trace=None, trace_mask="bits",
+            max_stack_depth=100000, time_limit=0, batch=None, trace=None, trace_mask="bits",
             trace_format="auto", stats=False, on_error="abort", output=None, inputs=None, **named):
         """Runs the entry on a batch; returns the Outputs (a tuple of arrays,
         one per output leaf, batch first, also reachable by name: out["total"],
@@ -416,6 +416,8 @@ class Program:
           threads: OS threads (0: automatic).
           max_steps: stop with ExecutionError after this many steps (0: no bound).
           max_stack_depth: frames per thread (default 100000).
+          time_limit: seconds the run may take (0: no limit); past them it
+            stops with ExecutionError saying how far it got.
           batch: number of threads when the entry takes no batched input.
           trace: a file name for the JSON Lines trace, or a callable
             called with each line (str).
@@ -430,7 +432,8 @@ class Program:
 
         Raises InputError (bad inputs or options), CompileError (the program
         does not type for these inputs) or ExecutionError (a runtime error).
-        The GIL is released while the program runs.
+        The GIL is released while the program runs; Ctrl-C (from the main
+        thread) stops it within a few steps and raises KeyboardInterrupt.
         """
         if batch is not None and (isinstance(batch, bool) or int(batch) < 1):
             raise InputError(f"batch must be at least 1, not {batch}")
@@ -452,7 +455,7 @@ class Program:
             arrays, vm=vm, schedule=schedule or self._schedule, jit=bool(jit), jit_wait=jit_wait,
             lanes=int(lanes),
             threads=int(threads), max_steps=int(max_steps), max_stack_depth=int(max_stack_depth),
-            batch=int(batch or 0), trace_path=trace_path, trace_callback=trace_callback,
+            time_limit=float(time_limit), batch=int(batch or 0), trace_path=trace_path, trace_callback=trace_callback,
             trace_mask=trace_mask, trace_format=trace_format, stats=bool(stats), on_error=on_error,
             output=os.fspath(output) if output is not None else "")
         outputs = Outputs(outputs, names)
