@@ -180,14 +180,48 @@ def _convert(name, value, declared):
             raise InputError(f"input '{name}': dtype {src} is not supported "
                              "(bool, int32, int64, float32, float64)")
     elif src != want:
+        # The CLI's JSON rules: booleans and numbers do not convert; an
+        # integer must fit; a float given for an integer must be integral.
+        def out_of_range(v):
+            raise InputError(f"input '{name}': {v} is out of range for {declared}")
+        if src.kind == "O" and want.kind == "i":
+            # Python ints too large for any NumPy integer.
+            for v in arr.ravel():
+                if isinstance(v, int) and not isinstance(v, bool):
+                    info = np.iinfo(want)
+                    if not info.min <= v <= info.max:
+                        out_of_range(v)
+            raise InputError(f"input '{name}': the entry declares {declared}, "
+                             f"the input has dtype {src}")
+        if src.kind == "b" and want.kind != "b":
+            raise InputError(f"input '{name}': the entry declares {declared}, the input holds "
+                             "booleans (booleans and numbers do not convert: give 0 and 1)")
         if src.kind in "iu" and want.kind == "i":
             if arr.size:
                 info = np.iinfo(want)
-                lo, hi = arr.min(), arr.max()
+                lo, hi = int(arr.min()), int(arr.max())  # Python ints: exact
                 if lo < info.min or hi > info.max:
-                    bad = lo if lo < info.min else hi
-                    raise InputError(f"input '{name}': {bad} is out of range for {declared}")
-        elif not (src.kind in "biuf" and np.can_cast(src, want, "same_kind")):
+                    out_of_range(lo if lo < info.min else hi)
+        elif src.kind == "f" and want.kind == "i":
+            if arr.size:
+                bad = ~np.isfinite(arr) | (arr != np.trunc(arr))
+                if bad.any():
+                    raise InputError(f"input '{name}': the entry declares {declared}, and "
+                                     f"{arr[bad].ravel()[0]!r} is not an integer")
+                info = np.iinfo(want)
+                lo, hi = float(arr.min()), float(arr.max())
+                # the bounds as floats: -2^63 is exact, 2^63 - 1 rounds up to 2^63
+                if lo < float(info.min) or hi >= float(info.max) + 1.0:
+                    out_of_range(lo if lo < float(info.min) else hi)
+        elif src.kind == "f" and want == np.float32:
+            if arr.size:
+                with np.errstate(over="ignore"):
+                    narrowed = arr.astype(np.float32)
+                bad = np.isinf(narrowed) & np.isfinite(arr)
+                if bad.any():
+                    out_of_range(arr[bad].ravel()[0])
+                return np.ascontiguousarray(narrowed)
+        elif not (src.kind in "iuf" and np.can_cast(src, want, "same_kind")):
             raise InputError(f"input '{name}': the entry declares {declared}, "
                              f"the input has dtype {src}")
     return np.ascontiguousarray(arr, dtype=want)
@@ -376,6 +410,8 @@ class Program:
     def check(self, *args, inputs=None, batch=None, **named):
         """The signature lines with the types these inputs give (inputs as for
         run()); raises CompileError or InputError when they do not type."""
+        if not args and not named and inputs is None:
+            return self._p.signature(None)  # as `autobatch check` without --inputs
         arrays, _ = self._bind(args, named, inputs, batch, _CHECK_OPTIONS)
         return self._p.signature(arrays)
 

@@ -84,3 +84,11 @@ def test_warnings_are_python_warnings_and_never_change_outputs():
     xs = np.array([[0.9, 0.1, 0.7, 0.2], [0.0, 0.0, 0.0, 0.0]])
     t = np.array([0.5, 0.5])
     assert np.array_equal(prog.run(xs=xs, thrshold=t)[0], quiet.run(xs=xs, thrshold=t)[0])
+
+
+def test_check_without_inputs_is_the_cli_check(programs):
+    # No entry chosen (even_odd.ab has two functions): every signature, as
+    # `autobatch check` prints them.
+    prog = autobatch.load(programs / "even_odd.ab")
+    lines = prog.check()
+    assert len(lines) == 2 and all(line.startswith("func ") for line in lines)

@@ -61,6 +61,22 @@ def test_input_errors(programs):
     with pytest.raises(autobatch.InputError, match="out of range"):
         i32.run(np.array([2**40]))
     assert i32.run([7])[0].dtype == np.int32
+    # The CLI's JSON rules: integers must fit, booleans are not numbers, an
+    # integral float is an integer, and a float must fit an f32.
+    i64 = autobatch.compile("func main(n: i64) -> i64 {\n  return n\n}\n")
+    for value, text in [([2**63], "9223372036854775808 is out of range for i64"),
+                        (2**64, "18446744073709551616 is out of range for i64"),
+                        ([-2**63 - 1], "out of range for i64"),
+                        ([True], "booleans"), (np.array([False]), "booleans"),
+                        ([2.5], "2.5 is not an integer"), ([9.3e18], "out of range for i64")]:
+        with pytest.raises(autobatch.InputError, match=text):
+            i64.run(value)
+    assert i64.run([3.0])[0].tolist() == [3]
+    assert i64.run([])[0].shape == (0,)
+    f32 = autobatch.compile("func main(x: f32) -> f32 {\n  return x\n}\n")
+    with pytest.raises(autobatch.InputError, match="out of range for f32"):
+        f32.run([1e300])
+    assert f32.run([1.5, float("inf")])[0].tolist() == [1.5, float("inf")]
 
 
 def test_unknown_inputs_name_the_nearest_parameter_or_option():
@@ -131,6 +147,28 @@ def test_execution_error_limits():
     with pytest.raises(autobatch.ExecutionError) as info:
         deep.run(n=[3, 500], max_stack_depth=100)
     assert info.value.thread == 1 and info.value.function == "f"
+
+
+def test_time_limit_and_ctrl_c_stop_a_run():
+    import os
+    import signal
+    import threading
+    import time
+    forever = autobatch.compile("func main(n: i64) -> i64 {\n  while n > 0 {\n    n = n + 1\n"
+                                "  }\n  return n\n}\n")
+    with pytest.raises(autobatch.ExecutionError, match="time-limit"):
+        forever.run(n=[1], time_limit=0.2)
+    # SIGINT while the run holds the main thread: KeyboardInterrupt within a
+    # few steps, in every VM (time_limit only guards the test).
+    for vm in ("stack", "stackless", "reference"):
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            forever.run(n=[1, 2], vm=vm, time_limit=60)
+        assert time.monotonic() - t0 < 30
+        timer.join()
+    assert forever.run(n=[0])[0].tolist() == [0]  # the handler is Python's again
 
 
 def test_on_error_record_returns_the_other_threads_and_the_errors():
