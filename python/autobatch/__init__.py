@@ -161,6 +161,21 @@ def _primitive_set(primitives):
 
 # ---------------------------------------------------------------- inputs
 
+def _name_given_files(error, made):
+    """Rewrites an error of sample() that names a temporary file sample()
+    wrote (the model text, the data or init dict) or a CLI flag, in the
+    caller's terms."""
+    def rename(text):
+        for file, given in made.items():
+            text = text.replace(file, given)
+        return text.replace("give --data DATA.json", "give data= (a dict, or a CmdStan JSON file)")
+    if error.args and isinstance(error.args[0], str):
+        error.args = (rename(error.args[0]),) + error.args[1:]
+    error.file = made.get(error.file, error.file)
+    if isinstance(getattr(error, "message", None), str):
+        error.message = rename(error.message)
+
+
 def _convert(name, value, declared):
     """`value` as a C-contiguous array of a supported dtype (batch first):
     the same array when it is one already (no copy)."""
@@ -796,12 +811,24 @@ def sample(model, data=None, *, chains=4, warmup=1000, samples=1000, seed=None, 
                 init_arg = os.path.join(tmp, "init.json")
                 with open(init_arg, "w") as f:
                     json.dump({"theta": np.asarray(init, dtype=np.float64).tolist()}, f)
-        r = SampleResult(_ab.sample(path, data_path, int(chains), int(warmup), int(samples),
-                                    None if seed is None else int(seed), int(max_depth),
-                                    float(target_accept), init_arg, int(threads),
-                                    _primitive_set(primitives),
-                                    "" if csv is None else os.path.join(os.fspath(csv), ""),
-                                    metric))
+        # The files written here are named in messages by what the caller gave.
+        made = {}
+        if path.startswith(tmp):
+            made[path] = "<model text>"
+        if data_path.startswith(tmp):
+            made[data_path] = "data"
+        if init_arg.startswith(tmp):
+            made[init_arg] = "init"
+        try:
+            r = SampleResult(_ab.sample(path, data_path, int(chains), int(warmup), int(samples),
+                                        None if seed is None else int(seed), int(max_depth),
+                                        float(target_accept), init_arg, int(threads),
+                                        _primitive_set(primitives),
+                                        "" if csv is None else os.path.join(os.fspath(csv), ""),
+                                        metric))
+        except AutobatchError as e:
+            _name_given_files(e, made)
+            raise
         # The settings, for to_arviz's attributes.
         r.settings = {"num_warmup": int(warmup), "max_depth": int(max_depth),
                       "target_accept": float(target_accept), "metric": str(metric),
