@@ -491,6 +491,18 @@ class Program:
         arrays, given_batch = self._bind(args, named, inputs, batch, _RUN_OPTIONS)
         if batch is None:
             batch = given_batch
+        for option, value in (("lanes", lanes), ("threads", threads), ("max_steps", max_steps),
+                              ("max_stack_depth", max_stack_depth)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise InputError(f"{option} must be an integer, not {value!r}")
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.number)):
+            raise InputError(f"time_limit must be a number of seconds, not {time_limit!r}")
+        for option, value in (("vm", vm), ("trace_mask", trace_mask),
+                              ("trace_format", trace_format), ("on_error", on_error)):
+            if not isinstance(value, str):
+                raise InputError(f"{option} must be a string, not {value!r}")
+        if not isinstance(jit, (bool, str)):
+            raise InputError(f"jit must be True/False (or 'on'/'off'/'wait'), not {jit!r}")
         jit_wait = False
         if isinstance(jit, str):
             if jit not in ("on", "off", "wait"):
