@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "api/internal.h"
@@ -142,6 +143,7 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
                                 ElementNames names) {
   namespace fs = std::filesystem;
   std::vector<std::pair<std::string, std::string>> files;  // name, path
+  std::set<std::string> from_dir;  // files found in a DIR/: skipped when not draws
   for (const std::string& p : paths) {
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
@@ -151,6 +153,7 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
       if (in_dir.empty())
         return std::vector<Diagnostic>{option_error(p + ": a directory without .npy files")};
       std::sort(in_dir.begin(), in_dir.end());
+      for (const auto& f : in_dir) from_dir.insert(f.second);
       files.insert(files.end(), in_dir.begin(), in_dir.end());
     } else if (fs::path(p).extension() == ".npy") {
       files.emplace_back(fs::path(p).stem(), p);
@@ -162,18 +165,31 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
   std::vector<ab::NpyArray> arrays;
   arrays.reserve(files.size());
   std::vector<std::pair<std::string, ArrayView>> views;
+  std::string first;  // the first file summarized
+  std::vector<std::string> skipped;
   for (const auto& [name, path] : files) {
     auto a = ab::read_npy_file(path);
     if (!a.ok()) return to_public(a.diags());
     arrays.push_back(a.take());
     const ab::NpyArray& n = arrays.back();
     // Checked here too, so that the message names the files, not only the quantities.
-    const std::string why = shape_problem(path, n.shape, files[0].second,
+    const std::string why = shape_problem(path, n.shape, first.empty() ? path : first,
                                           views.empty() ? nullptr : &views[0].second.shape);
-    if (!why.empty()) return std::vector<Diagnostic>{option_error(why)};
+    if (!why.empty()) {
+      // A directory of a run's outputs may hold other results beside the
+      // draws (mh_gauss's accepted count): those are left out, and said so.
+      if (!from_dir.count(path)) return std::vector<Diagnostic>{option_error(why)};
+      skipped.push_back(why);
+      continue;
+    }
+    if (first.empty()) first = path;
     views.push_back({name, ArrayView{to_public(n.dtype), n.shape, n.data.data()}});
   }
-  return summarize(views, skip, names);
+  if (views.empty()) return std::vector<Diagnostic>{option_error(skipped.front())};
+  auto s = summarize(views, skip, names);
+  if (s)
+    for (const std::string& why : skipped) s->warnings.insert(s->warnings.begin(), "left out " + why);
+  return s;
 }
 
 std::string Summary::table() const {

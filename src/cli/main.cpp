@@ -117,6 +117,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A first word that names no command: say so, and list them.
+    std::string names;
+    bool known = false;
+    for (const CLI::App* s : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + s->get_name();
+      known = known || (argc > 1 && s->get_name() == argv[1]);
+    }
+    if (argc > 1 && argv[1][0] != '-' && !known) {
+      std::cerr << "autobatch: error: unknown command '" << argv[1] << "' (commands: " << names
+                << ")\n";
+      std::cerr << "Run 'autobatch --help' for usage.\n";
+      return 2;
+    }
     std::cerr << "autobatch: error: " << e.what() << flag_hints(app, argc, argv)
               << inputs_hint(e, argc, argv) << "\n";
     std::cerr << "Run 'autobatch --help' for usage.\n";

@@ -167,11 +167,17 @@ TEST_CASE("summary: the CLI reads .npy files and directories of them") {
   auto parsed = nlohmann::json::parse(j.out);
   CHECK(parsed["draws"] == 100);
   CHECK(parsed["rows"].size() == 2);
-  // The directory holds accepted.npy, shaped [4]: the error names that file.
+  // The directory also holds accepted.npy, shaped [4]: left out, with a
+  // warning naming it; given alone, it is an error.
   Proc d = cli({"summary", (dir.path / "out").string() + "/"});
-  CHECK(d.code == 2);
+  CHECK(d.code == 0);
+  CHECK(d.out.find("\ndraws[1] ") != std::string::npos);
+  CHECK(d.err.find("warning: left out") != std::string::npos);
   CHECK(d.err.find("accepted.npy: draws must be shaped [chains, draws, ...]; its shape is [4]") !=
         std::string::npos);
+  Proc a = cli({"summary", (dir.path / "out" / "accepted.npy").string()});
+  CHECK(a.code == 2);
+  CHECK(a.err.find("its shape is [4]") != std::string::npos);
   Proc missing = cli({"summary", (dir.path / "none.npy").string()});
   CHECK(missing.code == 2);
   CHECK(missing.err.find("none.npy") != std::string::npos);
