@@ -174,7 +174,11 @@ std::optional<std::string> check_linalg_dtypes(PrimId op, const TensorType& a,
 
 PrimTypeResult linalg_type(PrimId op, const std::vector<TensorType>& t) {
   if (op == PrimId::Transpose) {
-    if (auto e = check_rank(op, t[0], 2, "a matrix [m,n]")) return fail(*e);
+    // (Also what X[:, j] and X[a:b, c:d] make: they index a matrix's columns
+    // through transpose, so the message says so.)
+    if (auto e = check_rank(op, t[0], 2, "a matrix [m,n]"))
+      return fail(*e + " (X[:, j] and X[a:b, c:d] index the columns of a matrix: a vector has "
+                       "one index)");
     return ok(Type::tensor_of(t[0].dtype, {t[0].shape[1], t[0].shape[0]}));
   }
   if (auto e = check_linalg_dtypes(op, t[0], t[1])) return fail(*e);
