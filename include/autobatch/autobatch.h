@@ -785,6 +785,8 @@ struct SampleJob {
   // The model file's warnings (Program::warnings; the generated driver has none).
   std::vector<Diagnostic> warnings;
   double prepare_seconds = 0;
+  double init_radius = 2.0;  // starts drawn uniformly in (-R, R); 0: given by --init FILE
+  bool declared = false;     // the model declares its parameters (constrained by their types)
 };
 Result<SampleJob> prepare_sample(const SampleOptions& options);
 Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,

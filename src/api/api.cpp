@@ -170,23 +170,23 @@ Status check_pass_name(const std::string& name) {
 
 namespace {
 
-Result<std::string> formatted(ab::Result<std::string> text) {
-  if (!text) return to_public(text.diags());
-  return std::move(*text);
+// The formatter recurses as deep as the program nests: run on a large
+// stack (support/large_stack.h).
+Result<std::string> formatted(const std::function<ab::Result<std::string>()>& format) {
+  std::optional<ab::Result<std::string>> text;
+  ab::with_large_stack([&] { text.emplace(format()); });
+  if (!*text) return to_public(text->diags());
+  return std::move(**text);
 }
 
 }  // namespace
 
 Result<std::string> format(const std::string& text, const std::string& name) {
-  std::optional<ab::Result<std::string>> r;
-  ab::with_large_stack([&] { r.emplace(ab::format_text(name, text)); });
-  return formatted(std::move(*r));
+  return formatted([&] { return ab::format_text(name, text); });
 }
 
 Result<std::string> format_file(const std::string& path) {
-  std::optional<ab::Result<std::string>> r;
-  ab::with_large_stack([&] { r.emplace(ab::format_file(path)); });
-  return formatted(std::move(*r));
+  return formatted([&] { return ab::format_file(path); });
 }
 
 // ---------------------------------------------------------------- compile

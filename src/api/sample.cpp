@@ -63,20 +63,29 @@ Result<nlohmann::ordered_json> read_json(const std::string& path, const char* wh
 
 // Why a run failed, as diagnostics: its own, or its runtime error (a
 // model's, or RunOptions::cancel's) at its place.
+Diagnostic diagnostic_of(const RuntimeError& e) {
+  Diagnostic d;
+  d.file = e.file;
+  d.line = e.line;
+  d.column = e.column;
+  d.message = e.message;
+  d.rendered = e.rendered;
+  return d;
+}
+
 std::vector<Diagnostic> failure_of(const RunResult& run) {
   if (!run.diagnostics.empty()) return run.diagnostics;
   std::vector<Diagnostic> out;
-  if (run.runtime_error) {
-    const RuntimeError& e = *run.runtime_error;
-    Diagnostic d;
-    d.file = e.file;
-    d.line = e.line;
-    d.column = e.column;
-    d.message = e.message;
-    d.rendered = e.rendered;
-    out.push_back(std::move(d));
-  }
+  if (run.runtime_error) out.push_back(diagnostic_of(*run.runtime_error));
   return out;
+}
+
+// A number as the messages print it: %g, and NaN for any NaN (not "-nan").
+std::string number_text(double v) {
+  if (std::isnan(v)) return "NaN";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 uint64_t splitmix(uint64_t& x) {
@@ -782,6 +791,8 @@ Result<SampleJob> prepare_sample(const SampleOptions& o) {
   in.push_back(ArrayView::of(&target, 1));
   for (const ArrayView& v : in) r.inputs.arrays.push_back(Array::copy_of(v));
   r.inputs.batch = o.chains;
+  r.init_radius = radius;
+  r.declared = dm.has_value();
   r.prepare_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -857,17 +868,11 @@ std::optional<RuntimeError> sample_start_error(const SampleJob& job, const RunRe
   if (failed.size() > 1)
     m << " (and " << failed.size() - 1 << " other" << (failed.size() > 2 ? "s" : "") << " of "
       << o.chains << ")";
-  char value[32];
-  std::snprintf(value, sizeof value, "%g", lp[c]);
-  if (std::isnan(lp[c])) std::snprintf(value, sizeof value, "NaN");
-  // The start's radius as prepare_sample read --init (a number, or a file: 0).
-  char* end = nullptr;
-  const double radius = o.init.empty() ? 2.0 : std::strtod(o.init.c_str(), &end);
-  const bool random = o.init.empty() || (end && *end == '\0' && end != o.init.c_str() && radius > 0);
-  if (random)
+  const std::string value = number_text(lp[c]);
+  if (job.init_radius > 0)
     m << " found no start where the log density and its gradient are finite: 100 points drawn "
          "uniformly in (-"
-      << radius << ", " << radius
+      << job.init_radius << ", " << job.init_radius
       << ") on the unconstrained scale were tried, the last with log density " << value
       << " (Stan's \"Initialization failed\"); check the model at its data (a scale that is not "
          "positive, a log of a negative), or give a start with --init FILE.json";
@@ -887,13 +892,7 @@ std::optional<RuntimeError> sample_start_error(const SampleJob& job, const RunRe
 Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
                                    double run_seconds) {
   if (!run.ok()) return failure_of(run);
-  if (auto e = sample_start_error(job, run)) {
-    Diagnostic d;
-    d.file = e->file;
-    d.message = e->message;
-    d.rendered = e->rendered;
-    return std::vector<Diagnostic>{std::move(d)};
-  }
+  if (auto e = sample_start_error(job, run)) return std::vector<Diagnostic>{diagnostic_of(*e)};
   const SampleOptions& o = job.options;
   SampleResult r;
   r.seed = job.seed;
@@ -933,8 +932,7 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
                          " transitions after warm-up diverged; the draws may be biased (try a "
                          "larger --target-accept, or reparameterize the model)");
   if (r.warmup_nonfinite_total + r.nonfinite_total > 0)
-    r.warnings.push_back(nonfinite_warning(
-        o, r, job.driver.find("func declared_log_density(") != std::string::npos));
+    r.warnings.push_back(nonfinite_warning(o, r, job.declared));
   // A step size that warm-up drove to NaN, zero or infinity: the chain did
   // not move (a density flat in some direction, an improper posterior).
   {
@@ -943,9 +941,7 @@ Result<SampleResult> finish_sample(const SampleJob& job, const RunResult& run,
     for (int64_t c = 0; c < o.chains; ++c)
       if (!std::isfinite(step[c]) || step[c] <= 0) bad.push_back(c);
     if (!bad.empty()) {
-      char v[32];
-      std::snprintf(v, sizeof v, "%g", step[bad[0]]);
-      if (std::isnan(step[bad[0]])) std::snprintf(v, sizeof v, "NaN");
+      const std::string v = number_text(step[bad[0]]);
       r.warnings.push_back(
           "warm-up left " + std::to_string(bad.size()) + " of " + std::to_string(o.chains) +
           " chain" + (o.chains == 1 ? "" : "s") + " with a step size that is not a positive "

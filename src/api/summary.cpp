@@ -188,7 +188,8 @@ Result<Summary> summarize_files(const std::vector<std::string>& paths, int64_t s
   if (views.empty()) return std::vector<Diagnostic>{option_error(skipped.front())};
   auto s = summarize(views, skip, names);
   if (s)
-    for (const std::string& why : skipped) s->warnings.insert(s->warnings.begin(), "left out " + why);
+    for (size_t k = 0; k < skipped.size(); ++k)
+      s->warnings.insert(s->warnings.begin() + static_cast<long>(k), "left out " + skipped[k]);
   return s;
 }
 

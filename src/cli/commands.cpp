@@ -391,6 +391,19 @@ int print_sample(const autobatch::SampleResult& s, const Options& opt) {
   return kOk;
 }
 
+// After a run of the driver that did not fail: a chain with no finite start
+// is a runtime error (exit 1); else the draws, summarized and printed.
+int finish_and_print(const autobatch::SampleJob& job, const autobatch::RunResult& r,
+                     double seconds, const Options& opt) {
+  if (auto e = autobatch::sample_start_error(job, r)) {
+    std::cerr << e->rendered;
+    return kRuntimeError;
+  }
+  auto s = autobatch::finish_sample(job, r, seconds);
+  if (!s) return report(s);
+  return print_sample(*s, opt);
+}
+
 #ifdef AUTOBATCH_MPI
 // `sample` under mpirun/srun: every process prepares the driver (reading the
 // model and the data itself); the chains are split over the processes as
@@ -413,13 +426,7 @@ int sample_over_mpi(const Options& opt, const autobatch::SampleOptions& so) {
   };
   req.finish = [&](autobatch::RunResult& r) {
     print_warnings(job->warnings, opt);  // rank 0 only, once
-    if (auto e = autobatch::sample_start_error(*job, r)) {
-      std::cerr << e->rendered;
-      return kRuntimeError;
-    }
-    auto s = autobatch::finish_sample(*job, r, seconds_since(made));
-    if (!s) return report(s);
-    return print_sample(*s, opt);
+    return finish_and_print(*job, r, seconds_since(made), opt);
   };
   return ab::mpi::run(req);
 }
@@ -467,13 +474,7 @@ int cmd_sample(const Options& opt) {
     r = autobatch::run_sample(*job, ro, show);
   }
   if (auto failed = run_failure(r)) return *failed;
-  if (auto e = autobatch::sample_start_error(*job, r)) {
-    std::cerr << e->rendered;
-    return kRuntimeError;
-  }
-  auto s = autobatch::finish_sample(*job, r, seconds_since(t0));
-  if (!s) return report(s);
-  return print_sample(*s, opt);
+  return finish_and_print(*job, r, seconds_since(t0), opt);
 }
 
 int cmd_report(const Options& opt) {

@@ -155,4 +155,3 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
-

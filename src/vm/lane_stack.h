@@ -25,10 +25,10 @@ class LaneStack {
  public:
   // 2048: compiled code addresses these levels' rows directly (the JIT's
   // chain copies a thread's entries from them; a deeper thread's window
-  // goes through get/put, window() below, once per entry and chain call);
-  // recursions a hundred or two deep are
-  // common (a list walked, a triangular sum), and a gradient's loop of T
-  // steps recurses T deep (once per iteration). The table of rows is made
+  // goes through get/put, window() below, once per entry and chain call).
+  // Recursions a hundred or two deep are common (a list walked, a
+  // triangular sum), and a gradient's loop of T steps recurses T deep
+  // (once per iteration). The table of rows is made
   // by init(), only for stacks that are used, and rows are made in blocks,
   // so a level no thread reaches costs address space only.
   static constexpr uint32_t kFlat = 2048;
